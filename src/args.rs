@@ -1,0 +1,407 @@
+//! Command arguments: the `args` JSON Schema compiled once per command, and the checks every call passes before anything runs.
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+use std::fmt;
+
+use crate::lint::LintKind;
+use crate::naming::is_arg_name;
+
+/// Arguments every command accepts, always as booleans: they satisfy the confirm gate.
+pub const GATE_ARGS: [&str; 2] = ["confirm", "apply"];
+
+/// One declared argument.
+#[derive(Debug, Clone)]
+pub struct Prop {
+    /// JSON Schema `type`, as a list (empty when the schema gives none).
+    pub types: Vec<String>,
+    pub description: Option<String>,
+    /// The first of `examples`, used by `hcpx commands` and `--init-evals`.
+    pub example: Option<Value>,
+    /// `x-position`: which bare word of a command line fills it (0 is the first).
+    pub position: Option<usize>,
+}
+
+/// A command's compiled argument schema.
+pub struct ArgSpec {
+    props: IndexMap<String, Prop>,
+    required: Vec<String>,
+    positions: Vec<String>,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl fmt::Debug for ArgSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArgSpec")
+            .field("props", &self.props)
+            .field("required", &self.required)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A problem in a command's `args` schema, found at load time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaProblem {
+    pub kind: LintKind,
+    /// JSON pointer below the command's `args`.
+    pub pointer: String,
+    pub message: String,
+    pub fix: String,
+}
+
+/// Why a call's arguments were refused (`code: invalid_args`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// Arguments that passed every check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedArgs {
+    /// The declared arguments, as given.
+    pub values: Map<String, Value>,
+    /// `confirm: true` or `apply: true` was given.
+    pub confirmed: bool,
+    /// `mode: "mock"` was given (explicit mock Binding).
+    pub mock: bool,
+}
+
+struct NoFetch;
+
+impl jsonschema::Retrieve for NoFetch {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("a pack schema may not load {uri}").into())
+    }
+}
+
+impl ArgSpec {
+    /// An empty spec: the command takes no arguments.
+    pub fn none() -> ArgSpec {
+        ArgSpec { props: IndexMap::new(), required: Vec::new(), positions: Vec::new(), validator: None }
+    }
+
+    /// Compiles a command's `args` schema, reporting every problem found.
+    pub fn compile(schema: Option<&Value>) -> Result<ArgSpec, Vec<SchemaProblem>> {
+        let Some(schema) = schema else { return Ok(ArgSpec::none()) };
+        let mut problems = Vec::new();
+        let bad = |problems: &mut Vec<SchemaProblem>, pointer: &str, message: String, fix: &str| {
+            problems.push(SchemaProblem {
+                kind: LintKind::InvalidSchema,
+                pointer: pointer.to_string(),
+                message,
+                fix: fix.to_string(),
+            })
+        };
+        let Some(obj) = schema.as_object() else {
+            bad(&mut problems, "", "`args` must be a JSON Schema object".into(), "write `args` as {\"type\": \"object\", \"properties\": {…}}");
+            return Err(problems);
+        };
+        find_refs(schema, "", &mut problems);
+        match obj.get("type") {
+            None => {}
+            Some(Value::String(t)) if t == "object" => {}
+            Some(other) => bad(
+                &mut problems,
+                "/type",
+                format!("`args` must describe an object, not {other}"),
+                "set \"type\": \"object\"",
+            ),
+        }
+        let mut props = IndexMap::new();
+        match obj.get("properties") {
+            None => {}
+            Some(Value::Object(p)) => {
+                for (name, prop) in p {
+                    let ptr = format!("/properties/{}", crate::lint::pointer_segment(name));
+                    if !is_arg_name(name) {
+                        problems.push(SchemaProblem {
+                            kind: LintKind::BadName,
+                            pointer: ptr.clone(),
+                            message: format!("argument name `{name}` breaks the naming rules"),
+                            fix: "use letters, digits, `_` and `-`, starting with a letter or `_`".into(),
+                        });
+                    }
+                    let Some(po) = prop.as_object() else {
+                        bad(&mut problems, &ptr, format!("argument `{name}` must be a schema object"), "describe it as {\"type\": …, \"description\": …}");
+                        continue;
+                    };
+                    let types = match po.get("type") {
+                        Some(Value::String(t)) => vec![t.clone()],
+                        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+                        _ => Vec::new(),
+                    };
+                    if GATE_ARGS.contains(&name.as_str()) && !(types.len() == 1 && types[0] == "boolean") {
+                        bad(&mut problems, &ptr, format!("argument `{name}` satisfies the confirm gate and must be declared as a boolean"), "declare it as {\"type\": \"boolean\"} or leave it out: it is always accepted");
+                    }
+                    let position = match po.get("x-position") {
+                        None => None,
+                        Some(v) => match v.as_u64() {
+                            Some(n) if n < 64 => Some(n as usize),
+                            _ => {
+                                bad(&mut problems, &format!("{ptr}/x-position"), format!("x-position of `{name}` must be a whole number from 0 to 63, not {v}"), "number bare words from 0 (the first) up");
+                                None
+                            }
+                        },
+                    };
+                    props.insert(
+                        name.clone(),
+                        Prop {
+                            types,
+                            description: po.get("description").and_then(|d| d.as_str()).map(String::from),
+                            example: po.get("examples").and_then(|e| e.as_array()).and_then(|e| e.first()).cloned(),
+                            position,
+                        },
+                    );
+                }
+            }
+            Some(_) => bad(&mut problems, "/properties", "`properties` must be an object".into(), "map each argument name to its schema"),
+        }
+        let mut required = Vec::new();
+        match obj.get("required") {
+            None => {}
+            Some(Value::Array(r)) => {
+                for (i, n) in r.iter().enumerate() {
+                    match n.as_str() {
+                        Some(n) if props.contains_key(n) => required.push(n.to_string()),
+                        Some(n) => bad(&mut problems, &format!("/required/{i}"), format!("required argument `{n}` is not declared in `properties`"), "declare it under `properties` or remove it from `required`"),
+                        None => bad(&mut problems, &format!("/required/{i}"), format!("`required` entries must be names, not {n}"), "list argument names as strings"),
+                    }
+                }
+            }
+            Some(_) => bad(&mut problems, "/required", "`required` must be a list of argument names".into(), "write \"required\": [\"name\", …]"),
+        }
+        let mut by_pos: Vec<(usize, String)> =
+            props.iter().filter_map(|(n, p)| p.position.map(|pos| (pos, n.clone()))).collect();
+        by_pos.sort();
+        let mut positions = Vec::new();
+        for (i, (pos, name)) in by_pos.iter().enumerate() {
+            if *pos != i {
+                bad(&mut problems, &format!("/properties/{}/x-position", crate::lint::pointer_segment(name)), format!("x-position values must run 0, 1, 2 … without gaps or repeats; `{name}` has {pos} where {i} was expected"), "number the positional arguments 0, 1, 2 … in command-line order");
+                break;
+            }
+            positions.push(name.clone());
+        }
+        if problems.is_empty() {
+            match jsonschema::options().with_retriever(NoFetch).should_validate_formats(true).build(schema) {
+                Ok(v) => {
+                    return Ok(ArgSpec { props, required, positions, validator: Some(v) });
+                }
+                Err(e) => bad(
+                    &mut problems,
+                    e.schema_path().as_str(),
+                    format!("`args` is not a valid JSON Schema: {}", lower_first(&e.to_string())),
+                    "fix the schema keyword named (see json-schema.org)",
+                ),
+            }
+        }
+        Err(problems)
+    }
+
+    /// The declared arguments, in manifest order.
+    pub fn props(&self) -> &IndexMap<String, Prop> {
+        &self.props
+    }
+
+    /// The required arguments.
+    pub fn required(&self) -> &[String] {
+        &self.required
+    }
+
+    /// True when `name` is a declared argument.
+    pub fn declares(&self, name: &str) -> bool {
+        self.props.contains_key(name)
+    }
+
+    /// Turns command-line words (`k=v`, `k:=json`, bare words for `x-position`) into an args object.
+    pub fn parse_words(&self, target: &str, words: &[String]) -> Result<Map<String, Value>, ArgError> {
+        let mut out = Map::new();
+        let mut bare = 0usize;
+        for word in words {
+            let (key, value) = if let Some((k, raw)) = split_key(word, ":=") {
+                let v: Value = serde_json::from_str(raw).map_err(|e| {
+                    ArgError(format!("argument `{k}` for {target}: {raw:?} is not JSON ({e}); quote strings as k:='\"text\"' or use k=text"))
+                })?;
+                (k.to_string(), v)
+            } else if let Some((k, raw)) = split_key(word, "=") {
+                (k.to_string(), self.convert(target, k, raw)?)
+            } else {
+                let Some(name) = self.positions.get(bare) else {
+                    let hint = if self.positions.is_empty() {
+                        "this command takes no bare words; pass arguments as name=value".to_string()
+                    } else {
+                        format!("it takes {} bare word(s) ({}); pass the rest as name=value", self.positions.len(), self.positions.join(", "))
+                    };
+                    return Err(ArgError(format!("unexpected bare word {word:?} for {target}: {hint}")));
+                };
+                bare += 1;
+                (name.clone(), self.convert(target, name, word)?)
+            };
+            if out.contains_key(&key) {
+                return Err(ArgError(format!("argument `{key}` is given twice for {target}; give it once")));
+            }
+            out.insert(key, value);
+        }
+        Ok(out)
+    }
+
+    /// Converts a `k=v` string to the argument's declared scalar type.
+    fn convert(&self, target: &str, key: &str, raw: &str) -> Result<Value, ArgError> {
+        let types: Vec<&str> = if GATE_ARGS.contains(&key) && !self.declares(key) {
+            vec!["boolean"]
+        } else {
+            self.props.get(key).map(|p| p.types.iter().map(String::as_str).collect()).unwrap_or_default()
+        };
+        if types.is_empty() || types.contains(&"string") {
+            return Ok(Value::String(raw.to_string()));
+        }
+        if types.contains(&"integer") {
+            if let Ok(n) = raw.parse::<i64>() {
+                return Ok(Value::from(n));
+            }
+        }
+        if types.contains(&"number") {
+            if let Ok(n) = raw.parse::<i64>() {
+                return Ok(Value::from(n));
+            }
+            if let Some(n) = raw.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(serde_json::Number::from_f64) {
+                return Ok(Value::Number(n));
+            }
+        }
+        if types.contains(&"boolean") {
+            match raw {
+                "true" => return Ok(Value::Bool(true)),
+                "false" => return Ok(Value::Bool(false)),
+                _ => {}
+            }
+        }
+        if types.contains(&"null") && raw == "null" {
+            return Ok(Value::Null);
+        }
+        if types.iter().any(|t| *t == "array" || *t == "object") {
+            return Err(ArgError(format!("argument `{key}` for {target} takes {}; pass it as JSON: {key}:=<json>", types.join(" or "))));
+        }
+        Err(ArgError(format!("argument `{key}` for {target} must be {}, not {raw:?}", types.join(" or "))))
+    }
+
+    /// Refuses unknown and missing arguments, then validates against the schema.
+    pub fn check(&self, target: &str, args: &Map<String, Value>) -> Result<CheckedArgs, ArgError> {
+        let mut values = Map::new();
+        let mut confirmed = false;
+        let mut mock = false;
+        let mut unknown = Vec::new();
+        for (k, v) in args {
+            if GATE_ARGS.contains(&k.as_str()) {
+                match v {
+                    Value::Bool(b) => confirmed |= *b,
+                    other => return Err(ArgError(format!("argument `{k}` for {target} must be true or false, not {other}"))),
+                }
+                if self.declares(k) {
+                    values.insert(k.clone(), v.clone());
+                }
+                continue;
+            }
+            if k == "mode" && !self.declares("mode") {
+                match v.as_str() {
+                    Some("mock") => mock = true,
+                    _ => return Err(ArgError(format!("argument `mode` for {target} may only be \"mock\" (explicit mock Binding), not {v}"))),
+                }
+                continue;
+            }
+            if self.declares(k) {
+                values.insert(k.clone(), v.clone());
+            } else {
+                unknown.push(k.as_str());
+            }
+        }
+        if !unknown.is_empty() {
+            let list = unknown.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", ");
+            let declared = if self.props.is_empty() {
+                "it takes no arguments".to_string()
+            } else {
+                format!("it takes {}", self.props.keys().map(String::as_str).collect::<Vec<_>>().join(", "))
+            };
+            let noun = if unknown.len() == 1 { "argument" } else { "arguments" };
+            return Err(ArgError(format!("unknown {noun} {list} for {target}; {declared}")));
+        }
+        let missing: Vec<&str> = self.required.iter().filter(|r| !values.contains_key(*r)).map(String::as_str).collect();
+        if !missing.is_empty() {
+            let parts: Vec<String> = missing
+                .iter()
+                .map(|m| match self.props.get(*m).and_then(|p| p.example.as_ref()) {
+                    Some(Value::String(e)) => format!("`{m}` (e.g. {m}={e})"),
+                    Some(e) => format!("`{m}` (e.g. {m}:={e})"),
+                    None => format!("`{m}`"),
+                })
+                .collect();
+            let noun = if missing.len() == 1 { "argument" } else { "arguments" };
+            return Err(ArgError(format!("missing required {noun} {} for {target}", parts.join(", "))));
+        }
+        if let Some(v) = &self.validator {
+            let instance = Value::Object(values);
+            if let Some(e) = v.iter_errors(&instance).next() {
+                let at = e.instance_path().as_str().trim_start_matches('/').to_string();
+                let which = if at.is_empty() { String::new() } else { format!("argument `{at}` ") };
+                return Err(ArgError(format!("invalid {which}for {target}: {}", lower_first(&e.to_string()))));
+            }
+            let Value::Object(values) = instance else { return Err(ArgError("internal: args lost their shape".into())) };
+            return Ok(CheckedArgs { values, confirmed, mock });
+        }
+        Ok(CheckedArgs { values, confirmed, mock })
+    }
+}
+
+/// Splits `k<sep>v` when `k` is a valid argument name (so a bare word like `a=b c` stays bare).
+fn split_key<'a>(word: &'a str, sep: &str) -> Option<(&'a str, &'a str)> {
+    let idx = word.find(sep)?;
+    let key = &word[..idx];
+    if sep == "=" && key.ends_with(':') {
+        return None;
+    }
+    is_arg_name(key).then(|| (key, &word[idx + sep.len()..]))
+}
+
+fn find_refs(v: &Value, at: &str, problems: &mut Vec<SchemaProblem>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                let ptr = format!("{at}/{}", crate::lint::pointer_segment(k));
+                if matches!(k.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef") {
+                    if let Some(r) = child.as_str() {
+                        if !r.starts_with('#') {
+                            problems.push(SchemaProblem {
+                                kind: LintKind::SchemaRef,
+                                pointer: ptr.clone(),
+                                message: format!("{k} {r:?} points outside the schema; a pack schema may not load a URL or a file"),
+                                fix: "copy the referenced schema into `$defs` and point at it with \"#/$defs/…\"".into(),
+                            });
+                        }
+                    }
+                }
+                find_refs(child, &ptr, problems);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                find_refs(child, &format!("{at}/{i}"), problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,32 @@
+//! `hcpx lint DIR`: prints the lint report; exit 0 clean, 1 otherwise.
+
+use super::{exit, LintArgs};
+use crate::output::Printer;
+use hcpx::lint::lint_dir;
+
+/// Runs `hcpx lint`.
+pub fn run(args: &LintArgs) -> u8 {
+    let printer = Printer::new(args.json);
+    let report = lint_dir(&args.dir);
+    if args.json {
+        printer.json_doc(&report);
+    } else {
+        let name = report.pack_id.as_deref().unwrap_or("pack");
+        for i in &report.issues {
+            let where_ = if i.pointer.is_empty() { i.file.clone() } else { format!("{} {}", i.file, i.pointer) };
+            printer.data(&format!("{}[{}] {where_}", printer.label("error", "31"), i.kind.as_str()));
+            printer.data(&format!("  {}", i.message));
+            printer.data(&format!("  fix: {}", i.fix));
+        }
+        if report.ok {
+            printer.data(&format!("{name}: ok, no lint issues"));
+        } else {
+            printer.data(&format!("{name}: {} lint issue(s)", report.issues.len()));
+        }
+    }
+    if report.ok {
+        exit::OK
+    } else {
+        exit::FAILURE
+    }
+}

@@ -1,0 +1,17 @@
+//! hcpx: a fail-closed runtime for the Harness Context Protocol (HCP).
+//!
+//! The library is the runtime; the `hcpx` binary and every other face are thin callers of it.
+//! Load a pack with [`pack::Pack::load`], lint one with [`lint::lint_dir`], render argv with
+//! [`render::render_argv`], check arguments with [`args::ArgSpec`] and title a step with
+//! [`title::command_title`].
+
+pub mod args;
+pub mod lint;
+pub mod naming;
+pub mod pack;
+pub mod render;
+pub mod template;
+pub mod title;
+
+pub use pack::{Pack, PackError};
+pub use title::command_title;

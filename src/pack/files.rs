@@ -1,0 +1,221 @@
+//! Reads pack files through a cap-std directory, bounded in size, and parses JSON with a pointer to any error.
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use serde::de::DeserializeOwned;
+use std::io::Read;
+use std::path::Path;
+
+use crate::lint::{pointer_segment, Issues, LintKind};
+
+/// The largest pack file the runtime reads.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Opens the pack directory as a capability; every later read stays beneath it.
+pub(crate) fn open_dir(dir: &Path, issues: &mut Issues) -> Option<Dir> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            issues.push(
+                LintKind::MissingFile,
+                ".",
+                "",
+                format!("{} is not a directory", dir.display()),
+                "pass the directory that holds surface.json, policy.json and HARNESS.md",
+            );
+            return None;
+        }
+        Err(e) => {
+            issues.push(
+                LintKind::MissingFile,
+                ".",
+                "",
+                format!("pack directory {} cannot be opened: {}", dir.display(), io_reason(&e)),
+                "pass the directory that holds surface.json, policy.json and HARNESS.md",
+            );
+            return None;
+        }
+    }
+    match Dir::open_ambient_dir(dir, ambient_authority()) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            issues.push(
+                LintKind::MissingFile,
+                ".",
+                "",
+                format!("pack directory {} cannot be opened: {}", dir.display(), io_reason(&e)),
+                "check the directory's permissions",
+            );
+            None
+        }
+    }
+}
+
+/// Reads `name` from the pack. `None` (with an issue when `required`) when it is absent or unreadable.
+pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Issues) -> Option<String> {
+    let meta = match root.metadata(name) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if required {
+                issues.push(
+                    LintKind::MissingFile,
+                    name,
+                    "",
+                    format!("{name} is missing"),
+                    format!("create {name} in the pack directory (see docs/packs.md)"),
+                );
+            }
+            return None;
+        }
+        Err(e) => {
+            issues.push(
+                LintKind::FileUnreadable,
+                name,
+                "",
+                format!("{name} cannot be read: {}", io_reason(&e)),
+                format!("make {name} a plain file inside the pack, not a link out of it"),
+            );
+            return None;
+        }
+    };
+    if !meta.is_file() {
+        issues.push(
+            LintKind::FileUnreadable,
+            name,
+            "",
+            format!("{name} is not a regular file"),
+            format!("make {name} a plain file"),
+        );
+        return None;
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        issues.push(
+            LintKind::FileUnreadable,
+            name,
+            "",
+            format!("{name} is {} bytes, over the limit of {MAX_FILE_BYTES}", meta.len()),
+            format!("shrink {name} below {} MiB", MAX_FILE_BYTES / (1024 * 1024)),
+        );
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let read = root
+        .open(name)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        issues.push(
+            LintKind::FileUnreadable,
+            name,
+            "",
+            format!("{name} cannot be read: {}", io_reason(&e)),
+            format!("make {name} a readable plain file inside the pack"),
+        );
+        return None;
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        issues.push(
+            LintKind::FileUnreadable,
+            name,
+            "",
+            format!("{name} grew past the limit of {MAX_FILE_BYTES} bytes while being read"),
+            format!("shrink {name} below {} MiB", MAX_FILE_BYTES / (1024 * 1024)),
+        );
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            issues.push(
+                LintKind::FileUnreadable,
+                name,
+                "",
+                format!("{name} is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+                format!("save {name} as UTF-8"),
+            );
+            None
+        }
+    }
+}
+
+/// Parses `text` as `T`; on failure records one issue with the JSON pointer of the failing field.
+pub(crate) fn parse_json<T: DeserializeOwned>(file: &str, text: &str, issues: &mut Issues) -> Option<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed: Result<T, _> = serde_path_to_error::deserialize(&mut de);
+    let value = match parsed {
+        Ok(v) => v,
+        Err(err) => {
+            let ptr = path_pointer(err.path());
+            let inner = err.into_inner();
+            record_json_error(file, ptr, &inner, issues);
+            return None;
+        }
+    };
+    if let Err(e) = de.end() {
+        record_json_error(file, String::new(), &e, issues);
+        return None;
+    }
+    Some(value)
+}
+
+fn record_json_error(file: &str, ptr: String, err: &serde_json::Error, issues: &mut Issues) {
+    use serde_json::error::Category;
+    let msg = err.to_string();
+    match err.classify() {
+        Category::Syntax | Category::Eof | Category::Io => issues.push(
+            LintKind::InvalidJson,
+            file,
+            "",
+            format!("{file} is not valid JSON: {msg}"),
+            format!("fix the JSON syntax of {file} at the line and column named"),
+        ),
+        Category::Data => {
+            if msg.starts_with("unknown field") {
+                let field = msg.split('`').nth(1).unwrap_or("").to_string();
+                let parent = ptr
+                    .strip_suffix(&format!("/{}", pointer_segment(&field)))
+                    .unwrap_or(&ptr)
+                    .to_string();
+                let place = if parent.is_empty() { "the top level".to_string() } else { parent };
+                issues.push(
+                    LintKind::UnknownField,
+                    file,
+                    ptr,
+                    format!("{file}: {msg} (at {place})"),
+                    format!("remove `{field}` or correct its spelling to one of the fields named"),
+                );
+            } else {
+                let at = if ptr.is_empty() { "the top level".to_string() } else { ptr.clone() };
+                issues.push(
+                    LintKind::InvalidField,
+                    file,
+                    ptr,
+                    format!("{file}: {msg} (at {at})"),
+                    "give the field the type and value the format documents (docs/packs.md)",
+                );
+            }
+        }
+    }
+}
+
+fn path_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("/{index}")),
+            Segment::Map { key } => out.push_str(&format!("/{}", pointer_segment(key))),
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// A short lower-case reason for an I/O error.
+pub fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "not found".into(),
+        ErrorKind::PermissionDenied => "permission denied (or a link that leaves the pack)".into(),
+        _ => e.to_string().to_lowercase(),
+    }
+}

@@ -1,0 +1,141 @@
+//! A pack directory turned into a validated `Pack`: the only form the pipeline accepts.
+
+mod build;
+mod files;
+pub mod raw;
+mod skill;
+mod unique;
+
+use indexmap::IndexMap;
+use std::path::{Path, PathBuf};
+
+pub use build::{analyze, Analysis};
+pub use files::{io_reason, MAX_FILE_BYTES};
+pub use raw::{
+    AdapterKind, BindingMode, Hub, Land, Operation, Plane, PreviewKind, RawEvalFile, RawMeta, Transport,
+    WorkspaceMode,
+};
+pub use skill::Skill;
+
+use crate::args::ArgSpec;
+use crate::lint::LintIssue;
+use crate::template::Template;
+use crate::title::{PreviewSpec, TitleSpec};
+
+/// A pack that passed lint, ready for the pipeline.
+#[derive(Debug)]
+pub struct Pack {
+    /// The directory it was loaded from.
+    pub dir: PathBuf,
+    pub id: String,
+    pub name: Option<String>,
+    pub kind: AdapterKind,
+    pub plane: Plane,
+    pub transports: Vec<Transport>,
+    pub cli_bin: Option<String>,
+    pub binding: Binding,
+    pub wrap: Option<WrapTarget>,
+    pub pass_through: Option<PassThrough>,
+    /// `component.path`, relative to the pack, for `kind: composite`.
+    pub component: Option<String>,
+    pub commands: IndexMap<String, Command>,
+    pub triggers: Vec<String>,
+    pub skill: Skill,
+    /// The `hcp` metadata object: as declared (and validated) or derived.
+    pub meta: RawMeta,
+    pub evals: Option<RawEvalFile>,
+}
+
+/// The pack's Binding declaration, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub mode: BindingMode,
+    pub hub: Option<Hub>,
+    pub family: String,
+    pub connect_provider_id: Option<String>,
+}
+
+/// How a wrap pack runs its CLI.
+#[derive(Debug, Clone)]
+pub struct WrapTarget {
+    pub bin: Bin,
+    /// The pack-wide JSON flag (default `--json`).
+    pub json_flag: Vec<String>,
+    /// Fallback argv when a command has no `cli[]`.
+    pub argv_template: Vec<Template>,
+    /// Environment the bin understands; values may hold `{{binding.FIELD}}`.
+    pub agent_env: IndexMap<String, Template>,
+    pub workspace: WorkspaceMode,
+}
+
+/// `wrap.bin`, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bin {
+    /// A bare name: a CLI on PATH, runnable only when allow-listed.
+    Name(String),
+    /// A path relative to the pack directory, checked to stay inside it.
+    Path(String),
+}
+
+/// `pass_through`: a bootstrap over a few literal subcommands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassThrough {
+    pub allowed_subcommands: Vec<String>,
+    pub max_argv: u32,
+}
+
+/// A command and its Policy row.
+#[derive(Debug)]
+pub struct Command {
+    pub key: String,
+    pub description: Option<String>,
+    /// `cli[]` after the bin token, parsed.
+    pub cli: Option<Vec<Template>>,
+    /// The bin token `cli[]` starts with.
+    pub cli_bin: Option<String>,
+    pub args: ArgSpec,
+    pub json_flag: Option<Vec<String>>,
+    /// `cli[]` already selects JSON output (`--json`, `-o json`, …).
+    pub cli_selects_json: bool,
+    pub title: TitleSpec,
+    pub preview: Option<PreviewSpec>,
+    /// The manifest's legacy `policy` hint.
+    pub policy_hint: Option<Operation>,
+    pub policy: PolicyRow,
+}
+
+/// A `policy.json` row, defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolicyRow {
+    pub operation: Operation,
+    pub confirm: bool,
+    pub land: Land,
+}
+
+/// Why a pack could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// The pack fails lint; every issue is listed.
+    #[error("pack {} fails lint with {} issue(s): {}", .dir.display(), .issues.len(), summary(.issues))]
+    Lint { dir: PathBuf, issues: Vec<LintIssue> },
+}
+
+fn summary(issues: &[LintIssue]) -> String {
+    issues.iter().map(|i| format!("[{}] {}", i.kind.as_str(), i.message)).collect::<Vec<_>>().join("; ")
+}
+
+impl Pack {
+    /// Loads and validates the pack in `dir`; fails with every lint issue.
+    pub fn load(dir: &Path) -> Result<Pack, PackError> {
+        let analysis = analyze(dir);
+        match analysis.pack {
+            Some(pack) if analysis.issues.is_empty() => Ok(pack),
+            _ => Err(PackError::Lint { dir: dir.to_path_buf(), issues: analysis.issues }),
+        }
+    }
+
+    /// The command named `verb_key`.
+    pub fn command(&self, verb_key: &str) -> Option<&Command> {
+        self.commands.get(verb_key)
+    }
+}

@@ -1,0 +1,123 @@
+//! `cli[]` → argv (command.md "How cli[] renders", execution.md "Wrap rendering"): no shell, ever.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+use crate::naming::command_tail;
+use crate::pack::{Command, WrapTarget};
+use crate::template::Template;
+
+/// Why a call's arguments cannot be rendered into argv (`code: invalid_args`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RenderError {
+    /// A value in a positional slot starts with `-` and would be read as a flag.
+    LooksLikeFlag { arg: String, value: String },
+    /// A value holds a NUL byte, which no argv can carry.
+    NulByte { arg: String },
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderError::LooksLikeFlag { arg, value } => write!(
+                f,
+                "argument `{arg}` is {value:?}, which starts with '-' and would be read as a flag; pass a value that does not start with '-'"
+            ),
+            RenderError::NulByte { arg } => write!(f, "argument `{arg}` holds a NUL byte, which cannot be passed to a command"),
+        }
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+/// `String(value)` as JS would give it, except that null and empty text count as missing and objects render as
+/// compact JSON.
+pub fn arg_text(v: &Value) -> Option<String> {
+    let s = match v {
+        Value::Null => return None,
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| if i.is_null() { String::new() } else { arg_text(i).unwrap_or_default() })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => v.to_string(),
+    };
+    (!s.is_empty()).then_some(s)
+}
+
+/// True when declared `cli[]` tokens already select JSON output.
+pub fn cli_selects_json<S: AsRef<str>>(tokens: &[S]) -> bool {
+    tokens.iter().enumerate().any(|(i, t)| {
+        let t = t.as_ref();
+        t == "--json"
+            || t.starts_with("--json=")
+            || matches!(t, "--output=json" | "--format=json" | "-ojson" | "-fjson")
+            || (matches!(t, "-o" | "--output" | "--format" | "-f")
+                && tokens.get(i + 1).map(|n| n.as_ref()) == Some("json"))
+    })
+}
+
+/// The JSON flag appended to this command's argv.
+pub fn json_flag<'a>(wrap: &'a WrapTarget, cmd: &'a Command) -> &'a [String] {
+    match &cmd.json_flag {
+        Some(own) => own,
+        None if cmd.cli_selects_json => &[],
+        None => &wrap.json_flag,
+    }
+}
+
+/// Renders the argv that follows the bin for `cmd` called with `args`.
+pub fn render_argv(wrap: &WrapTarget, cmd: &Command, args: &Map<String, Value>) -> Result<Vec<String>, RenderError> {
+    let mut argv = match &cmd.cli {
+        Some(tokens) => render_tokens(tokens, args, None)?,
+        None => render_tokens(&wrap.argv_template, args, Some(command_tail(&cmd.key)))?,
+    };
+    argv.extend(json_flag(wrap, cmd).iter().cloned());
+    Ok(argv)
+}
+
+/// Substitutes placeholders token by token. A token whose placeholder has no value drops out, and so does the
+/// flag right before it when the token was a lone placeholder.
+pub fn render_tokens(tokens: &[Template], args: &Map<String, Value>, verb: Option<&str>) -> Result<Vec<String>, RenderError> {
+    let mut out: Vec<String> = Vec::with_capacity(tokens.len() + 1);
+    // Index in `out` of the flag emitted from the previous declared token, if it was a literal flag.
+    let mut prev_flag: Option<usize> = None;
+    for t in tokens {
+        let lookup = |name: &str| -> Option<String> {
+            match (name, verb) {
+                ("verb", Some(v)) if !args.contains_key("verb") => Some(v.to_string()),
+                _ => args.get(name).and_then(arg_text),
+            }
+        };
+        if t.is_literal() {
+            let text = t.source().to_string();
+            prev_flag = text.starts_with('-').then_some(out.len());
+            out.push(text);
+            continue;
+        }
+        let rendered = t.fill(lookup);
+        match (rendered, t.sole_var()) {
+            (None, Some(_)) => {
+                if let Some(i) = prev_flag.take() {
+                    out.truncate(i);
+                }
+            }
+            (None, None) => prev_flag = None,
+            (Some(value), sole) => {
+                let arg = t.vars().next().unwrap_or_default().to_string();
+                if value.contains('\0') {
+                    return Err(RenderError::NulByte { arg });
+                }
+                if sole.is_some() && prev_flag.is_none() && value.starts_with('-') && value.parse::<f64>().is_err() {
+                    return Err(RenderError::LooksLikeFlag { arg, value });
+                }
+                prev_flag = None;
+                out.push(value);
+            }
+        }
+    }
+    Ok(out)
+}

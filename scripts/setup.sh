@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what hcpx's build, examples and tests need on a fresh machine. Safe to run again.
+set -euo pipefail
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo is missing; install Rust 1.95 with rustup first" >&2
+  exit 1
+fi
+# Composite guests (Step 3) build for wasm32-wasip2.
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+  rustup target add wasm32-wasip2
+fi
+# The example packs' bins are small Node.js scripts.
+if ! command -v node >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nodejs
+fi

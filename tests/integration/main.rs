@@ -1,0 +1,9 @@
+//! The one integration test binary: every test gets its own temp dir, and CLI tests drive the real `hcpx`.
+
+mod args;
+mod docs;
+mod helpers;
+mod lint;
+mod render;
+mod robustness;
+mod titles;

@@ -15,3 +15,10 @@ pub mod title;
 
 pub use pack::{Pack, PackError};
 pub use title::command_title;
+pub mod adapter;
+pub mod clock;
+pub mod grants;
+pub mod runtime;
+pub mod store;
+
+pub use runtime::{Envelope, ResultEnvelope, Runtime};

@@ -1,7 +1,7 @@
 //! Titles and approval previews (command.md "Titles"): the words a host shows for a step, filled from args and result.
 
 use indexmap::IndexMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::pack::{Pack, PreviewKind};
@@ -26,7 +26,7 @@ pub struct PreviewSpec {
 }
 
 /// A filled approval card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preview {
     pub kind: PreviewKind,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,10 +5,10 @@ use crate::output::Printer;
 use hcpx::lint::lint_dir;
 
 /// Runs `hcpx lint`.
-pub fn run(args: &LintArgs) -> u8 {
-    let printer = Printer::new(args.json);
+pub fn run(args: &LintArgs) -> anyhow::Result<u8> {
+    let printer = Printer::new(args.json.json);
     let report = lint_dir(&args.dir);
-    if args.json {
+    if printer.json {
         printer.json_doc(&report);
     } else {
         let name = report.pack_id.as_deref().unwrap_or("pack");
@@ -24,9 +24,5 @@ pub fn run(args: &LintArgs) -> u8 {
             printer.data(&format!("{name}: {} lint issue(s)", report.issues.len()));
         }
     }
-    if report.ok {
-        exit::OK
-    } else {
-        exit::FAILURE
-    }
+    Ok(if report.ok { exit::OK } else { exit::FAILURE })
 }

@@ -1,9 +1,18 @@
 //! The `hcpx` command line: clap types only; each subcommand's logic lives in its own module.
 
+pub mod audit;
+pub mod credential;
+pub mod doctor;
+pub mod exec;
+pub mod info;
 pub mod lint;
+pub mod manage;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+
+use crate::output::Printer;
+use hcpx::store::Store;
 
 /// Exit codes of `hcpx` (docs/cli.md).
 pub mod exit {
@@ -25,11 +34,50 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--json` on every command.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct JsonFlag {
+    /// Print exactly one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check that a pack's three files exist and agree.
     Lint(LintArgs),
+    /// Lint a pack and copy it into the store.
+    Install(PathArgs),
+    /// Remove an installed pack (its workspace is kept).
+    Uninstall(IdArgs),
+    /// Activate installed packs.
+    Activate(IdsArgs),
+    /// Deactivate packs.
+    Deactivate(IdsArgs),
+    /// Installed packs and their state.
+    List(JsonFlag),
+    /// The four flags: installed, activated, bound, runnable.
+    Availability(IdArgs),
+    /// Each command with a ready-to-run `hcpx exec` line.
+    Commands(IdArgs),
+    /// The Skill's lead, or the whole text with --full.
+    Skill(SkillArgs),
+    /// Run a command through the pipeline.
+    Exec(ExecArgs),
+    /// The live title, or the done title given a result.
+    Title(TitleArgs),
+    /// Allow bare bins (CLIs on PATH) to run.
+    Allow(BinsArgs),
+    /// Remove bins from the allow-list.
+    Disallow(BinsArgs),
+    /// The audit log, newest last.
+    Audit(JsonFlag),
+    /// Health of the runtime and the store.
+    Doctor(JsonFlag),
+    /// Manage credentials in the local hub.
+    #[command(subcommand)]
+    Credential(CredentialCmd),
 }
 
 /// `hcpx lint DIR [--json]`.
@@ -37,7 +85,127 @@ pub enum Command {
 pub struct LintArgs {
     /// The pack directory.
     pub dir: PathBuf,
-    /// Print one JSON document: { ok, pack_id, issues }.
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// A pack directory.
+#[derive(Debug, clap::Args)]
+pub struct PathArgs {
+    /// The pack directory.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// One pack id.
+#[derive(Debug, clap::Args)]
+pub struct IdArgs {
+    /// The pack id.
+    pub id: String,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// Pack ids.
+#[derive(Debug, clap::Args)]
+pub struct IdsArgs {
+    /// Pack ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// `hcpx skill ID [--full]`.
+#[derive(Debug, clap::Args)]
+pub struct SkillArgs {
+    pub id: String,
+    /// The whole Skill, not only its lead.
     #[arg(long)]
-    pub json: bool,
+    pub full: bool,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// `hcpx exec ID VERB [--json] [--mode mock] -- k=v k2:=<json> …`.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The pack id.
+    pub id: String,
+    /// The command (verb_key).
+    pub verb: String,
+    /// Arguments: k=v, k:=<json>, or bare words for x-position arguments.
+    pub words: Vec<String>,
+    /// `mock`: ask for an explicit mock Binding.
+    #[arg(long, value_parser = ["mock"])]
+    pub mode: Option<String>,
+    /// The project id in scope (for land `brain`); default $HCP_PROJECT_ID.
+    #[arg(long)]
+    pub project_id: Option<String>,
+    /// Show the exact command line as well as the title.
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// `hcpx title ID VERB [--result JSON] -- k=v…`.
+#[derive(Debug, clap::Args)]
+pub struct TitleArgs {
+    pub id: String,
+    pub verb: String,
+    /// Arguments as for exec.
+    pub words: Vec<String>,
+    /// The JSON result: gives the done title instead of the live one.
+    #[arg(long)]
+    pub result: Option<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// Bin names.
+#[derive(Debug, clap::Args)]
+pub struct BinsArgs {
+    #[arg(required = true)]
+    pub bins: Vec<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// `hcpx credential …`.
+#[derive(Debug, Subcommand)]
+pub enum CredentialCmd {
+    /// Store FIELD of FAMILY, reading the value from stdin.
+    Set {
+        family: String,
+        field: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Remove a field, or the whole family.
+    Rm {
+        family: String,
+        field: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Families and field names (never values).
+    List(JsonFlag),
+}
+
+/// Opens the store at `$HCP_HOME` (or `~/.hcp`).
+pub fn open_store() -> anyhow::Result<Store> {
+    let home = Store::default_home();
+    Store::open(&home).map_err(|e| anyhow::anyhow!("cannot open the store at {}: {e}; set HCP_HOME to a writable directory", home.display()))
+}
+
+/// Prints a failure the way the output mode wants it and returns exit 1.
+pub fn fail(printer: &Printer, message: &str) -> u8 {
+    if printer.json {
+        printer.json_doc(&serde_json::json!({ "ok": false, "error": message }));
+    } else {
+        printer.error(message);
+    }
+    exit::FAILURE
 }

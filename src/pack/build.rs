@@ -93,7 +93,7 @@ fn build(
     }
 
     let wrap = check_kind(root, &m, kind, is);
-    let pass_through = check_pass_through(&m, is);
+    let pass_through = check_pass_through(&m, policy.as_ref(), is);
     let component = m.component.as_ref().map(|c| c.path.clone());
 
     let policy_rows = policy.as_ref().map(|p| &p.verbs);
@@ -115,8 +115,9 @@ fn build(
         check_template_users(w, &m, &commands, is);
     }
     if let Some(rows) = policy_rows {
+        let bootstrap: &[String] = m.pass_through.as_ref().map(|p| p.allowed_subcommands.as_slice()).unwrap_or(&[]);
         for key in rows.keys() {
-            if !m.verbs.contains_key(key) {
+            if !m.verbs.contains_key(key) && !bootstrap.contains(key) {
                 is.push(LintKind::PolicyExtra, POLICY, pointer(&["verbs", key]), format!("policy.json has a row for `{key}`, which is not a command of the manifest"), format!("remove the `{key}` row, or declare `{key}` under `verbs` in surface.json"));
             }
         }
@@ -299,7 +300,7 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
     }
 }
 
-fn check_pass_through(m: &RawManifest, is: &mut Issues) -> Option<PassThrough> {
+fn check_pass_through(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) -> Option<PassThrough> {
     let p = m.pass_through.as_ref()?;
     if p.allowed_subcommands.is_empty() {
         is.push(LintKind::BadPassThrough, SURFACE, "/pass_through/allowedSubcommands", "`pass_through.allowedSubcommands` is empty", "list the subcommands the bootstrap may run, then promote them to named commands");
@@ -310,7 +311,20 @@ fn check_pass_through(m: &RawManifest, is: &mut Issues) -> Option<PassThrough> {
             is.push(LintKind::BadPassThrough, SURFACE, format!("/pass_through/allowedSubcommands/{i}"), format!("allowed subcommand {s:?} is not a single plain word"), "list bare subcommand names such as \"status\"");
         }
     }
-    Some(PassThrough { allowed_subcommands: p.allowed_subcommands.clone(), max_argv: p.max_argv })
+    let mut rows = IndexMap::new();
+    for s in &p.allowed_subcommands {
+        if m.verbs.contains_key(s) {
+            continue;
+        }
+        match policy.and_then(|pol| pol.verbs.get(s)) {
+            Some(row) => {
+                rows.insert(s.clone(), policy_row(row));
+            }
+            None if policy.is_some() => is.push(LintKind::PolicyMissing, POLICY, pointer(&["verbs", s]), format!("pass-through subcommand `{s}` has no policy.json row"), format!("add \"{s}\": {{\"operation\": \"read\"}} (or \"write\") under `verbs` in policy.json")),
+            None => {}
+        }
+    }
+    Some(PassThrough { allowed_subcommands: p.allowed_subcommands.clone(), max_argv: p.max_argv, policy: rows })
 }
 
 fn parse_template(src: &str, ptr: &str, is: &mut Issues) -> Option<Template> {
@@ -420,12 +434,12 @@ fn build_command(
         title,
         preview,
         policy_hint: raw.policy,
-        policy: PolicyRow {
-            operation: row.operation,
-            confirm: row.confirm,
-            land: row.privacy.as_ref().map(|p| p.land).unwrap_or_default(),
-        },
+        policy: policy_row(row),
     })
+}
+
+fn policy_row(row: &RawPolicyRow) -> PolicyRow {
+    PolicyRow { operation: row.operation, confirm: row.confirm, land: row.privacy.as_ref().map(|p| p.land).unwrap_or_default() }
 }
 
 /// Every placeholder of a `cli[]` token or preview must name a declared argument.

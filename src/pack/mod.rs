@@ -82,6 +82,8 @@ pub enum Bin {
 pub struct PassThrough {
     pub allowed_subcommands: Vec<String>,
     pub max_argv: u32,
+    /// The Policy row of each allowed subcommand.
+    pub policy: IndexMap<String, PolicyRow>,
 }
 
 /// A command and its Policy row.

@@ -1,0 +1,71 @@
+//! The one exec trait both adapters implement. The allow-list and the limits are enforced behind it, so no
+//! caller can forget them.
+
+pub mod process;
+pub mod workspace;
+pub mod wrap;
+
+use serde_json::{Map, Value};
+use std::path::Path;
+
+use crate::pack::{Command, Pack};
+use crate::runtime::{Code, MintedBinding, Principal};
+use crate::store::config::SandboxConfig;
+use crate::store::Store;
+
+/// Everything an adapter may use for one call; nothing else reaches it.
+pub struct Call<'a> {
+    pub store: &'a Store,
+    pub pack: &'a Pack,
+    pub verb_key: &'a str,
+    /// The named command, or `None` for a pass-through subcommand.
+    pub command: Option<&'a Command>,
+    /// Checked arguments.
+    pub args: &'a Map<String, Value>,
+    /// Extra argv of a pass-through call.
+    pub pass_argv: &'a [String],
+    pub binding: &'a MintedBinding,
+    pub sandbox: &'a SandboxConfig,
+    /// The caller's project, when the runtime has one.
+    pub project_dir: Option<&'a Path>,
+    pub principal: &'a Principal,
+    /// The live title, shown while the command runs.
+    pub live_title: Option<&'a str>,
+    pub hooks: &'a dyn ExecHooks,
+}
+
+/// What an adapter returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdapterResult {
+    pub ok: bool,
+    pub code: Option<Code>,
+    pub error: Option<String>,
+    pub result: Option<Value>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub truncated: Option<bool>,
+}
+
+impl AdapterResult {
+    /// A refusal or failure before or instead of a run.
+    pub fn fail(code: Code, error: impl Into<String>) -> AdapterResult {
+        AdapterResult { ok: false, code: Some(code), error: Some(error.into()), ..AdapterResult::default() }
+    }
+}
+
+/// Runs a command for a pack kind.
+pub trait Adapter {
+    /// Runs the call in the sandbox; never panics, every failure is a value.
+    fn run(&self, call: &Call<'_>) -> AdapterResult;
+}
+
+/// Observes a call while it runs (the terminal face shows the live title).
+pub trait ExecHooks {
+    /// The adapter is about to run: the live title (if declared) and the exact command line.
+    fn started(&self, _live_title: Option<&str>, _command_line: &str) {}
+}
+
+/// Hooks that do nothing.
+pub struct NoHooks;
+
+impl ExecHooks for NoHooks {}

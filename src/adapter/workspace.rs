@@ -1,0 +1,77 @@
+//! Where a wrap runs (`wrap.workspace.mode`): the directory, its `HOME` and `TMPDIR`, and what is removed after.
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::pack::{Pack, WorkspaceMode};
+use crate::runtime::Code;
+use crate::store::Store;
+
+/// A prepared working directory; per-call directories are removed on drop.
+pub struct Workdir {
+    pub path: PathBuf,
+    pub dir: Dir,
+    pub home: PathBuf,
+    pub tmpdir: PathBuf,
+    remove: Vec<PathBuf>,
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        for p in &self.remove {
+            let _ = fs::remove_dir_all(p);
+        }
+    }
+}
+
+/// Prepares the working directory of `pack` under `mode`.
+pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>) -> Result<Workdir, (Code, String)> {
+    let io = |p: &Path, e: std::io::Error| (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)));
+    let private = store.path("workspaces").join(&pack.id);
+    let mut remove = Vec::new();
+    let (path, home) = match mode {
+        WorkspaceMode::None => (pack.dir.clone(), ensure(&private).map_err(|e| io(&private, e))?),
+        WorkspaceMode::Workspace => {
+            let p = ensure(&private).map_err(|e| io(&private, e))?;
+            (p.clone(), p)
+        }
+        WorkspaceMode::Project => {
+            let Some(project) = project else {
+                return Err((
+                    Code::NoProject,
+                    format!("pack {} runs in the caller's project (workspace mode project), and this runtime has no project directory; run it from a project or set HCP_PROJECT_DIR", pack.id),
+                ));
+            };
+            (project.to_path_buf(), ensure(&private).map_err(|e| io(&private, e))?)
+        }
+        WorkspaceMode::Ephemeral => {
+            let p = store.temp_path(&format!("ephemeral-{}", pack.id));
+            fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
+            remove.push(p.clone());
+            (p.clone(), p)
+        }
+    };
+    let tmpdir = store.temp_path("call");
+    let made = fs::create_dir_all(&tmpdir);
+    remove.push(tmpdir.clone());
+    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| {
+        (Code::AdapterFailed, format!("cannot open the working directory {}: {}", path.display(), crate::pack::io_reason(&e)))
+    }));
+    let dir = match dir {
+        Ok(d) => d,
+        Err(e) => {
+            for p in &remove {
+                let _ = fs::remove_dir_all(p);
+            }
+            return Err(e);
+        }
+    };
+    Ok(Workdir { path, dir, home, tmpdir, remove })
+}
+
+fn ensure(p: &Path) -> std::io::Result<PathBuf> {
+    fs::create_dir_all(p)?;
+    Ok(p.to_path_buf())
+}

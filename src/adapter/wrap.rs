@@ -1,0 +1,159 @@
+//! The wrap adapter: a native CLI spawned from rendered argv, never a shell, in its workspace, with a built
+//! environment. The allow-list is checked here: a bare bin runs only when `sandbox.json` allows it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::process::{self, Spawn};
+use super::workspace;
+use super::{Adapter, AdapterResult, Call};
+use crate::pack::{Bin, Pack, WrapTarget};
+use crate::store::config::SandboxConfig;
+use crate::render::{cli_selects_json, render_argv};
+use crate::runtime::Code;
+
+/// `PATH` as the child sees it.
+pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// `HCP_SANDBOX` for wraps: no kernel confinement yet.
+pub const WRAP_SANDBOX: &str = "native-local";
+
+/// Runs `kind: wrap` packs.
+pub struct WrapAdapter;
+
+impl Adapter for WrapAdapter {
+    fn run(&self, call: &Call<'_>) -> AdapterResult {
+        let Some(wrap) = &call.pack.wrap else {
+            return AdapterResult::fail(Code::AdapterFailed, format!("pack {} has no wrap target", call.pack.id));
+        };
+        let program = match resolve_bin(call.pack, wrap, call.sandbox) {
+            Ok(p) => p,
+            Err((code, msg)) => return AdapterResult::fail(code, msg),
+        };
+        let argv = match call.command {
+            Some(cmd) => match render_argv(wrap, cmd, call.args) {
+                Ok(a) => a,
+                Err(e) => return AdapterResult::fail(Code::InvalidArgs, e.to_string()),
+            },
+            None => {
+                let mut a = vec![call.verb_key.to_string()];
+                a.extend(call.pass_argv.iter().cloned());
+                if !cli_selects_json(call.pass_argv) {
+                    a.extend(wrap.json_flag.iter().cloned());
+                }
+                a
+            }
+        };
+        let work = match workspace::prepare(call.store, call.pack, wrap.workspace, call.project_dir) {
+            Ok(w) => w,
+            Err((code, msg)) => return AdapterResult::fail(code, msg),
+        };
+        let env = child_env(call, wrap, &work.home, &work.tmpdir);
+        call.hooks.started(call.live_title, &command_line(&program, &argv));
+        let limits = call.sandbox.limits();
+        let spawned = process::run(&Spawn {
+            program: &program,
+            argv: &argv,
+            cwd: &work.dir,
+            env: &env,
+            timeout: Duration::from_millis(limits.timeout_ms),
+            max_output: limits.max_output_bytes,
+        });
+        drop(work);
+        let fin = match spawned {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: bin {:?} cannot be run: {}", program.display().to_string(), crate::pack::io_reason(&e)))
+            }
+            Err(e) => return AdapterResult::fail(Code::AdapterFailed, format!("cannot start {}: {}", program.display(), crate::pack::io_reason(&e))),
+        };
+        let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
+        let trimmed = stdout.trim();
+        let result = if trimmed.is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(trimmed).unwrap_or_else(|_| serde_json::Value::String(stdout.clone())))
+        };
+        let mut out = AdapterResult {
+            ok: fin.status.success() && !fin.timed_out,
+            result,
+            stdout: Some(stdout),
+            stderr: Some(stderr.clone()),
+            truncated: Some(fin.truncated),
+            ..AdapterResult::default()
+        };
+        if fin.timed_out {
+            out.code = Some(Code::Timeout);
+            out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms));
+        } else if !fin.status.success() {
+            out.code = Some(Code::ExitNonzero);
+            let msg = stderr.trim();
+            out.error = Some(if msg.is_empty() { fin.describe_exit() } else { msg.to_string() });
+        }
+        out
+    }
+}
+
+/// The program to spawn: a pack bin opened beneath the installed pack, or an allow-listed bare name on PATH.
+pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> Result<PathBuf, (Code, String)> {
+    match &wrap.bin {
+        Bin::Path(rel) => {
+            let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
+                .map_err(|e| (Code::SandboxDenied, format!("sandbox: pack directory cannot be opened: {}", crate::pack::io_reason(&e))))?;
+            match root.metadata(rel) {
+                Ok(m) if m.is_file() => Ok(pack.dir.join(rel)),
+                _ => Err((Code::SandboxDenied, format!("sandbox: bin {rel:?} is not a file inside the installed pack; reinstall the pack"))),
+            }
+        }
+        Bin::Name(name) => {
+            if !sandbox.allows_bin(name) {
+                return Err((Code::SandboxDenied, format!("sandbox: bin {name:?} not allowlisted")));
+            }
+            find_on_path(name)
+                .ok_or_else(|| (Code::SandboxDenied, format!("sandbox: bin {name:?} is allow-listed but not found on PATH; install it")))
+        }
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| CHILD_PATH.into());
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// The child's whole environment: built, never inherited.
+fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("PATH".to_string(), CHILD_PATH.to_string()),
+        ("HOME".to_string(), home.display().to_string()),
+        ("TMPDIR".to_string(), tmpdir.display().to_string()),
+    ];
+    for (k, t) in &wrap.agent_env {
+        let value = t.fill(|v| v.strip_prefix("binding.").and_then(|f| call.binding.fields.get(f).cloned()));
+        if let Some(v) = value {
+            env.retain(|(name, _)| name != k);
+            env.push((k.clone(), v));
+        }
+    }
+    env.retain(|(name, _)| name != "HCP_SANDBOX");
+    env.push(("HCP_SANDBOX".to_string(), WRAP_SANDBOX.to_string()));
+    env
+}
+
+/// The exact command, shell-quoted for display only (it never runs through a shell).
+pub fn command_line(program: &Path, argv: &[String]) -> String {
+    std::iter::once(program.display().to_string()).chain(argv.iter().cloned()).map(|a| shell_quote(&a)).collect::<Vec<_>>().join(" ")
+}
+
+/// Quotes a word for display in a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

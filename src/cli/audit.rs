@@ -1,0 +1,26 @@
+//! `hcpx audit`: the audit log, newest last.
+
+use serde_json::json;
+
+use super::{exit, fail, open_store, JsonFlag};
+use crate::output::Printer;
+
+/// Runs `hcpx audit`.
+pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json);
+    let records = match open_store()?.audit() {
+        Ok(r) => r,
+        Err(e) => return Ok(fail(&p, &e.to_string())),
+    };
+    if p.json {
+        p.json_doc(&json!({ "ok": true, "records": records }));
+    } else if records.is_empty() {
+        p.message("the audit log is empty");
+    } else {
+        for r in &records {
+            let outcome = if r.ok { "ok".to_string() } else { r.code.clone().unwrap_or_else(|| "failed".into()) };
+            p.data(&format!("{}  {}@{} via {}  {}.{}  {outcome}  args {}", r.at, r.principal, r.tenant, r.invoker, r.pack_id, r.verb_key, &r.args_sha256[..12.min(r.args_sha256.len())]));
+        }
+    }
+    Ok(exit::OK)
+}

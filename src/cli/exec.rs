@@ -1,0 +1,90 @@
+//! `hcpx exec ID VERB`: sends the envelope through the pipeline; on a terminal, shows the live then the done title.
+
+use std::cell::RefCell;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use super::{exit, open_store, ExecArgs};
+use crate::output::Printer;
+use hcpx::adapter::ExecHooks;
+use hcpx::grants::Grants;
+use hcpx::runtime::{Code, Envelope, Invoker, Principal, Runtime};
+use hcpx::store::Store;
+
+/// The local CLI Principal: its grants come from `grants.json` at each call (every grant when absent).
+pub fn local_principal(store: &Store) -> anyhow::Result<Principal> {
+    let grants = match store.local_grants() {
+        Ok(Some(g)) => Grants::Only(g),
+        Ok(None) => Grants::All,
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    Ok(Principal::local(grants, Invoker::Cli))
+}
+
+/// The caller's project: `HCP_PROJECT_DIR`, else the current directory.
+pub fn project_dir() -> Option<PathBuf> {
+    std::env::var_os("HCP_PROJECT_DIR").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| std::env::current_dir().ok())
+}
+
+struct Terminal {
+    on: bool,
+    verbose: bool,
+    line: RefCell<Option<String>>,
+}
+
+impl ExecHooks for Terminal {
+    fn started(&self, live_title: Option<&str>, command_line: &str) {
+        *self.line.borrow_mut() = Some(command_line.to_string());
+        let mut err = std::io::stderr().lock();
+        if self.verbose {
+            let _ = writeln!(err, "$ {command_line}");
+        }
+        if self.on {
+            let shown = live_title.unwrap_or(command_line);
+            let _ = write!(err, "\r\x1b[2K… {shown}");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Runs `hcpx exec`.
+pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    let principal = local_principal(&store)?;
+    let runtime = Runtime::new(store).with_project_dir(project_dir());
+    let project_id = a.project_id.clone().or_else(|| std::env::var("HCP_PROJECT_ID").ok()).filter(|s| !s.is_empty());
+    let env = Envelope { project_id, ..Envelope::new(&a.id, &a.verb, Default::default()) };
+    let mut words = a.words.clone();
+    if a.mode.is_some() {
+        words.push("mode=mock".into());
+    }
+    let hooks = Terminal { on: !a.json.json && std::io::stderr().is_terminal(), verbose: a.verbose, line: RefCell::new(None) };
+    let out = runtime.exec_words(&principal, &env, &words, &hooks);
+    if hooks.on && hooks.line.borrow().is_some() {
+        let line = hooks.line.borrow().clone().unwrap_or_default();
+        let shown = if out.ok { format!("✓ {}", out.title.clone().unwrap_or(line)) } else { format!("✗ {line}") };
+        let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{shown}");
+    }
+    if p.json {
+        p.json_doc(&out);
+    } else {
+        match &out.result {
+            Some(serde_json::Value::String(s)) => p.data(s.trim_end_matches('\n')),
+            Some(v) => p.data(&serde_json::to_string_pretty(v).unwrap_or_default()),
+            None => {}
+        }
+        if !out.ok {
+            let code = out.code.map(|c| c.as_str()).unwrap_or("error");
+            p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("failed")));
+        }
+        if out.truncated == Some(true) {
+            p.message("note: output was cut at max_output_bytes (sandbox.json)");
+        }
+    }
+    Ok(match (out.ok, out.code) {
+        (true, _) => exit::OK,
+        (false, Some(Code::SandboxDenied)) => exit::SANDBOX,
+        _ => exit::FAILURE,
+    })
+}

@@ -1,0 +1,182 @@
+//! `availability`, `commands`, `skill`, `title`: read-only views of an installed pack.
+
+use serde_json::{json, Value};
+
+use super::{exit, fail, open_store, IdArgs, SkillArgs, TitleArgs};
+use crate::output::Printer;
+use hcpx::adapter::wrap::{resolve_bin, shell_quote};
+use hcpx::pack::{AdapterKind, Pack};
+use hcpx::runtime::mint;
+use hcpx::store::Store;
+
+fn installed(store: &Store, p: &Printer, id: &str) -> Result<Pack, u8> {
+    match store.load_pack(id) {
+        Ok(Some(pack)) => Ok(pack),
+        Ok(None) => Err(fail(p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
+        Err(e) => Err(fail(p, &e.to_string())),
+    }
+}
+
+/// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
+pub fn availability(a: &IdArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    let state = store.state().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut notes = serde_json::Map::new();
+    let installed_state = state.packs.get(&a.id);
+    let activated = installed_state.is_some_and(|s| s.activated);
+    let pack = match store.load_pack(&a.id) {
+        Ok(p) => p,
+        Err(e) => {
+            notes.insert("installed".into(), json!(e.to_string()));
+            None
+        }
+    };
+    let installed = pack.is_some();
+    if installed_state.is_none() {
+        notes.insert("installed".into(), json!(format!("install it with `hcpx install DIR`")));
+    }
+    if installed && !activated {
+        notes.insert("activated".into(), json!(format!("activate it with `hcpx activate {}`", a.id)));
+    }
+    let (mut bound, mut runnable) = (false, false);
+    if let Some(pack) = &pack {
+        let principal = super::exec::local_principal(&store)?;
+        match mint(&store, pack, &principal, false) {
+            Ok(_) => bound = true,
+            Err(e) => {
+                notes.insert("bound".into(), json!(e));
+            }
+        }
+        let sandbox = store.sandbox().map_err(|e| anyhow::anyhow!("{e}"))?;
+        match (&pack.kind, &pack.wrap) {
+            (AdapterKind::Wrap, Some(w)) => match resolve_bin(pack, w, &sandbox) {
+                Ok(_) => runnable = true,
+                Err((_, msg)) => {
+                    notes.insert("runnable".into(), json!(msg));
+                }
+            },
+            (kind, _) => {
+                notes.insert("runnable".into(), json!(format!("kind {} cannot be executed by this runtime yet", kind.as_str())));
+            }
+        }
+    }
+    let doc = json!({
+        "ok": true, "pack_id": a.id, "installed": installed, "activated": activated,
+        "bound": bound, "runnable": runnable, "notes": notes,
+    });
+    if p.json {
+        p.json_doc(&doc);
+    } else {
+        for flag in ["installed", "activated", "bound", "runnable"] {
+            let yes = doc[flag] == json!(true);
+            let why = notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
+            p.data(&format!("{flag:<10} {}{why}", if yes { "yes" } else { "no" }));
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The ready-to-run `hcpx exec` line of a command, from each argument's first example.
+pub fn exec_line(pack: &Pack, verb: &str) -> String {
+    let mut line = format!("hcpx exec {} {verb}", pack.id);
+    let Some(cmd) = pack.command(verb) else { return line };
+    let mut words = Vec::new();
+    for (name, prop) in cmd.args.props() {
+        let required = cmd.args.required().contains(name);
+        let word = match &prop.example {
+            Some(Value::String(s)) => format!("{name}={s}"),
+            Some(v) => format!("{name}:={v}"),
+            None if required => format!("{name}=<{name}>"),
+            None => continue,
+        };
+        words.push(shell_quote(&word));
+    }
+    if cmd.policy.confirm {
+        words.push("confirm=true".into());
+    }
+    if !words.is_empty() {
+        line.push_str(" -- ");
+        line.push_str(&words.join(" "));
+    }
+    line
+}
+
+/// `hcpx commands ID`.
+pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    let pack = match installed(&store, &p, &a.id) {
+        Ok(pack) => pack,
+        Err(code) => return Ok(code),
+    };
+    let rows: Vec<Value> = pack
+        .commands
+        .values()
+        .map(|c| {
+            json!({
+                "verb_key": c.key, "description": c.description, "operation": c.policy.operation.as_str(),
+                "confirm": c.policy.confirm, "exec": exec_line(&pack, &c.key),
+            })
+        })
+        .collect();
+    if p.json {
+        p.json_doc(&json!({ "ok": true, "pack_id": pack.id, "commands": rows }));
+    } else {
+        for r in &rows {
+            let gate = if r["confirm"] == json!(true) { ", needs confirm" } else { "" };
+            p.data(&format!("{} ({}{gate}): {}", r["verb_key"].as_str().unwrap_or(""), r["operation"].as_str().unwrap_or(""), r["description"].as_str().unwrap_or("")));
+            p.data(&format!("  {}", r["exec"].as_str().unwrap_or("")));
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `hcpx skill ID [--full]`.
+pub fn skill(a: &SkillArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    let pack = match installed(&store, &p, &a.id) {
+        Ok(pack) => pack,
+        Err(code) => return Ok(code),
+    };
+    let text = if a.full { &pack.skill.text } else { &pack.skill.lead };
+    if p.json {
+        let key = if a.full { "text" } else { "lead" };
+        p.json_doc(&json!({ "ok": true, "pack_id": pack.id, key: text }));
+    } else {
+        p.data(text.trim_end());
+    }
+    Ok(exit::OK)
+}
+
+/// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
+pub fn title(a: &TitleArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    let pack = match installed(&store, &p, &a.id) {
+        Ok(pack) => pack,
+        Err(code) => return Ok(code),
+    };
+    let Some(cmd) = pack.command(&a.verb) else {
+        return Ok(fail(&p, &format!("pack {} has no command {}", pack.id, a.verb)));
+    };
+    let args = match cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words) {
+        Ok(args) => args,
+        Err(e) => return Ok(fail(&p, &e.0)),
+    };
+    let result = match &a.result {
+        Some(r) => match serde_json::from_str::<Value>(r) {
+            Ok(v) => Some(v),
+            Err(_) => Some(Value::String(r.clone())),
+        },
+        None => None,
+    };
+    let title = hcpx::command_title(&pack, &a.verb, &args, result.as_ref());
+    if p.json {
+        p.json_doc(&json!({ "ok": true, "title": title }));
+    } else if let Some(t) = title {
+        p.data(&t);
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,120 @@
+//! `install`, `uninstall`, `activate`, `deactivate`, `list`, `allow`, `disallow`: the store's write commands.
+
+use serde_json::json;
+
+use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs, JsonFlag, PathArgs};
+use crate::output::Printer;
+use hcpx::store::packs::InstallError;
+
+/// `hcpx install DIR`.
+pub fn install(a: &PathArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let store = open_store()?;
+    match store.install(&a.dir) {
+        Ok((id, replaced)) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "pack_id": id, "replaced": replaced, "path": store.pack_dir(&id) }));
+            } else {
+                p.message(&format!("{} {id} into {}", if replaced { "reinstalled" } else { "installed" }, store.pack_dir(&id).display()));
+                p.message(&format!("next: hcpx activate {id}"));
+            }
+            Ok(exit::OK)
+        }
+        Err(InstallError::Lint { dir, issues }) => {
+            let msg = format!("pack {dir} fails lint with {} issue(s); fix them and install again", issues.len());
+            if p.json {
+                p.json_doc(&json!({ "ok": false, "error": msg, "issues": issues }));
+            } else {
+                p.error(&msg);
+                for i in &issues {
+                    p.message(&format!("  [{}] {} {}: {}\n    fix: {}", i.kind.as_str(), i.file, i.pointer, i.message, i.fix));
+                }
+            }
+            Ok(exit::FAILURE)
+        }
+        Err(InstallError::Store(e)) => Ok(fail(&p, &e.to_string())),
+    }
+}
+
+/// `hcpx uninstall ID`.
+pub fn uninstall(a: &IdArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    match open_store()?.uninstall(&a.id) {
+        Ok(()) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "pack_id": a.id }));
+            } else {
+                p.message(&format!("uninstalled {} (its workspace, if any, is kept)", a.id));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(&p, &e.to_string())),
+    }
+}
+
+/// `hcpx activate ID…` / `hcpx deactivate ID…`.
+pub fn set_activated(a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    match open_store()?.set_activated(&a.ids, on) {
+        Ok(()) => {
+            let key = if on { "activated" } else { "deactivated" };
+            if p.json {
+                p.json_doc(&json!({ "ok": true, key: a.ids }));
+            } else {
+                p.message(&format!("{key} {}", a.ids.join(", ")));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(&p, &e.to_string())),
+    }
+}
+
+/// `hcpx list`.
+pub fn list(a: &JsonFlag) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json);
+    let store = open_store()?;
+    let state = match store.state() {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(&p, &e.to_string())),
+    };
+    let mut rows = Vec::new();
+    for (id, st) in &state.packs {
+        let loaded = store.load_pack(id);
+        let (name, kind, commands, error) = match &loaded {
+            Ok(Some(pack)) => (pack.name.clone(), Some(pack.kind.as_str()), pack.commands.len(), None),
+            Ok(None) => (None, None, 0, Some("missing from the store".to_string())),
+            Err(e) => (None, None, 0, Some(e.to_string())),
+        };
+        rows.push(json!({
+            "id": id, "name": name, "kind": kind, "activated": st.activated, "commands": commands,
+            "source": st.source, "installed_at": st.installed_at, "error": error,
+        }));
+    }
+    if p.json {
+        p.json_doc(&json!({ "ok": true, "packs": rows }));
+    } else if rows.is_empty() {
+        p.message("no packs installed; install one with `hcpx install DIR`");
+    } else {
+        for r in &rows {
+            let state = if r["activated"] == json!(true) { "active" } else { "inactive" };
+            p.data(&format!("{}\t{}\t{} command(s)\t{}", r["id"].as_str().unwrap_or(""), state, r["commands"], r["kind"].as_str().unwrap_or("?")));
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `hcpx allow BIN…` / `hcpx disallow BIN…`.
+pub fn allow(a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    match open_store()?.edit_allow(&a.bins, on) {
+        Ok(list) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "allow": list }));
+            } else {
+                p.message(&format!("allow-list: {}", if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(&p, &e.to_string())),
+    }
+}

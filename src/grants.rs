@@ -1,0 +1,80 @@
+//! Capabilities and grants (decisions.md §4): what a Principal may do, scoped by pack and command.
+
+use serde::{Deserialize, Serialize};
+
+/// A capability a grant carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Capability {
+    #[serde(rename = "verb.exec.read")]
+    ExecRead,
+    #[serde(rename = "verb.exec.write")]
+    ExecWrite,
+    #[serde(rename = "pack.connect")]
+    PackConnect,
+    #[serde(rename = "sense.announce")]
+    SenseAnnounce,
+}
+
+impl Capability {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::ExecRead => "verb.exec.read",
+            Capability::ExecWrite => "verb.exec.write",
+            Capability::PackConnect => "pack.connect",
+            Capability::SenseAnnounce => "sense.announce",
+        }
+    }
+}
+
+/// One grant: a capability on a pack (or `*`), optionally only for some commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grant {
+    pub capability: Capability,
+    pub pack_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb_keys: Option<Vec<String>>,
+}
+
+/// A Principal's grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grants {
+    /// Every capability on every pack (the local Principal without `grants.json`).
+    All,
+    /// Exactly these.
+    Only(Vec<Grant>),
+}
+
+impl Grants {
+    /// True when `cap` is granted for `pack_id`'s `verb_key`.
+    pub fn allows(&self, cap: Capability, pack_id: &str, verb_key: &str) -> bool {
+        match self {
+            Grants::All => true,
+            Grants::Only(list) => list.iter().any(|g| {
+                g.capability == cap
+                    && (g.pack_id == "*" || g.pack_id == pack_id)
+                    && g.verb_keys.as_ref().is_none_or(|v| v.iter().any(|k| k == verb_key))
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoping() {
+        let g = Grants::Only(vec![
+            Grant { capability: Capability::ExecRead, pack_id: "*".into(), verb_keys: None },
+            Grant { capability: Capability::ExecWrite, pack_id: "ledger".into(), verb_keys: Some(vec!["transfer".into()]) },
+        ]);
+        assert!(g.allows(Capability::ExecRead, "any", "x"));
+        assert!(g.allows(Capability::ExecWrite, "ledger", "transfer"));
+        assert!(!g.allows(Capability::ExecWrite, "ledger", "setup.apply"));
+        assert!(!g.allows(Capability::ExecWrite, "other", "transfer"));
+        assert!(!Grants::Only(vec![]).allows(Capability::ExecRead, "a", "b"));
+        assert!(Grants::All.allows(Capability::PackConnect, "a", "b"));
+    }
+}

@@ -1,0 +1,75 @@
+//! Binding mint (pipeline step 5): credentials from the pack's hub for this Principal, pack and family.
+//! A failure is a denial; nothing ever falls back to a token in the runtime's environment.
+
+use std::collections::BTreeMap;
+
+use crate::pack::{BindingMode, Hub, Pack};
+use crate::runtime::Principal;
+use crate::store::Store;
+
+/// A minted Binding: the fields the pack may receive. Values are secrets.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MintedBinding {
+    pub mode: BindingMode,
+    pub fields: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for MintedBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MintedBinding").field("mode", &self.mode).field("fields", &self.fields.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+/// The `{{binding.FIELD}}` names a pack's `agent_env` needs.
+pub fn required_fields(pack: &Pack) -> Vec<String> {
+    let mut out: Vec<String> = pack
+        .wrap
+        .iter()
+        .flat_map(|w| w.agent_env.values())
+        .flat_map(|t| t.vars().filter_map(|v| v.strip_prefix("binding.")).map(String::from).collect::<Vec<_>>())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Mints the pack's Binding. `mock` is the envelope's explicit `mode: "mock"`.
+pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Result<MintedBinding, String> {
+    let needed = required_fields(pack);
+    if mock {
+        let fields = needed.iter().map(|f| (f.clone(), format!("mock-{f}"))).collect();
+        return Ok(MintedBinding { mode: BindingMode::Mock, fields });
+    }
+    let family = &pack.binding.family;
+    let fields = match pack.binding.mode {
+        BindingMode::Public => return Ok(MintedBinding { mode: BindingMode::Public, fields: BTreeMap::new() }),
+        BindingMode::Mock => {
+            return Err(format!("pack {} uses mock Binding, which must be asked for explicitly: pass mode=mock (`--mode mock`)", pack.id))
+        }
+        BindingMode::Mothership => {
+            return Err(format!("pack {} needs a mothership Binding, and this runtime has no mothership hub; run it on a runtime connected to one", pack.id))
+        }
+        BindingMode::Local | BindingMode::User => {
+            if pack.binding.hub == Some(Hub::Keyring) {
+                return Err(format!("pack {} names the keyring hub, which this runtime does not have; use \"hub\": \"local-credential\"", pack.id));
+            }
+            let rel = if pack.binding.mode == BindingMode::User {
+                format!("credentials/{family}/{}.json", sanitize(&principal.id))
+            } else {
+                format!("credentials/{family}.json")
+            };
+            store.read_json::<BTreeMap<String, String>>(&rel).map_err(|e| format!("the credential hub cannot be read: {e}"))?.unwrap_or_default()
+        }
+    };
+    if let Some(missing) = needed.iter().find(|f| !fields.contains_key(*f)) {
+        return Err(format!(
+            "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}` (the value is read from stdin)"
+        ));
+    }
+    let fields = fields.into_iter().filter(|(k, _)| needed.contains(k)).collect();
+    Ok(MintedBinding { mode: pack.binding.mode, fields })
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}

@@ -1,0 +1,83 @@
+//! The local credential hub: `$HCP_HOME/credentials/<family>.json`, written atomically and readable by the owner only.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use super::{Store, StoreError};
+use crate::naming::{is_arg_name, is_pack_id};
+
+type Fields = BTreeMap<String, String>;
+
+impl Store {
+    /// Stores `field` of `family`.
+    pub fn credential_set(&self, family: &str, field: &str, value: &str) -> Result<(), StoreError> {
+        check(family, Some(field))?;
+        if value.is_empty() {
+            return Err(StoreError::Refused("the value is empty; pipe it on stdin, e.g. `printf %s \"$TOKEN\" | hcpx credential set FAMILY FIELD`".into()));
+        }
+        let _lock = self.lock()?;
+        let dir = self.path("credentials");
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, &e))?;
+        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+        let rel = format!("credentials/{family}.json");
+        let mut fields: Fields = self.read_json(&rel)?.unwrap_or_default();
+        fields.insert(field.to_string(), value.to_string());
+        self.write_json(&rel, &fields)?;
+        let p = self.path(&rel);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).map_err(|e| StoreError::io(&p, &e))
+    }
+
+    /// Removes one field, or the whole family.
+    pub fn credential_rm(&self, family: &str, field: Option<&str>) -> Result<(), StoreError> {
+        check(family, field)?;
+        let _lock = self.lock()?;
+        let rel = format!("credentials/{family}.json");
+        let Some(mut fields) = self.read_json::<Fields>(&rel)? else {
+            return Err(StoreError::Refused(format!("no credentials stored for family {family}")));
+        };
+        match field {
+            Some(f) => {
+                if fields.remove(f).is_none() {
+                    return Err(StoreError::Refused(format!("family {family} has no field {f}")));
+                }
+                self.write_json(&rel, &fields)
+            }
+            None => {
+                let p = self.path(&rel);
+                fs::remove_file(&p).map_err(|e| StoreError::io(&p, &e))
+            }
+        }
+    }
+
+    /// Every family and its field names; never the values.
+    pub fn credential_list(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        let dir = self.path("credentials");
+        let mut out = BTreeMap::new();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(StoreError::io(&dir, &e)),
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(family) = name.strip_suffix(".json") {
+                let fields: Fields = self.read_json(&format!("credentials/{name}"))?.unwrap_or_default();
+                out.insert(family.to_string(), fields.into_keys().collect());
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn check(family: &str, field: Option<&str>) -> Result<(), StoreError> {
+    if !is_pack_id(family) {
+        return Err(StoreError::Refused(format!("{family:?} is not a family name; families are lower-case words like \"ledger\"")));
+    }
+    if let Some(f) = field {
+        if !is_arg_name(f) {
+            return Err(StoreError::Refused(format!("{f:?} is not a field name; use letters, digits and `_`, like \"token\"")));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! The store under `$HCP_HOME`: installed packs, activations, grants, the allow-list and the audit log.
+//! Every write is atomic (temp file, fsync, rename) and every read-modify-write holds an exclusive lock,
+//! so concurrent `hcpx` processes neither lose nor tear anything.
+
+pub mod audit;
+pub mod config;
+pub mod credentials;
+pub mod packs;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store {path}: {reason}")]
+    Io { path: String, reason: String },
+    #[error("{path} is not valid: {reason}; fix or remove the file")]
+    Corrupt { path: String, reason: String },
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl StoreError {
+    pub(crate) fn io(path: &Path, e: &std::io::Error) -> StoreError {
+        StoreError::Io { path: path.display().to_string(), reason: crate::pack::io_reason(e) }
+    }
+}
+
+/// The store rooted at `$HCP_HOME`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    home: PathBuf,
+}
+
+/// An exclusive lock on the store, released on drop.
+pub struct StoreLock {
+    _file: File,
+}
+
+impl Store {
+    /// The store at `home`, created when missing.
+    pub fn open(home: &Path) -> Result<Store, StoreError> {
+        for sub in ["", "packs", "workspaces", "tmp"] {
+            let p = home.join(sub);
+            fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, &e))?;
+        }
+        Ok(Store { home: home.to_path_buf() })
+    }
+
+    /// `HCP_HOME`, or `~/.hcp`.
+    pub fn default_home() -> PathBuf {
+        if let Some(h) = std::env::var_os("HCP_HOME").filter(|h| !h.is_empty()) {
+            return PathBuf::from(h);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+        home.join(".hcp")
+    }
+
+    /// The store's root directory.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// A path inside the store.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.home.join(rel)
+    }
+
+    /// Takes the store's exclusive lock (blocking).
+    pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        let p = self.path(".lock");
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
+        file.lock().map_err(|e| StoreError::io(&p, &e))?;
+        Ok(StoreLock { _file: file })
+    }
+
+    /// Reads a JSON file of the store; `None` when it does not exist.
+    pub fn read_json<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
+        let p = self.path(rel);
+        let text = match fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io(&p, &e)),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt { path: p.display().to_string(), reason: e.to_string() })
+    }
+
+    /// Writes a JSON file atomically: a crash leaves the old or the new file, never a torn one.
+    pub fn write_json<T: Serialize>(&self, rel: &str, value: &T) -> Result<(), StoreError> {
+        let mut text = serde_json::to_string_pretty(value)
+            .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
+        text.push('\n');
+        self.write_atomic(rel, text.as_bytes())
+    }
+
+    /// Writes bytes atomically at `rel`.
+    pub fn write_atomic(&self, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let target = self.path(rel);
+        let tmp = self.temp_path("write");
+        let result = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &target)
+        })();
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(StoreError::io(&target, &e));
+        }
+        Ok(())
+    }
+
+    /// A fresh, unused path under `$HCP_HOME/tmp`.
+    pub fn temp_path(&self, prefix: &str) -> PathBuf {
+        self.path("tmp").join(unique_name(prefix))
+    }
+}
+
+/// A name unique to this process and call: `prefix-<pid>-<nanos>-<counter>`.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}

@@ -1,0 +1,217 @@
+//! Installed packs: install (lint, then copy only the pack), uninstall, activate, deactivate, list.
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{Store, StoreError};
+use crate::lint::{lint_dir, LintIssue};
+use crate::naming::is_pack_id;
+use crate::pack::Pack;
+
+/// Most files and directories one pack may hold.
+pub const MAX_PACK_ENTRIES: usize = 10_000;
+/// Most bytes one pack may hold.
+pub const MAX_PACK_BYTES: u64 = 256 * 1024 * 1024;
+
+const STATE: &str = "state.json";
+
+/// `$HCP_HOME/state.json`: what is installed and activated.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    #[serde(default)]
+    pub packs: IndexMap<String, PackState>,
+}
+
+/// One installed pack's record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackState {
+    pub source: String,
+    pub installed_at: String,
+    pub activated: bool,
+}
+
+/// Why an install was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("pack {dir} fails lint with {} issue(s); fix them and install again", .issues.len())]
+    Lint { dir: String, issues: Vec<LintIssue> },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Store {
+    /// The store's state (empty when nothing was installed yet).
+    pub fn state(&self) -> Result<State, StoreError> {
+        Ok(self.read_json(STATE)?.unwrap_or_default())
+    }
+
+    /// Where pack `id` is installed.
+    pub fn pack_dir(&self, id: &str) -> PathBuf {
+        self.path("packs").join(id)
+    }
+
+    /// Loads installed pack `id`: `Ok(None)` when it is not installed.
+    pub fn load_pack(&self, id: &str) -> Result<Option<Pack>, StoreError> {
+        if !is_pack_id(id) || !self.state()?.packs.contains_key(id) {
+            return Ok(None);
+        }
+        Pack::load(&self.pack_dir(id)).map(Some).map_err(|e| {
+            StoreError::Refused(format!("installed pack {id} no longer loads ({e}); reinstall it with `hcpx install DIR`"))
+        })
+    }
+
+    /// Lints `src`, copies only the pack into the store and records it. A reinstall keeps the activation.
+    pub fn install(&self, src: &Path) -> Result<(String, bool), InstallError> {
+        let report = lint_dir(src);
+        let id = match (report.ok, report.pack_id) {
+            (true, Some(id)) => id,
+            _ => return Err(InstallError::Lint { dir: src.display().to_string(), issues: report.issues }),
+        };
+        let staged = self.temp_path(&format!("install-{id}"));
+        let copied = copy_pack(src, &staged);
+        let recheck = copied.map(|_| lint_dir(&staged));
+        match recheck {
+            Ok(r) if r.ok => {}
+            Ok(r) => {
+                let _ = fs::remove_dir_all(&staged);
+                return Err(InstallError::Lint { dir: src.display().to_string(), issues: r.issues });
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&staged);
+                return Err(e.into());
+            }
+        }
+        let _lock = self.lock()?;
+        let mut state = self.state()?;
+        let target = self.pack_dir(&id);
+        let replaced = target.exists();
+        let trash = self.temp_path(&format!("old-{id}"));
+        if replaced {
+            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, &e))?;
+        }
+        if let Err(e) = fs::rename(&staged, &target) {
+            if replaced {
+                let _ = fs::rename(&trash, &target);
+            }
+            let _ = fs::remove_dir_all(&staged);
+            return Err(StoreError::io(&target, &e).into());
+        }
+        let activated = state.packs.get(&id).is_some_and(|p| p.activated);
+        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+        state.packs.insert(
+            id.clone(),
+            PackState { source: source.display().to_string(), installed_at: crate::clock::now_rfc3339(), activated },
+        );
+        self.write_json(STATE, &state)?;
+        if replaced {
+            let _ = fs::remove_dir_all(&trash);
+        }
+        Ok((id, replaced))
+    }
+
+    /// Removes pack `id` from the store. Its workspace (user data) is kept.
+    pub fn uninstall(&self, id: &str) -> Result<(), StoreError> {
+        check_id(id)?;
+        let _lock = self.lock()?;
+        let mut state = self.state()?;
+        if state.packs.shift_remove(id).is_none() {
+            return Err(not_installed(id));
+        }
+        let target = self.pack_dir(id);
+        let trash = self.temp_path(&format!("old-{id}"));
+        if target.exists() {
+            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, &e))?;
+        }
+        self.write_json(STATE, &state)?;
+        let _ = fs::remove_dir_all(&trash);
+        Ok(())
+    }
+
+    /// Sets the activation of every pack in `ids`; all must be installed, or nothing changes.
+    pub fn set_activated(&self, ids: &[String], activated: bool) -> Result<(), StoreError> {
+        for id in ids {
+            check_id(id)?;
+        }
+        let _lock = self.lock()?;
+        let mut state = self.state()?;
+        if let Some(missing) = ids.iter().find(|id| !state.packs.contains_key(*id)) {
+            return Err(not_installed(missing));
+        }
+        for id in ids {
+            if let Some(p) = state.packs.get_mut(id) {
+                p.activated = activated;
+            }
+        }
+        self.write_json(STATE, &state)
+    }
+}
+
+fn check_id(id: &str) -> Result<(), StoreError> {
+    if is_pack_id(id) {
+        Ok(())
+    } else {
+        Err(StoreError::Refused(format!("{id:?} is not a pack id; pack ids are lower-case words like \"ledger\"")))
+    }
+}
+
+fn not_installed(id: &str) -> StoreError {
+    StoreError::Refused(format!("pack {id} is not installed; install it with `hcpx install DIR`"))
+}
+
+/// Copies the pack at `src` into `dst` (which must not exist), reading only beneath `src`.
+fn copy_pack(src: &Path, dst: &Path) -> Result<(), StoreError> {
+    let root = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| StoreError::io(src, &e))?;
+    let mut budget = (MAX_PACK_ENTRIES, MAX_PACK_BYTES);
+    copy_dir(&root, Path::new(""), dst, &mut budget)
+}
+
+fn copy_dir(root: &Dir, rel: &Path, dst: &Path, budget: &mut (usize, u64)) -> Result<(), StoreError> {
+    let out = dst.join(rel);
+    fs::create_dir_all(&out).map_err(|e| StoreError::io(&out, &e))?;
+    let dir = if rel.as_os_str().is_empty() {
+        root.try_clone().map_err(|e| StoreError::io(dst, &e))?
+    } else {
+        root.open_dir(rel).map_err(|e| StoreError::io(rel, &e))?
+    };
+    let entries = dir.entries().map_err(|e| StoreError::io(rel, &e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io(rel, &e))?;
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let path = rel.join(&name);
+        budget.0 = budget.0.checked_sub(1).ok_or_else(|| {
+            StoreError::Refused(format!("the pack holds more than {MAX_PACK_ENTRIES} files; a pack is a few small files"))
+        })?;
+        // Follows links, but only while they stay inside the pack.
+        let meta = root.metadata(&path).map_err(|_| {
+            StoreError::Refused(format!("{} is a link that leads out of the pack; replace it with the file itself", path.display()))
+        })?;
+        if meta.is_dir() {
+            copy_dir(root, &path, dst, budget)?;
+        } else if meta.is_file() {
+            budget.1 = budget.1.checked_sub(meta.len()).ok_or_else(|| {
+                StoreError::Refused(format!("the pack is larger than {} MiB", MAX_PACK_BYTES / (1024 * 1024)))
+            })?;
+            let mut bytes = Vec::new();
+            root.open(&path)
+                .and_then(|f| f.take(meta.len() + 1).read_to_end(&mut bytes))
+                .map_err(|e| StoreError::io(&path, &e))?;
+            let target = dst.join(&path);
+            fs::write(&target, &bytes).map_err(|e| StoreError::io(&target, &e))?;
+            use cap_std::fs::PermissionsExt as _;
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o755;
+            fs::set_permissions(&target, fs::Permissions::from_mode(mode)).map_err(|e| StoreError::io(&target, &e))?;
+        }
+    }
+    Ok(())
+}

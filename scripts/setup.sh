@@ -10,7 +10,10 @@ fi
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
   rustup target add wasm32-wasip2
 fi
-# The example packs' bins are small Node.js scripts.
-if ! command -v node >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq nodejs
+# The example packs' bins are small Node.js scripts; proof scripts use jq.
+missing=""
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
+if [ -n "$missing" ]; then
+  apt-get update -qq && apt-get install -y -qq $missing
 fi

@@ -191,3 +191,115 @@ pub fn remove(v: &mut Value, ptr: &str) {
         m.shift_remove(last);
     }
 }
+
+/// Runs the real `hcpx` with extra environment and optional stdin.
+pub fn hcpx_with(home: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
+    cmd.args(args).env("HCP_HOME", home.join("hcp-home")).env_remove("NO_COLOR").current_dir(home);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn hcpx");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    }
+    child.wait_with_output().expect("hcpx output")
+}
+
+/// A store with one installed and activated pack, driven through the real binary.
+pub struct Home {
+    pub t: TestDir,
+    pub marker: PathBuf,
+}
+
+impl Home {
+    pub fn new() -> Home {
+        let t = TestDir::new();
+        let marker = t.join("marker");
+        Home { t, marker }
+    }
+
+    /// The store directory.
+    pub fn store(&self) -> PathBuf {
+        self.t.join("hcp-home")
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        hcpx(self.t.path(), args)
+    }
+
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        hcpx_with(self.t.path(), args, env, None)
+    }
+
+    /// `hcpx exec ID VERB --json -- words…` → (exit code, envelope).
+    pub fn exec(&self, id: &str, verb: &str, words: &[&str]) -> (i32, Value) {
+        self.exec_env(id, verb, words, &[])
+    }
+
+    pub fn exec_env(&self, id: &str, verb: &str, words: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+        let mut args = vec!["exec", id, verb, "--json", "--"];
+        args.extend_from_slice(words);
+        let out = self.run_env(&args, env);
+        (out.status.code().unwrap_or(-1), stdout_json(&out))
+    }
+
+    /// Installs and activates the fixture; panics when either fails.
+    pub fn install(&self, f: &Fixture, name: &str) -> String {
+        let src = self.t.join(&format!("src-{name}"));
+        std::fs::create_dir_all(&src).expect("mkdir");
+        let dir = f.write(&src);
+        let out = self.run(&["install", dir.to_str().expect("utf8"), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "install: {}", String::from_utf8_lossy(&out.stdout));
+        let id = f.surface["id"].as_str().expect("id").to_string();
+        let out = self.run(&["activate", &id]);
+        assert_eq!(out.status.code(), Some(0), "activate: {}", String::from_utf8_lossy(&out.stderr));
+        id
+    }
+
+    /// Whether the probe bin ran (and how many times).
+    pub fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.marker).map(|s| s.lines().count()).unwrap_or(0)
+    }
+
+    pub fn write_store(&self, rel: &str, body: &str) {
+        std::fs::create_dir_all(self.store()).expect("mkdir");
+        std::fs::write(self.store().join(rel), body).expect("write");
+    }
+}
+
+/// A wrap pack whose bin records each run in `marker` and prints its cwd, HOME, TMPDIR, env names and argv.
+pub fn probe_fixture(marker: &Path) -> Fixture {
+    let mut f = Fixture::wrap();
+    f.surface["id"] = json!("probe");
+    f.surface["cliBin"] = json!("probe");
+    f.surface["wrap"] = json!({ "bin": "./bin/probe", "json_flag": [] });
+    f.surface["verbs"] = json!({
+        "look": { "description": "Show where it runs.", "cli": ["probe", "look"] },
+        "echo": {
+            "description": "Echo a word.",
+            "cli": ["probe", "echo", "{{word}}"],
+            "args": { "type": "object", "properties": { "word": { "type": "string", "description": "A word", "examples": ["hi"] } }, "required": ["word"] }
+        },
+        "put": { "description": "A gated write.", "cli": ["probe", "put"] }
+    });
+    f.surface.as_object_mut().expect("obj").remove("stimulusTriggers");
+    f.policy = json!({
+        "surface_id": "probe",
+        "verbs": {
+            "look": { "operation": "read" },
+            "echo": { "operation": "read" },
+            "put": { "operation": "write", "confirm": true }
+        }
+    });
+    f.harness = "# Probe\n\nA probe pack for tests.\n".into();
+    let script = format!(
+        "#!/bin/sh\necho ran >> '{}'\nenvnames=$(env | cut -d= -f1 | grep -v '^PWD$' | sort | tr '\\n' ' ')\nprintf '{{\"cwd\":\"%s\",\"home\":\"%s\",\"tmp\":\"%s\",\"sandbox\":\"%s\",\"env\":\"%s\",\"argv\":\"%s\"}}\\n' \"$(pwd -P)\" \"$HOME\" \"$TMPDIR\" \"$HCP_SANDBOX\" \"$envnames\" \"$*\"\n",
+        marker.display()
+    );
+    f.files = vec![("bin/probe".into(), script, true)];
+    f
+}

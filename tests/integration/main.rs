@@ -7,3 +7,4 @@ mod lint;
 mod render;
 mod robustness;
 mod titles;
+mod exec;

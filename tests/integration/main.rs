@@ -8,3 +8,5 @@ mod render;
 mod robustness;
 mod titles;
 mod exec;
+mod cli;
+mod store;

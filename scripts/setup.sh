@@ -14,6 +14,8 @@ fi
 missing=""
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
+# The terminal-title test runs hcpx under a pseudo-terminal with `script`.
+command -v script >/dev/null 2>&1 || missing="$missing bsdutils"
 if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing
 fi

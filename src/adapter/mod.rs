@@ -1,6 +1,7 @@
 //! The one exec trait both adapters implement. The allow-list and the limits are enforced behind it, so no
 //! caller can forget them.
 
+pub mod composite;
 pub mod process;
 pub mod workspace;
 pub mod wrap;

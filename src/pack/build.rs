@@ -154,6 +154,7 @@ fn build(
         wrap,
         pass_through,
         component,
+        workspace: m.wrap.as_ref().and_then(|w| w.workspace.as_ref()).map(|ws| ws.mode).unwrap_or_default(),
         commands,
         triggers,
         skill,

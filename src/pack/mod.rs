@@ -38,6 +38,8 @@ pub struct Pack {
     pub pass_through: Option<PassThrough>,
     /// `component.path`, relative to the pack, for `kind: composite`.
     pub component: Option<String>,
+    /// Where commands run (`wrap.workspace.mode`; composites read it too).
+    pub workspace: WorkspaceMode,
     pub commands: IndexMap<String, Command>,
     pub triggers: Vec<String>,
     pub skill: Skill,

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
+use crate::adapter::composite::CompositeAdapter;
 use crate::adapter::wrap::WrapAdapter;
 use crate::adapter::{Adapter, AdapterResult, Call, ExecHooks, NoHooks};
 use crate::args::GATE_ARGS;
@@ -24,6 +25,7 @@ use crate::store::Store;
 pub struct Runtime {
     store: Store,
     project_dir: Option<PathBuf>,
+    composite: CompositeAdapter,
 }
 
 /// The arguments of a call: a JSON object, or command-line words parsed against the command's schema.
@@ -41,7 +43,7 @@ enum Resolved<'p> {
 impl Runtime {
     /// A runtime over `store`, with no project directory (a served runtime).
     pub fn new(store: Store) -> Runtime {
-        Runtime { store, project_dir: None }
+        Runtime { store, project_dir: None, composite: CompositeAdapter::new() }
     }
 
     /// Sets the caller's project directory, for `project` mode wraps.
@@ -189,10 +191,15 @@ impl Runtime {
             live_title: live_title.as_deref(),
             hooks,
         };
-        let ran = adapter_for(&pack).map(|a| a.run(&call)).unwrap_or_else(|| {
+        let adapter: Option<&dyn Adapter> = match pack.kind {
+            AdapterKind::Wrap => Some(&WrapAdapter),
+            AdapterKind::Composite => Some(&self.composite),
+            AdapterKind::Openapi | AdapterKind::SenseOnly => None,
+        };
+        let ran = adapter.map(|a| a.run(&call)).unwrap_or_else(|| {
             AdapterResult::fail(
                 Code::AdapterFailed,
-                format!("pack {pack_id} is kind {}, which this runtime cannot execute yet; only wrap packs run here", pack.kind.as_str()),
+                format!("pack {pack_id} is kind {}, which this runtime cannot execute; only wrap and composite packs run here", pack.kind.as_str()),
             )
         });
 
@@ -239,13 +246,6 @@ impl Runtime {
             }
             Err(_) => out,
         }
-    }
-}
-
-fn adapter_for(pack: &Pack) -> Option<Box<dyn Adapter>> {
-    match pack.kind {
-        AdapterKind::Wrap => Some(Box::new(WrapAdapter)),
-        AdapterKind::Composite | AdapterKind::Openapi | AdapterKind::SenseOnly => None,
     }
 }
 

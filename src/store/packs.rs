@@ -35,6 +35,9 @@ pub struct PackState {
     pub source: String,
     pub installed_at: String,
     pub activated: bool,
+    /// SHA-256 of a composite's component at install; exec refuses other bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_sha256: Option<String>,
 }
 
 /// Why an install was refused.
@@ -104,10 +107,14 @@ impl Store {
             return Err(StoreError::io(&target, &e).into());
         }
         let activated = state.packs.get(&id).is_some_and(|p| p.activated);
+        let component_sha256 = match Pack::load(&target).map(|p| p.component) {
+            Ok(Some(rel)) => fs::read(target.join(rel.trim_start_matches("./"))).ok().map(|b| crate::adapter::composite::sha256_hex(&b)),
+            _ => None,
+        };
         let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
         state.packs.insert(
             id.clone(),
-            PackState { source: source.display().to_string(), installed_at: crate::clock::now_rfc3339(), activated },
+            PackState { source: source.display().to_string(), installed_at: crate::clock::now_rfc3339(), activated, component_sha256 },
         );
         self.write_json(STATE, &state)?;
         if replaced {

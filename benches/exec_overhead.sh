@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Why: measures the wall-time overhead of `hcpx exec` over running the same bin directly, side by side in one run.
+# Usage: BENCH_N=200 benches/exec_overhead.sh   (prints a Markdown table for docs/perf.md on stdout)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${BENCH_N:-200}"
+
+cargo build --release >&2
+HCPX="$PWD/target/release/hcpx"
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+export HCP_HOME="$TMP/home"
+
+# A pack whose bin does nearly nothing, so the table shows hcpx's own cost.
+P="$TMP/trivial"
+mkdir -p "$P/bin"
+cat > "$P/surface.json" <<'JSON'
+{"id":"trivial","kind":"wrap","cliBin":"trivial","binding":{"mode":"public"},"wrap":{"bin":"./bin/trivial","json_flag":[]},"verbs":{"ping":{"description":"Ping.","cli":["trivial","ping"]}}}
+JSON
+echo '{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}' > "$P/policy.json"
+printf '# Trivial\n\nA trivial pack for benchmarks.\n' > "$P/HARNESS.md"
+printf '#!/bin/sh\nprintf %s\n' "'{\"ok\":true}\\n'" > "$P/bin/trivial"
+chmod +x "$P/bin/trivial"
+"$HCPX" lint "$P" >&2
+
+for dir in "$P" packs/transit; do
+  id="$(basename "$dir")"
+  "$HCPX" install "$dir" --json > /dev/null
+  "$HCPX" activate "$id" > /dev/null 2>&1
+done
+
+python3 - "$N" "$HCPX" "$HCP_HOME" <<'PY'
+import os, statistics, subprocess, sys, time
+n, hcpx, home = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+# (label, pack id, bin, argv hcpx renders, hcpx exec words)
+cases = [
+    ("trivial `ping`", "trivial", "bin/trivial", ["ping"], ["ping", "--json"]),
+    ("transit `plan A B`", "transit", "bin/transit.mjs", ["plan", "A", "B", "--json"],
+     ["plan", "--json", "--", "from=A", "to=B"]),
+]
+
+def run(argv, cwd, env=None):
+    t = time.perf_counter_ns()
+    subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)  # exec exits 0 only when ok
+    return (time.perf_counter_ns() - t) / 1e6
+
+print(f"{time.strftime('%Y-%m-%d')}, nproc {os.cpu_count()}, {n} interleaved pairs per case, "
+      f"`BENCH_N={n} benches/exec_overhead.sh`\n")
+print("| case | direct p50 | hcpx p50 | direct mean | hcpx mean | ratio p50 | ratio mean | added p50 |")
+print("|------|-----------:|---------:|------------:|----------:|----------:|-----------:|----------:|")
+for label, pid, bin_, argv, words in cases:
+    pack = os.path.join(home, "packs", pid)
+    direct_cmd = [os.path.join(pack, bin_)] + argv
+    # The environment hcpx builds for the child (src/adapter/wrap.rs), not ours: an inherited
+    # NODE_EXTRA_CA_CERTS alone makes node ~90 ms slower on the project machine.
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(home, "workspaces", pid),
+           "TMPDIR": os.path.join(home, "tmp"), "HCP_SANDBOX": "native-local"}
+    hcpx_cmd = [hcpx, "exec", pid] + words
+    for _ in range(5):  # warm up caches, not counted
+        run(direct_cmd, pack, env); run(hcpx_cmd, pack)
+    d, h = [], []
+    for _ in range(n):  # interleaved so machine noise hits both alike
+        d.append(run(direct_cmd, pack, env))
+        h.append(run(hcpx_cmd, pack))
+    dp, hp = statistics.median(d), statistics.median(h)
+    dm, hm = statistics.fmean(d), statistics.fmean(h)
+    print(f"| {label} | {dp:.2f} ms | {hp:.2f} ms | {dm:.2f} ms | {hm:.2f} ms "
+          f"| {hp / dp:.2f}× | {hm / dm:.2f}× | {hp - dp:+.2f} ms |")
+PY

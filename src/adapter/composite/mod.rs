@@ -1,0 +1,240 @@
+//! The composite adapter: a pack's WASI component run in-process under wasmtime with no ambient authority.
+//! Compiled once (on-disk cache), `InstancePre` cached per component, a fresh `Store` per call with a memory cap
+//! and an epoch deadline. The component's only preopen is its workspace directory.
+
+mod bindings;
+mod cache;
+mod host;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, StoreLimitsBuilder, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use super::{workspace, Adapter, AdapterResult, Call};
+use crate::pack::WorkspaceMode;
+use crate::runtime::Code;
+pub use cache::sha256_hex;
+use bindings::hcp::adapter::types::{CallContext, Credential};
+use bindings::{Composite, CompositePre};
+use host::CallState;
+
+/// How often the engine's epoch advances; deadlines are counted in these ticks.
+const TICK: Duration = Duration::from_millis(2);
+/// Largest component file the runtime reads.
+pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest memory the pooling allocator reserves per instance; `memory_mb` is capped to it.
+const POOL_MAX_MEMORY: usize = 512 * 1024 * 1024;
+
+struct Prepared {
+    pre: CompositePre<CallState>,
+}
+
+/// Runs `kind: composite` packs. Keep one per runtime: it holds the engine and the instance caches.
+pub struct CompositeAdapter {
+    engine: OnceLock<Result<(Engine, bool), String>>,
+    prepared: Mutex<HashMap<String, Arc<Prepared>>>,
+}
+
+impl Default for CompositeAdapter {
+    fn default() -> Self {
+        CompositeAdapter::new()
+    }
+}
+
+impl CompositeAdapter {
+    /// An adapter with no engine yet (it is made on first use).
+    pub fn new() -> CompositeAdapter {
+        CompositeAdapter { engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
+    }
+
+    /// The engine, and whether it uses the pooling allocator.
+    pub fn engine(&self) -> Result<(&Engine, bool), String> {
+        match self.engine.get_or_init(make_engine) {
+            Ok((e, pooled)) => Ok((e, *pooled)),
+            Err(msg) => Err(msg.clone()),
+        }
+    }
+
+    fn prepare(&self, call: &Call<'_>, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
+        if let Some(p) = self.prepared.lock().ok().and_then(|m| m.get(sha).cloned()) {
+            return Ok(p);
+        }
+        let (engine, _) = self.engine()?;
+        let component = cache::load(call.store, engine, bytes, sha)?;
+        let mut linker: Linker<CallState> = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+        Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
+        let pre = CompositePre::new(pre).map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
+        // The component must implement every command the manifest declares.
+        let mut store = new_store(engine, call, 1000, Vec::new(), None)?;
+        let inst = pre.instantiate(&mut store).map_err(|e| format!("the component cannot start: {e:#}"))?;
+        let names = inst.call_describe(&mut store).map_err(|e| format!("describe failed: {e:#}"))?;
+        if let Some(missing) = call.pack.commands.keys().find(|k| !names.contains(k)) {
+            return Err(format!("the component does not implement command {missing} (it describes: {})", names.join(", ")));
+        }
+        let prepared = Arc::new(Prepared { pre });
+        if let Ok(mut m) = self.prepared.lock() {
+            m.insert(sha.to_string(), prepared.clone());
+        }
+        Ok(prepared)
+    }
+}
+
+fn make_engine() -> Result<(Engine, bool), String> {
+    let mut cfg = Config::new();
+    cfg.wasm_component_model(true).epoch_interruption(true);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(64)
+        .total_core_instances(256)
+        .total_memories(64)
+        .total_tables(256)
+        .max_memory_size(POOL_MAX_MEMORY)
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(1 << 16);
+    let mut pooled_cfg = cfg.clone();
+    pooled_cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let (engine, pooled) = match Engine::new(&pooled_cfg) {
+        Ok(e) => (e, true),
+        // The machine may refuse the pool's address-space reservation: fall back to on-demand allocation.
+        Err(_) => (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false),
+    };
+    let ticker = engine.weak();
+    std::thread::Builder::new()
+        .name("hcpx-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(TICK);
+            match ticker.upgrade() {
+                Some(e) => e.increment_epoch(),
+                None => return,
+            }
+        })
+        .map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
+    Ok((engine, pooled))
+}
+
+fn new_store(
+    engine: &Engine,
+    call: &Call<'_>,
+    timeout_ms: u64,
+    credentials: Vec<String>,
+    preopen: Option<(&std::path::Path, bool)>,
+) -> Result<WStore<CallState>, String> {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.env("HCP_SANDBOX", "sandbox");
+    if let Some((dir, writable)) = preopen {
+        let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        wasi.preopened_dir(dir, ".", perms).map_err(|e| format!("cannot open the workspace {}: {e:#}", dir.display()))?;
+    }
+    let memory = (call.sandbox.limits().memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
+    let limits = StoreLimitsBuilder::new().memory_size(memory).instances(64).tables(256).memories(64).trap_on_grow_failure(true).build();
+    let state = CallState { wasi: wasi.build(), table: ResourceTable::new(), limits, credentials, log: String::new() };
+    let mut store = WStore::new(engine, state);
+    store.limiter(|s| &mut s.limits);
+    store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);
+    Ok(store)
+}
+
+/// Reads the pack's component through a capability on the installed pack directory.
+fn read_component(call: &Call<'_>) -> Result<Vec<u8>, String> {
+    let rel = call.pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", call.pack.id))?;
+    let rel = rel.trim_start_matches("./");
+    let root = cap_std::fs::Dir::open_ambient_dir(&call.pack.dir, cap_std::ambient_authority())
+        .map_err(|e| format!("the installed pack cannot be opened: {}", crate::pack::io_reason(&e)))?;
+    let mut bytes = Vec::new();
+    root.open(rel)
+        .and_then(|f| f.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("component {rel} cannot be read: {}", crate::pack::io_reason(&e)))?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
+    }
+    Ok(bytes)
+}
+
+impl Adapter for CompositeAdapter {
+    fn run(&self, call: &Call<'_>) -> AdapterResult {
+        let fail = |msg: String| AdapterResult::fail(Code::AdapterFailed, msg);
+        let bytes = match read_component(call) {
+            Ok(b) => b,
+            Err(e) => return fail(e),
+        };
+        let sha = sha256_hex(&bytes);
+        let installed = call.store.state().ok().and_then(|s| s.packs.get(&call.pack.id).and_then(|p| p.component_sha256.clone()));
+        if installed.as_deref() != Some(sha.as_str()) {
+            return fail(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
+                call.pack.id,
+                installed.as_deref().unwrap_or("none")
+            ));
+        }
+        if let Some(allowed) = &call.sandbox.allow_components {
+            if !allowed.iter().any(|a| a == &sha) {
+                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: component {sha} not allowlisted"));
+            }
+        }
+        let prepared = match self.prepare(call, &bytes, &sha) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir) {
+            Ok(w) => w,
+            Err((code, msg)) => return AdapterResult::fail(code, msg),
+        };
+        let (engine, _) = match self.engine() {
+            Ok(e) => e,
+            Err(e) => return fail(e),
+        };
+        let limits = call.sandbox.limits();
+        let writable = call.pack.workspace != WorkspaceMode::None;
+        let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
+        let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
+        let mut store = match new_store(engine, call, limits.timeout_ms, values, Some((&work.path, writable))) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let ctx = CallContext {
+            principal: call.principal.id.clone(),
+            tenant: call.principal.tenant.clone(),
+            workspace_mode: call.pack.workspace.as_str().to_string(),
+            credentials: creds,
+        };
+        let args = serde_json::Value::Object(call.args.clone()).to_string();
+        call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
+        let outcome = prepared.pre.instantiate(&mut store).and_then(|inst| inst.call_exec(&mut store, &ctx, call.verb_key, &args));
+        let log = std::mem::take(&mut store.data_mut().log);
+        drop(store);
+        drop(work);
+        let mut out = match outcome {
+            Ok(Ok(text)) => AdapterResult {
+                ok: true,
+                result: Some(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
+                ..AdapterResult::default()
+            },
+            Ok(Err(msg)) => AdapterResult::fail(Code::ExitNonzero, msg),
+            Err(e) => classify_trap(&e, limits.timeout_ms, limits.memory_mb),
+        };
+        if !log.is_empty() {
+            out.stderr = Some(log);
+        }
+        out
+    }
+}
+
+fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {
+    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer)"));
+    }
+    let text = format!("{e:#}");
+    if text.contains("grow") && text.contains("memory") || text.contains("memory minimum size") {
+        return AdapterResult::fail(Code::AdapterFailed, format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"));
+    }
+    let first = text.lines().next().unwrap_or("trap").to_string();
+    AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
+}

@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The composite guests, built from source; the tests use these builds (and check the example's
+# committed component against its build).
+(cd guest-adapters && cargo build --release --locked --target wasm32-wasip2)
 cargo test --locked

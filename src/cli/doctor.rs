@@ -44,7 +44,13 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
                         Ok(_) => add(&format!("pack {id}"), "ok", "loads and its bin can run".into()),
                         Err((_, msg)) => add(&format!("pack {id}"), "warning", msg),
                     },
-                    None => add(&format!("pack {id}"), "warning", format!("kind {} cannot be executed by this runtime yet", pack.kind.as_str())),
+                    None if pack.kind == hcpx::pack::AdapterKind::Composite => {
+                        match hcpx::adapter::composite::CompositeAdapter::new().runnable(&store, &pack, sandbox) {
+                            Ok(()) => add(&format!("pack {id}"), "ok", "loads and its component can run".into()),
+                            Err(msg) => add(&format!("pack {id}"), "warning", msg),
+                        }
+                    }
+                    None => add(&format!("pack {id}"), "warning", format!("kind {} cannot be executed by this runtime", pack.kind.as_str())),
                 },
                 Ok(None) => add(&format!("pack {id}"), "error", "recorded as installed but missing from the store; reinstall it".into()),
                 Err(e) => add(&format!("pack {id}"), "error", e.to_string()),

@@ -56,8 +56,14 @@ pub fn availability(a: &IdArgs) -> anyhow::Result<u8> {
                     notes.insert("runnable".into(), json!(msg));
                 }
             },
+            (AdapterKind::Composite, _) => match hcpx::adapter::composite::CompositeAdapter::new().runnable(&store, pack, &sandbox) {
+                Ok(()) => runnable = true,
+                Err(msg) => {
+                    notes.insert("runnable".into(), json!(msg));
+                }
+            },
             (kind, _) => {
-                notes.insert("runnable".into(), json!(format!("kind {} cannot be executed by this runtime yet", kind.as_str())));
+                notes.insert("runnable".into(), json!(format!("kind {} cannot be executed by this runtime", kind.as_str())));
             }
         }
     }

@@ -10,3 +10,4 @@ mod titles;
 mod exec;
 mod cli;
 mod store;
+mod composite;

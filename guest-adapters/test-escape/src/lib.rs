@@ -12,7 +12,10 @@ impl Guest for Escape {
                 found.push(format!("read {p}: {} bytes", s.len()));
             }
             if let Ok(d) = std::fs::read_dir(p) {
-                found.push(format!("listed {p}: {} entries", d.count()));
+                let names: Vec<String> = d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+                if !names.is_empty() {
+                    found.push(format!("listed {p}: {names:?}"));
+                }
             }
         }
         let written = std::fs::write("inside.txt", "ok").is_ok();

@@ -16,7 +16,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{workspace, Adapter, AdapterResult, Call};
-use crate::pack::WorkspaceMode;
+use crate::pack::{Pack, WorkspaceMode};
+use crate::store::config::SandboxConfig;
 use crate::runtime::Code;
 pub use cache::sha256_hex;
 use bindings::hcp::adapter::types::{CallContext, Credential};
@@ -27,6 +28,8 @@ use host::CallState;
 const TICK: Duration = Duration::from_millis(2);
 /// Largest component file the runtime reads.
 pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Memory cap of the one-off instance that answers `describe`.
+const DESCRIBE_MEMORY_MB: u64 = 64;
 /// Largest memory the pooling allocator reserves per instance; `memory_mb` is capped to it.
 const POOL_MAX_MEMORY: usize = 512 * 1024 * 1024;
 
@@ -60,12 +63,12 @@ impl CompositeAdapter {
         }
     }
 
-    fn prepare(&self, call: &Call<'_>, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
+    fn prepare(&self, store: &crate::store::Store, pack: &Pack, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
         if let Some(p) = self.prepared.lock().ok().and_then(|m| m.get(sha).cloned()) {
             return Ok(p);
         }
         let (engine, _) = self.engine()?;
-        let component = cache::load(call.store, engine, bytes, sha)?;
+        let component = cache::load(store, engine, bytes, sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
         Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
@@ -73,10 +76,10 @@ impl CompositeAdapter {
         let pre = linker.instantiate_pre(&component).map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
         let pre = CompositePre::new(pre).map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
         // The component must implement every command the manifest declares.
-        let mut store = new_store(engine, call, 1000, Vec::new(), None)?;
-        let inst = pre.instantiate(&mut store).map_err(|e| format!("the component cannot start: {e:#}"))?;
-        let names = inst.call_describe(&mut store).map_err(|e| format!("describe failed: {e:#}"))?;
-        if let Some(missing) = call.pack.commands.keys().find(|k| !names.contains(k)) {
+        let mut wstore = new_store(engine, DESCRIBE_MEMORY_MB, 1000, Vec::new(), None)?;
+        let inst = pre.instantiate(&mut wstore).map_err(|e| format!("the component cannot start: {e:#}"))?;
+        let names = inst.call_describe(&mut wstore).map_err(|e| format!("describe failed: {e:#}"))?;
+        if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
             return Err(format!("the component does not implement command {missing} (it describes: {})", names.join(", ")));
         }
         let prepared = Arc::new(Prepared { pre });
@@ -121,7 +124,7 @@ fn make_engine() -> Result<(Engine, bool), String> {
 
 fn new_store(
     engine: &Engine,
-    call: &Call<'_>,
+    memory_mb: u64,
     timeout_ms: u64,
     credentials: Vec<String>,
     preopen: Option<(&std::path::Path, bool)>,
@@ -132,7 +135,7 @@ fn new_store(
         let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         wasi.preopened_dir(dir, ".", perms).map_err(|e| format!("cannot open the workspace {}: {e:#}", dir.display()))?;
     }
-    let memory = (call.sandbox.limits().memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
+    let memory = (memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
     let limits = StoreLimitsBuilder::new().memory_size(memory).instances(64).tables(256).memories(64).trap_on_grow_failure(true).build();
     let state = CallState { wasi: wasi.build(), table: ResourceTable::new(), limits, credentials, log: String::new() };
     let mut store = WStore::new(engine, state);
@@ -142,10 +145,10 @@ fn new_store(
 }
 
 /// Reads the pack's component through a capability on the installed pack directory.
-fn read_component(call: &Call<'_>) -> Result<Vec<u8>, String> {
-    let rel = call.pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", call.pack.id))?;
+fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
+    let rel = pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", pack.id))?;
     let rel = rel.trim_start_matches("./");
-    let root = cap_std::fs::Dir::open_ambient_dir(&call.pack.dir, cap_std::ambient_authority())
+    let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
         .map_err(|e| format!("the installed pack cannot be opened: {}", crate::pack::io_reason(&e)))?;
     let mut bytes = Vec::new();
     root.open(rel)
@@ -157,30 +160,42 @@ fn read_component(call: &Call<'_>) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+impl CompositeAdapter {
+    /// Checks that the pack's component can run: unchanged since install, allow-listed, and loadable with
+    /// every declared command. Returns its digest and the prepared instance.
+    fn ready(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig) -> Result<(String, Arc<Prepared>), (Code, String)> {
+        let fail = |msg: String| (Code::AdapterFailed, msg);
+        let bytes = read_component(pack).map_err(fail)?;
+        let sha = sha256_hex(&bytes);
+        let installed = store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
+        if installed.as_deref() != Some(sha.as_str()) {
+            return Err(fail(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
+                pack.id,
+                installed.as_deref().unwrap_or("none")
+            )));
+        }
+        if let Some(allowed) = &sandbox.allow_components {
+            if !allowed.iter().any(|a| a == &sha) {
+                return Err((Code::SandboxDenied, format!("sandbox: component {sha} not allowlisted")));
+            }
+        }
+        let prepared = self.prepare(store, pack, &bytes, &sha).map_err(fail)?;
+        Ok((sha, prepared))
+    }
+
+    /// Whether the pack's component can run here (for `availability` and `doctor`).
+    pub fn runnable(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig) -> Result<(), String> {
+        self.ready(store, pack, sandbox).map(|_| ()).map_err(|(_, m)| m)
+    }
+}
+
 impl Adapter for CompositeAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         let fail = |msg: String| AdapterResult::fail(Code::AdapterFailed, msg);
-        let bytes = match read_component(call) {
-            Ok(b) => b,
-            Err(e) => return fail(e),
-        };
-        let sha = sha256_hex(&bytes);
-        let installed = call.store.state().ok().and_then(|s| s.packs.get(&call.pack.id).and_then(|p| p.component_sha256.clone()));
-        if installed.as_deref() != Some(sha.as_str()) {
-            return fail(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
-                call.pack.id,
-                installed.as_deref().unwrap_or("none")
-            ));
-        }
-        if let Some(allowed) = &call.sandbox.allow_components {
-            if !allowed.iter().any(|a| a == &sha) {
-                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: component {sha} not allowlisted"));
-            }
-        }
-        let prepared = match self.prepare(call, &bytes, &sha) {
-            Ok(p) => p,
-            Err(e) => return fail(e),
+        let (sha, prepared) = match self.ready(call.store, call.pack, call.sandbox) {
+            Ok(x) => x,
+            Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
         let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir) {
             Ok(w) => w,
@@ -195,7 +210,7 @@ impl Adapter for CompositeAdapter {
         let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
-        let mut store = match new_store(engine, call, limits.timeout_ms, values, Some((&work.path, writable))) {
+        let mut store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&work.path, writable))) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };

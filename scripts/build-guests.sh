@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds every composite guest from source (wasm32-wasip2, release) and refreshes the example pack's
+# component, packs/transit-composite/adapter.wasm, which must then equal the build byte for byte.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+(cd guest-adapters && cargo build --release --locked --target wasm32-wasip2)
+cp guest-adapters/target/wasm32-wasip2/release/transit_composite.wasm packs/transit-composite/adapter.wasm
+echo "built guests; packs/transit-composite/adapter.wasm refreshed"

@@ -1,0 +1,226 @@
+//! Composite packs: WASI components in-process. The example's twin face, guests that misbehave on purpose,
+//! tampered components and cache files, and the component allow-list.
+
+use serde_json::{json, Map, Value};
+use std::fs;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::helpers::{repo, stdout_json, Fixture, Home};
+use hcpx::grants::Grants;
+use hcpx::runtime::{Code, Envelope, Invoker, Principal, Runtime};
+use hcpx::store::Store;
+
+/// A guest built by `scripts/test.sh` (cargo build --release --target wasm32-wasip2 in guest-adapters/).
+fn guest(name: &str) -> PathBuf {
+    let p = repo().join("guest-adapters/target/wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
+    assert!(p.exists(), "{} is not built: run scripts/test.sh, or `cargo build --release --target wasm32-wasip2` in guest-adapters/", p.display());
+    p
+}
+
+/// Installs and activates a composite pack around guest `name`, with commands `verbs`.
+fn install_guest(h: &Home, name: &str, verbs: &[&str], mode: Option<&str>) -> String {
+    let id = name.to_string();
+    let mut f = Fixture::wrap();
+    let cmds: Map<String, Value> = verbs.iter().map(|v| (v.to_string(), json!({ "description": format!("{v}.") }))).collect();
+    f.surface = json!({ "id": id, "kind": "composite", "component": { "path": "./adapter.wasm" }, "verbs": cmds });
+    if let Some(m) = mode {
+        f.surface["wrap"] = json!({ "workspace": { "mode": m } });
+    }
+    let rows: Map<String, Value> = verbs.iter().map(|v| (v.to_string(), json!({ "operation": "read" }))).collect();
+    f.policy = json!({ "surface_id": id, "verbs": rows });
+    f.harness = format!("# {name}\n\nA test guest.\n");
+    f.files.clear();
+    let src = h.t.join(&format!("src-{name}"));
+    fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    fs::copy(guest(name), dir.join("adapter.wasm")).unwrap();
+    let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(h.run(&["activate", &id]).status.code(), Some(0));
+    id
+}
+
+fn runtime(h: &Home) -> Runtime {
+    Runtime::new(Store::open(&h.store()).unwrap())
+}
+
+fn principal() -> Principal {
+    Principal::local(Grants::All, Invoker::Json)
+}
+
+fn call(rt: &Runtime, id: &str, verb: &str) -> hcpx::ResultEnvelope {
+    rt.exec(&principal(), &Envelope::new(id, verb, Map::new()))
+}
+
+#[test]
+fn the_example_component_is_reproducible_from_source() {
+    let committed = fs::read(repo().join("packs/transit-composite/adapter.wasm")).unwrap();
+    let built = fs::read(guest("transit-composite")).unwrap();
+    assert!(committed == built, "packs/transit-composite/adapter.wasm differs from the guest build; run scripts/build-guests.sh and commit it");
+}
+
+#[test]
+fn transit_composite_proof_and_twin_face_with_the_wrap_pack() {
+    let t = crate::helpers::TestDir::new();
+    let out = std::process::Command::new("bash")
+        .arg(repo().join("packs/transit-composite/proof.sh"))
+        .env("HCPX", env!("CARGO_BIN_EXE_hcpx"))
+        .env("HCP_HOME", t.join("home"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "proof failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // The same twin face, asserted here too, through the library.
+    let h = Home::new();
+    for p in ["transit", "transit-composite"] {
+        assert_eq!(h.run(&["install", repo().join("packs").join(p).to_str().unwrap()]).status.code(), Some(0));
+    }
+    assert_eq!(h.run(&["activate", "transit", "transit-composite"]).status.code(), Some(0));
+    let rt = runtime(&h);
+    for (verb, args) in [("plan", json!({"from": "A", "to": "B"})), ("find", json!({"query": "Central"})), ("show", json!({"option": "opt-4"})), ("follow", json!({"option": "opt-1"})), ("status", json!({}))] {
+        let a = args.as_object().cloned().unwrap();
+        let wrap = rt.exec(&principal(), &Envelope::new("transit", verb, a.clone()));
+        let comp = rt.exec(&principal(), &Envelope::new("transit-composite", verb, a));
+        assert!(wrap.ok && comp.ok, "{verb}: {wrap:?} {comp:?}");
+        assert_eq!(wrap.result, comp.result, "{verb}");
+        assert_eq!(wrap.title, comp.title, "{verb}");
+    }
+    // A failing command fails on both faces.
+    let bad = json!({ "option": "nope" }).as_object().cloned().unwrap();
+    let comp = rt.exec(&principal(), &Envelope::new("transit-composite", "show", bad));
+    assert_eq!((comp.ok, comp.code), (false, Some(Code::ExitNonzero)));
+    assert!(comp.error.unwrap().contains("not like opt-1"));
+}
+
+#[test]
+fn an_endless_loop_times_out_near_the_deadline_and_the_runtime_goes_on() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
+    let rt = runtime(&h);
+    assert!(call(&rt, &id, "ok").ok, "warm up");
+    let started = Instant::now();
+    let out = call(&rt, &id, "run");
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
+    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
+    assert!(call(&rt, &id, "ok").ok);
+}
+
+#[test]
+fn a_memory_bomb_ends_in_a_clean_error_and_the_runtime_goes_on() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-bomb", &["run", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "memory_mb": 32 }"#);
+    let rt = runtime(&h);
+    let out = call(&rt, &id, "run");
+    assert_eq!((out.ok, out.code), (false, Some(Code::AdapterFailed)), "{out:?}");
+    assert!(out.error.as_deref().unwrap_or("").contains("memory"), "{out:?}");
+    assert!(call(&rt, &id, "ok").ok);
+}
+
+/// Nothing the guest found lies outside its preopen: no file read outside it, no host directory listed.
+/// (WASI resolves `/` to the preopen itself, so listing `/` shows the guest's own directory.)
+fn assert_contained(r: &Value) {
+    for e in r["escaped"].as_array().unwrap() {
+        let e = e.as_str().unwrap();
+        assert!(!e.starts_with("read "), "read outside the preopen: {e}");
+        for host in ["\"etc\"", "\"usr\"", "\"proc\"", "\"root\"", "\"tmp\"", "\"hcp-home\""] {
+            assert!(!e.contains(host), "listed a host directory: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_path_escape_finds_nothing_outside_the_preopen() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-escape", &["run"], Some("ephemeral"));
+    let out = call(&runtime(&h), &id, "run");
+    assert!(out.ok, "{out:?}");
+    let r = out.result.unwrap();
+    assert_contained(&r);
+    assert_eq!(r["wrote_inside"], json!(true), "its own workspace is writable: {r}");
+    // In mode none the preopen is the installed pack, read-only.
+    let h = Home::new();
+    let id = install_guest(&h, "test-escape", &["run"], None);
+    let r = call(&runtime(&h), &id, "run").result.unwrap();
+    assert_contained(&r);
+    assert_eq!(r["wrote_inside"], json!(false), "{r}");
+    assert!(!h.store().join("packs/test-escape/inside.txt").exists());
+}
+
+#[test]
+fn an_env_reader_sees_only_hcp_sandbox() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-env", &["run"], None);
+    let out = call(&runtime(&h), &id, "run");
+    let r = out.result.unwrap();
+    assert_eq!(r, json!({ "vars": ["HCP_SANDBOX=sandbox"], "argv": [] }));
+}
+
+#[test]
+fn a_panic_is_adapter_failed_and_the_runtime_goes_on() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    let rt = runtime(&h);
+    let out = call(&rt, &id, "run");
+    assert_eq!((out.ok, out.code), (false, Some(Code::AdapterFailed)), "{out:?}");
+    assert!(call(&rt, &id, "ok").ok);
+}
+
+#[test]
+fn a_component_that_lacks_a_declared_command_is_refused() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok", "extra"], None);
+    let out = call(&runtime(&h), &id, "ok");
+    assert_eq!(out.code, Some(Code::AdapterFailed));
+    assert!(out.error.unwrap().contains("does not implement command extra"));
+}
+
+#[test]
+fn a_tampered_component_is_refused_never_loaded() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    let installed = h.store().join("packs/test-panic/adapter.wasm");
+    // Swap in another valid component: it would run, so only the digest check stops it.
+    fs::copy(guest("test-loop"), &installed).unwrap();
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!(v["code"], "adapter_failed");
+    assert!(v["error"].as_str().unwrap().contains("changed since install"), "{v}");
+}
+
+#[test]
+fn a_tampered_cache_file_is_refused_and_replaced() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let cache = h.store().join("cache");
+    let cwasm: Vec<PathBuf> = fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    assert_eq!(cwasm.len(), 1, "one cache file per component");
+    let mut bytes = fs::read(&cwasm[0]).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0xff;
+    }
+    fs::write(&cwasm[0], &bytes).unwrap();
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "recompiled from the verified component: {}", String::from_utf8_lossy(&out.stdout));
+    assert_ne!(fs::read(&cwasm[0]).unwrap(), bytes, "the tampered file was replaced, not loaded");
+}
+
+#[test]
+fn the_component_allow_list_fails_closed() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "allow_components": [] }"#);
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(127));
+    let v = stdout_json(&out);
+    let digest = hcpx::adapter::composite::sha256_hex(&fs::read(guest("test-panic")).unwrap());
+    assert_eq!(v["error"], format!("sandbox: component {digest} not allowlisted"));
+    h.write_store("sandbox.json", &format!(r#"{{ "allow_components": ["{digest}"] }}"#));
+    assert_eq!(h.run(&["exec", &id, "ok", "--json"]).status.code(), Some(0));
+}

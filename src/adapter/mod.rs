@@ -29,6 +29,8 @@ pub struct Call<'a> {
     pub sandbox: &'a SandboxConfig,
     /// The caller's project, when the runtime has one.
     pub project_dir: Option<&'a Path>,
+    /// The component digest recorded at install (composites).
+    pub component_sha256: Option<&'a str>,
     pub principal: &'a Principal,
     /// The live title, shown while the command runs.
     pub live_title: Option<&'a str>,

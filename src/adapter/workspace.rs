@@ -27,7 +27,8 @@ impl Drop for Workdir {
 }
 
 /// Prepares the working directory of `pack` under `mode`.
-pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>) -> Result<Workdir, (Code, String)> {
+/// `with_tmpdir`: make a fresh per-call `TMPDIR` (wraps need one; components have no environment to take it).
+pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>, with_tmpdir: bool) -> Result<Workdir, (Code, String)> {
     let io = |p: &Path, e: std::io::Error| (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)));
     let private = store.path("workspaces").join(&pack.id);
     let mut remove = Vec::new();
@@ -53,9 +54,11 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
             (p.clone(), p)
         }
     };
-    let tmpdir = store.temp_path("call");
-    let made = fs::create_dir_all(&tmpdir);
-    remove.push(tmpdir.clone());
+    let tmpdir = if with_tmpdir { store.temp_path("call") } else { home.clone() };
+    let made = if with_tmpdir { fs::create_dir_all(&tmpdir) } else { Ok(()) };
+    if with_tmpdir {
+        remove.push(tmpdir.clone());
+    }
     let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| {
         (Code::AdapterFailed, format!("cannot open the working directory {}: {}", path.display(), crate::pack::io_reason(&e)))
     }));

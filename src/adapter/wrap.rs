@@ -44,7 +44,7 @@ impl Adapter for WrapAdapter {
                 a
             }
         };
-        let work = match workspace::prepare(call.store, call.pack, wrap.workspace, call.project_dir) {
+        let work = match workspace::prepare(call.store, call.pack, wrap.workspace, call.project_dir, true) {
             Ok(w) => w,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };

@@ -4,9 +4,9 @@ use serde_json::{json, Value};
 
 use super::{exit, fail, open_store, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
-use hcpx::adapter::wrap::{resolve_bin, shell_quote};
-use hcpx::pack::{AdapterKind, Pack};
-use hcpx::runtime::mint;
+use hcpx::adapter::wrap::shell_quote;
+use hcpx::pack::Pack;
+use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
 fn installed(store: &Store, p: &Printer, id: &str) -> Result<Pack, u8> {
@@ -21,62 +21,15 @@ fn installed(store: &Store, p: &Printer, id: &str) -> Result<Pack, u8> {
 pub fn availability(a: &IdArgs) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);
     let store = open_store()?;
-    let state = store.state().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut notes = serde_json::Map::new();
-    let installed_state = state.packs.get(&a.id);
-    let activated = installed_state.is_some_and(|s| s.activated);
-    let pack = match store.load_pack(&a.id) {
-        Ok(p) => p,
-        Err(e) => {
-            notes.insert("installed".into(), json!(e.to_string()));
-            None
-        }
-    };
-    let installed = pack.is_some();
-    if installed_state.is_none() {
-        notes.insert("installed".into(), json!(format!("install it with `hcpx install DIR`")));
-    }
-    if installed && !activated {
-        notes.insert("activated".into(), json!(format!("activate it with `hcpx activate {}`", a.id)));
-    }
-    let (mut bound, mut runnable) = (false, false);
-    if let Some(pack) = &pack {
-        let principal = super::exec::local_principal(&store)?;
-        match mint(&store, pack, &principal, false) {
-            Ok(_) => bound = true,
-            Err(e) => {
-                notes.insert("bound".into(), json!(e));
-            }
-        }
-        let sandbox = store.sandbox().map_err(|e| anyhow::anyhow!("{e}"))?;
-        match (&pack.kind, &pack.wrap) {
-            (AdapterKind::Wrap, Some(w)) => match resolve_bin(pack, w, &sandbox) {
-                Ok(_) => runnable = true,
-                Err((_, msg)) => {
-                    notes.insert("runnable".into(), json!(msg));
-                }
-            },
-            (AdapterKind::Composite, _) => match hcpx::adapter::composite::CompositeAdapter::new().runnable(&store, pack, &sandbox) {
-                Ok(()) => runnable = true,
-                Err(msg) => {
-                    notes.insert("runnable".into(), json!(msg));
-                }
-            },
-            (kind, _) => {
-                notes.insert("runnable".into(), json!(format!("kind {} cannot be executed by this runtime", kind.as_str())));
-            }
-        }
-    }
-    let doc = json!({
-        "ok": true, "pack_id": a.id, "installed": installed, "activated": activated,
-        "bound": bound, "runnable": runnable, "notes": notes,
-    });
+    let principal = super::exec::local_principal(&store)?;
+    let av = Runtime::new(store).availability(&principal, &a.id);
     if p.json {
+        let mut doc = json!(av);
+        doc["ok"] = json!(true);
         p.json_doc(&doc);
     } else {
-        for flag in ["installed", "activated", "bound", "runnable"] {
-            let yes = doc[flag] == json!(true);
-            let why = notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
+        for (flag, yes) in [("installed", av.installed), ("activated", av.activated), ("bound", av.bound), ("runnable", av.runnable)] {
+            let why = av.notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
             p.data(&format!("{flag:<10} {}{why}", if yes { "yes" } else { "no" }));
         }
     }

@@ -1,8 +1,12 @@
 //! `Runtime::exec`: the seven fail-closed steps of execution.md, in order, for every face.
 
+mod availability;
 mod binding;
+pub mod bootstrap;
 mod envelope;
 mod principal;
+
+pub use availability::Availability;
 
 pub use binding::{mint, required_fields, MintedBinding};
 pub use envelope::{Code, Envelope, ResultEnvelope};
@@ -10,7 +14,11 @@ pub use principal::{Invoker, Principal};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::store::packs::PackState;
 
 use crate::adapter::composite::CompositeAdapter;
 use crate::adapter::wrap::WrapAdapter;
@@ -26,6 +34,7 @@ pub struct Runtime {
     store: Store,
     project_dir: Option<PathBuf>,
     composite: CompositeAdapter,
+    packs: Mutex<HashMap<String, (String, Arc<Pack>)>>,
 }
 
 /// The arguments of a call: a JSON object, or command-line words parsed against the command's schema.
@@ -43,7 +52,7 @@ enum Resolved<'p> {
 impl Runtime {
     /// A runtime over `store`, with no project directory (a served runtime).
     pub fn new(store: Store) -> Runtime {
-        Runtime { store, project_dir: None, composite: CompositeAdapter::new() }
+        Runtime { store, project_dir: None, composite: CompositeAdapter::new(), packs: Mutex::new(HashMap::new()) }
     }
 
     /// Sets the caller's project directory, for `project` mode wraps.
@@ -76,16 +85,31 @@ impl Runtime {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let deny = |code: Code, msg: String| ResultEnvelope::denied(pack_id, verb, code, msg);
 
+        if pack_id == bootstrap::BOOTSTRAP_ID {
+            return match input {
+                ArgsInput::Json(_) => self.bootstrap(principal, env),
+                ArgsInput::Words(words) => match crate::args::ArgSpec::none().parse_words(&format!("{pack_id}.{verb}"), words) {
+                    Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
+                    Err(e) => deny(Code::InvalidArgs, e.0),
+                },
+            };
+        }
+
         // 1. Resolve the pack, its activation, and the command's Policy row.
-        let pack = match self.store.load_pack(pack_id) {
+        let record = match self.store.state() {
+            Ok(s) => s.packs.get(pack_id).cloned(),
+            Err(e) => return deny(Code::UnknownPack, e.to_string()),
+        };
+        let Some(record) = record else {
+            return deny(Code::UnknownPack, format!("unknown pack {pack_id}"));
+        };
+        let pack = match self.pack(pack_id, &record) {
             Ok(Some(p)) => p,
             Ok(None) => return deny(Code::UnknownPack, format!("unknown pack {pack_id}")),
             Err(e) => return deny(Code::UnknownPack, e.to_string()),
         };
-        match self.store.state() {
-            Ok(s) if s.packs.get(pack_id).is_some_and(|p| p.activated) => {}
-            Ok(_) => return deny(Code::NotActivated, format!("pack {pack_id} not activated")),
-            Err(e) => return deny(Code::NotActivated, e.to_string()),
+        if !record.activated {
+            return deny(Code::NotActivated, format!("pack {pack_id} not activated"));
         }
         let resolved = match pack.command(verb) {
             Some(c) => Resolved::Command(c),
@@ -187,6 +211,7 @@ impl Runtime {
             binding: &binding,
             sandbox: &sandbox,
             project_dir: self.project_dir.as_deref(),
+            component_sha256: record.component_sha256.as_deref(),
             principal,
             live_title: live_title.as_deref(),
             hooks,
@@ -216,6 +241,21 @@ impl Runtime {
         out.result = ran.result;
         scrub(&mut out, &binding);
         audit(out)
+    }
+
+    /// The installed pack, loaded once per install (keyed by its install time) and shared across calls.
+    fn pack(&self, id: &str, record: &PackState) -> Result<Option<Arc<Pack>>, crate::store::StoreError> {
+        if let Some((at, p)) = self.packs.lock().ok().and_then(|m| m.get(id).cloned()) {
+            if at == record.installed_at {
+                return Ok(Some(p));
+            }
+        }
+        let Some(pack) = self.store.load_pack(id)? else { return Ok(None) };
+        let pack = Arc::new(pack);
+        if let Ok(mut m) = self.packs.lock() {
+            m.insert(id.to_string(), (record.installed_at.clone(), pack.clone()));
+        }
+        Ok(Some(pack))
     }
 
     fn audit(&self, principal: &Principal, env: &Envelope, op: Operation, out: ResultEnvelope) -> ResultEnvelope {

@@ -11,3 +11,4 @@ mod exec;
 mod cli;
 mod store;
 mod composite;
+mod bootstrap;

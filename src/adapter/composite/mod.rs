@@ -2,9 +2,9 @@
 //! Compiled once (on-disk cache), `InstancePre` cached per component, a fresh `Store` per call with a memory cap
 //! and an epoch deadline. The component's only preopen is its workspace directory.
 
-mod bindings;
+pub mod bindings;
 mod cache;
-mod host;
+pub mod host;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -64,9 +64,6 @@ impl CompositeAdapter {
     }
 
     fn prepare(&self, store: &crate::store::Store, pack: &Pack, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
-        if let Some(p) = self.prepared.lock().ok().and_then(|m| m.get(sha).cloned()) {
-            return Ok(p);
-        }
         let (engine, _) = self.engine()?;
         let component = cache::load(store, engine, bytes, sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
@@ -82,11 +79,7 @@ impl CompositeAdapter {
         if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
             return Err(format!("the component does not implement command {missing} (it describes: {})", names.join(", ")));
         }
-        let prepared = Arc::new(Prepared { pre });
-        if let Ok(mut m) = self.prepared.lock() {
-            m.insert(sha.to_string(), prepared.clone());
-        }
-        Ok(prepared)
+        Ok(Arc::new(Prepared { pre }))
     }
 }
 
@@ -163,41 +156,51 @@ fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
 impl CompositeAdapter {
     /// Checks that the pack's component can run: unchanged since install, allow-listed, and loadable with
     /// every declared command. Returns its digest and the prepared instance.
-    fn ready(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig) -> Result<(String, Arc<Prepared>), (Code, String)> {
+    ///
+    /// The bytes are read and hashed once per process and component; later calls reuse the instance prepared
+    /// from those verified bytes, so a file changed afterwards is never loaded.
+    fn ready(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig, installed: Option<&str>) -> Result<(String, Arc<Prepared>), (Code, String)> {
         let fail = |msg: String| (Code::AdapterFailed, msg);
-        let bytes = read_component(pack).map_err(fail)?;
-        let sha = sha256_hex(&bytes);
-        let installed = store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
-        if installed.as_deref() != Some(sha.as_str()) {
-            return Err(fail(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
-                pack.id,
-                installed.as_deref().unwrap_or("none")
-            )));
-        }
+        let installed = installed.ok_or_else(|| fail(format!("pack {} has no component digest recorded at install; reinstall it", pack.id)))?;
         if let Some(allowed) = &sandbox.allow_components {
-            if !allowed.iter().any(|a| a == &sha) {
-                return Err((Code::SandboxDenied, format!("sandbox: component {sha} not allowlisted")));
+            if !allowed.iter().any(|a| a == installed) {
+                return Err((Code::SandboxDenied, format!("sandbox: component {installed} not allowlisted")));
             }
         }
+        let key = format!("{}:{installed}", pack.id);
+        if let Some(p) = self.prepared.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok((installed.to_string(), p));
+        }
+        let bytes = read_component(pack).map_err(fail)?;
+        let sha = sha256_hex(&bytes);
+        if sha != installed {
+            return Err(fail(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {installed}); it is not loaded: reinstall the pack",
+                pack.id
+            )));
+        }
         let prepared = self.prepare(store, pack, &bytes, &sha).map_err(fail)?;
+        if let Ok(mut m) = self.prepared.lock() {
+            m.insert(key, prepared.clone());
+        }
         Ok((sha, prepared))
     }
 
     /// Whether the pack's component can run here (for `availability` and `doctor`).
     pub fn runnable(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig) -> Result<(), String> {
-        self.ready(store, pack, sandbox).map(|_| ()).map_err(|(_, m)| m)
+        let installed = store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
+        self.ready(store, pack, sandbox, installed.as_deref()).map(|_| ()).map_err(|(_, m)| m)
     }
 }
 
 impl Adapter for CompositeAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         let fail = |msg: String| AdapterResult::fail(Code::AdapterFailed, msg);
-        let (sha, prepared) = match self.ready(call.store, call.pack, call.sandbox) {
+        let (sha, prepared) = match self.ready(call.store, call.pack, call.sandbox, call.component_sha256) {
             Ok(x) => x,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
-        let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir) {
+        let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
             Ok(w) => w,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };

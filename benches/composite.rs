@@ -1,0 +1,70 @@
+//! Composite calls, measured side by side in one run: a bare wasmtime instantiate+call of the transit component
+//! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+use std::path::PathBuf;
+
+use hcpx::adapter::composite::bindings::hcp::adapter::types::CallContext;
+use hcpx::adapter::composite::bindings::{Composite, CompositePre};
+use hcpx::adapter::composite::host::CallState;
+use hcpx::adapter::composite::CompositeAdapter;
+use hcpx::grants::Grants;
+use hcpx::runtime::{Envelope, Invoker, Principal, Runtime};
+use hcpx::store::Store;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::StoreLimitsBuilder;
+
+fn bench(c: &mut Criterion) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&tmp.path().join("home")).expect("store");
+    store.install(&repo.join("packs/transit-composite")).expect("install");
+    store.set_activated(&["transit-composite".to_string()], true).expect("activate");
+    let rt = Runtime::new(store);
+    let principal = Principal::local(Grants::All, Invoker::Json);
+    let args = json!({ "from": "A", "to": "B" }).as_object().cloned().expect("object");
+    let env = Envelope::new("transit-composite", "plan", args);
+    assert!(rt.exec(&principal, &env).ok, "warm-up call");
+
+    // The baseline: the same engine and component, nothing but instantiate and call.
+    let adapter = CompositeAdapter::new();
+    let (engine, pooled) = adapter.engine().expect("engine");
+    eprintln!("pooling allocator: {pooled}");
+    let component = Component::from_file(engine, repo.join("packs/transit-composite/adapter.wasm")).expect("component");
+    let mut linker: Linker<CallState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("wasi");
+    Composite::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).expect("host");
+    let pre = CompositePre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
+    let ctx = CallContext { principal: "bench".into(), tenant: "local".into(), workspace_mode: "none".into(), credentials: vec![] };
+    let args_json = r#"{"from":"A","to":"B"}"#;
+
+    let mut group = c.benchmark_group("composite read");
+    group.bench_function("bare wasmtime instantiate+call", |b| {
+        b.iter(|| {
+            let state = CallState {
+                wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
+                table: ResourceTable::new(),
+                limits: StoreLimitsBuilder::new().memory_size(64 << 20).build(),
+                credentials: vec![],
+                log: String::new(),
+            };
+            let mut s = wasmtime::Store::new(engine, state);
+            s.limiter(|st| &mut st.limits);
+            s.set_epoch_deadline(1_000_000);
+            let inst = pre.instantiate(&mut s).expect("instantiate");
+            inst.call_exec(&mut s, &ctx, "plan", args_json).expect("call").expect("ok")
+        })
+    });
+    group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
+        b.iter(|| {
+            let out = rt.exec(&principal, &env);
+            assert!(out.ok);
+            out
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,68 @@
+//! The four availability flags of a pack for a Principal: installed, activated, bound, runnable.
+
+use serde::Serialize;
+use serde_json::Map;
+
+use super::{mint, Principal, Runtime};
+use crate::adapter::wrap::resolve_bin;
+use crate::pack::AdapterKind;
+
+/// What `hcpx availability` and `hcp.availability` report; `notes` says why a flag is false.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Availability {
+    pub pack_id: String,
+    pub installed: bool,
+    pub activated: bool,
+    pub bound: bool,
+    pub runnable: bool,
+    pub notes: Map<String, serde_json::Value>,
+}
+
+impl Runtime {
+    /// The four flags of `pack_id` for `principal`.
+    pub fn availability(&self, principal: &Principal, pack_id: &str) -> Availability {
+        let mut notes = Map::new();
+        let mut note = |k: &str, v: String| {
+            notes.insert(k.to_string(), serde_json::Value::String(v));
+        };
+        let store = self.store();
+        let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned());
+        let activated = record.as_ref().is_some_and(|r| r.activated);
+        let pack = match store.load_pack(pack_id) {
+            Ok(p) => p,
+            Err(e) => {
+                note("installed", e.to_string());
+                None
+            }
+        };
+        if record.is_none() {
+            note("installed", "install it with `hcpx install DIR`".into());
+        }
+        let installed = pack.is_some();
+        if installed && !activated {
+            note("activated", format!("activate it with `hcpx activate {pack_id}`"));
+        }
+        let (mut bound, mut runnable) = (false, false);
+        if let Some(pack) = &pack {
+            match mint(store, pack, principal, false) {
+                Ok(_) => bound = true,
+                Err(e) => note("bound", e),
+            }
+            match store.sandbox() {
+                Err(e) => note("runnable", e.to_string()),
+                Ok(sandbox) => {
+                    let ready = match (&pack.kind, &pack.wrap) {
+                        (AdapterKind::Wrap, Some(w)) => resolve_bin(pack, w, &sandbox).map(|_| ()).map_err(|(_, m)| m),
+                        (AdapterKind::Composite, _) => self.composite.runnable(store, pack, &sandbox),
+                        (kind, _) => Err(format!("kind {} cannot be executed by this runtime", kind.as_str())),
+                    };
+                    match ready {
+                        Ok(()) => runnable = true,
+                        Err(m) => note("runnable", m),
+                    }
+                }
+            }
+        }
+        Availability { pack_id: pack_id.to_string(), installed, activated, bound, runnable, notes }
+    }
+}

@@ -1,0 +1,40 @@
+//! The built-in bootstrap pack `hcp-cli`: reads answer in-process, store changes are deferred to the CLI.
+
+use serde_json::json;
+
+use crate::helpers::{repo, Home};
+
+#[test]
+fn reads_answer_in_process() {
+    let h = Home::new();
+    assert_eq!(h.run(&["install", repo().join("packs/transit").to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "transit"]).status.code(), Some(0));
+    let (rc, out) = h.exec("hcp-cli", "hcp.list", &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["result"]["packs"], json!([{ "id": "transit", "activated": true }]));
+    let (_, out) = h.exec("hcp-cli", "hcp.availability", &["pack_id=transit"]);
+    assert_eq!(out["result"]["runnable"], json!(true), "{out}");
+    let (_, out) = h.exec("hcp-cli", "hcp.skill", &["pack_id=transit"]);
+    assert!(out["result"]["lead"].as_str().unwrap().starts_with("# Transit"));
+    let (_, out) = h.exec("hcp-cli", "hcp.doctor", &[]);
+    assert_eq!(out["result"]["ok"], json!(true), "{out}");
+    let (rc, out) = h.exec("hcp-cli", "hcp.availability", &[]);
+    assert_eq!((rc, out["code"].as_str()), (1, Some("invalid_args")));
+    let (_, out) = h.exec("hcp-cli", "hcp.nope", &[]);
+    assert_eq!(out["code"], "no_policy");
+}
+
+#[test]
+fn store_changes_are_deferred_to_the_cli_and_audited() {
+    let h = Home::new();
+    let (rc, out) = h.exec("hcp-cli", "hcp.install", &["dir=/tmp/x"]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["deferred_to_cli"], json!(true));
+    assert!(out["hint"].as_str().unwrap().contains("hcpx install DIR"));
+    assert!(!h.store().join("packs/x").exists());
+    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    assert!(audit.contains("\"verb_key\":\"hcp.install\""));
+    h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "*" }]"#);
+    let (_, out) = h.exec("hcp-cli", "hcp.activate", &[]);
+    assert_eq!(out["error"], "denied: missing verb.exec.write for hcp-cli.hcp.activate");
+}

@@ -12,3 +12,4 @@ mod cli;
 mod store;
 mod composite;
 mod bootstrap;
+mod golden;

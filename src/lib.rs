@@ -6,6 +6,7 @@
 //! [`title::command_title`].
 
 pub mod args;
+pub mod eval;
 pub mod lint;
 pub mod naming;
 pub mod pack;

@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod credential;
 pub mod doctor;
+pub mod eval;
 pub mod exec;
 pub mod info;
 pub mod lint;
@@ -47,6 +48,8 @@ pub struct JsonFlag {
 pub enum Command {
     /// Check that a pack's three files exist and agree.
     Lint(LintArgs),
+    /// Replay a pack's hcp.eval.json cases through the runtime, one line per case.
+    Eval(EvalArgs),
     /// Lint a pack and copy it into the store.
     Install(PathArgs),
     /// Remove an installed pack (its workspace is kept).
@@ -85,6 +88,18 @@ pub enum Command {
 pub struct LintArgs {
     /// The pack directory.
     pub dir: PathBuf,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+/// `hcpx eval DIR [--json] [--timeout MS]`.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The pack directory.
+    pub dir: PathBuf,
+    /// Per-case timeout in milliseconds.
+    #[arg(long, default_value_t = hcpx::eval::DEFAULT_TIMEOUT_MS)]
+    pub timeout: u64,
     #[command(flatten)]
     pub json: JsonFlag,
 }

@@ -13,3 +13,4 @@ mod store;
 mod composite;
 mod bootstrap;
 mod golden;
+mod eval;

@@ -7,13 +7,12 @@ use std::path::PathBuf;
 
 use hcpx::adapter::composite::bindings::hcp::adapter::types::CallContext;
 use hcpx::adapter::composite::bindings::{Composite, CompositePre};
-use hcpx::adapter::composite::host::CallState;
+use hcpx::adapter::composite::host::{CallLimits, CallState};
 use hcpx::adapter::composite::CompositeAdapter;
 use hcpx::grants::Grants;
 use hcpx::runtime::{Envelope, Invoker, Principal, Runtime};
 use hcpx::store::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::StoreLimitsBuilder;
 
 fn bench(c: &mut Criterion) {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -45,7 +44,7 @@ fn bench(c: &mut Criterion) {
             let state = CallState {
                 wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
                 table: ResourceTable::new(),
-                limits: StoreLimitsBuilder::new().memory_size(64 << 20).build(),
+                limits: CallLimits::new(64 << 20),
                 credentials: vec![],
                 log: String::new(),
             };

@@ -10,6 +10,9 @@ use crate::naming::is_arg_name;
 /// Arguments every command accepts, always as booleans: they satisfy the confirm gate.
 pub const GATE_ARGS: [&str; 2] = ["confirm", "apply"];
 
+/// The envelope's `mode` (`"mock"` asks for an explicit mock Binding): reserved, no command may declare it.
+pub const MODE_ARG: &str = "mode";
+
 /// One declared argument.
 #[derive(Debug, Clone)]
 pub struct Prop {
@@ -139,6 +142,9 @@ impl ArgSpec {
                         Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
                         _ => Vec::new(),
                     };
+                    if name == MODE_ARG {
+                        bad(&mut problems, &ptr, "argument `mode` is reserved: `mode: \"mock\"` asks the runtime for a mock Binding".into(), "rename the argument, e.g. `run_mode`");
+                    }
                     if GATE_ARGS.contains(&name.as_str()) && !(types.len() == 1 && types[0] == "boolean") {
                         bad(&mut problems, &ptr, format!("argument `{name}` satisfies the confirm gate and must be declared as a boolean"), "declare it as {\"type\": \"boolean\"} or leave it out: it is always accepted");
                     }
@@ -309,7 +315,7 @@ impl ArgSpec {
                 }
                 continue;
             }
-            if k == "mode" && !self.declares("mode") {
+            if k == MODE_ARG {
                 match v.as_str() {
                     Some("mock") => mock = true,
                     _ => return Err(ArgError(format!("argument `mode` for {target} may only be \"mock\" (explicit mock Binding), not {v}"))),

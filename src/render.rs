@@ -111,7 +111,7 @@ pub fn render_tokens(tokens: &[Template], args: &Map<String, Value>, verb: Optio
                 if value.contains('\0') {
                     return Err(RenderError::NulByte { arg });
                 }
-                if sole.is_some() && prev_flag.is_none() && value.starts_with('-') && value.parse::<f64>().is_err() {
+                if sole.is_some() && prev_flag.is_none() && value.starts_with('-') && !value.parse::<f64>().is_ok_and(f64::is_finite) {
                     return Err(RenderError::LooksLikeFlag { arg, value });
                 }
                 prev_flag = None;

@@ -94,8 +94,10 @@ pub fn run(spec: &Spawn<'_>) -> io::Result<Finished> {
     kill_group(pid);
     let status = child.wait()?;
     let grace = Duration::from_millis(500);
-    let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or_default();
-    let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or_default();
+    // A process that left the group may still hold the pipes: give up on them after a grace period,
+    // and say the output is incomplete.
+    let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or((Vec::new(), true));
+    let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or((Vec::new(), true));
     Ok(Finished { status, timed_out, stdout, stderr, truncated: t1 || t2 })
 }
 

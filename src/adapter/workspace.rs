@@ -54,7 +54,8 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
             (p.clone(), p)
         }
     };
-    let tmpdir = if with_tmpdir { store.temp_path("call") } else { home.clone() };
+    // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
+    let tmpdir = if with_tmpdir { std::env::temp_dir().join(crate::store::unique_name("hcpx-call")) } else { home.clone() };
     let made = if with_tmpdir { fs::create_dir_all(&tmpdir) } else { Ok(()) };
     if with_tmpdir {
         remove.push(tmpdir.clone());

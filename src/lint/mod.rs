@@ -25,13 +25,6 @@ pub struct LintReport {
     pub issues: Vec<LintIssue>,
 }
 
-impl LintReport {
-    /// True when any issue has `kind`.
-    pub fn has(&self, kind: LintKind) -> bool {
-        self.issues.iter().any(|i| i.kind == kind)
-    }
-}
-
 /// Lints the pack in `dir`. Never fails: a missing or unreadable directory is itself an issue.
 pub fn lint_dir(dir: &Path) -> LintReport {
     let analysis = crate::pack::analyze(dir);

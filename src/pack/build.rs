@@ -83,6 +83,9 @@ fn build(
     let kind = m.kind.unwrap_or(AdapterKind::Composite);
     let plane = m.plane.unwrap_or(Plane::Runtime);
     let binding = binding_of(&m, plane);
+    if !is_pack_id(&binding.family) {
+        is.push(LintKind::BadName, SURFACE, "/binding/family", format!("binding family {:?} breaks the naming rules", binding.family), "use lower-case letters, digits, `-` and `_`, starting with a letter, like a pack id");
+    }
     if plane == Plane::Control && binding.mode != BindingMode::Mothership {
         is.push(LintKind::ControlBinding, SURFACE, "/binding/mode", format!("a control-plane pack must use Binding mode mothership, not {}", mode_str(binding.mode)), "set \"binding\": {\"mode\": \"mothership\"} or make the pack \"plane\": \"runtime\"");
     }
@@ -492,6 +495,11 @@ fn check_triggers(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) 
     refs
 }
 
+/// A value as the pack files spell it.
+fn wire<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// Validates a declared `hcp` object against the manifest, or derives one.
 fn check_meta(m: &RawManifest, kind: AdapterKind, plane: Plane, binding: &Binding, is: &mut Issues) -> RawMeta {
     let derived = RawMeta {
@@ -521,13 +529,13 @@ fn check_meta(m: &RawManifest, kind: AdapterKind, plane: Plane, binding: &Bindin
     }
     if let Some(p) = meta.plane {
         if p != plane {
-            mismatch("plane", format!("{p:?}").to_lowercase(), format!("{plane:?}").to_lowercase());
+            mismatch("plane", wire(&p), wire(&plane));
         }
     }
     if let (Some(t), declared) = (&meta.transports, &m.transports) {
         let actual = declared.clone().unwrap_or_else(|| vec![Transport::Cli, Transport::JsonExec]);
         if *t != actual {
-            mismatch("transports", format!("{t:?}").to_lowercase(), format!("{actual:?}").to_lowercase());
+            mismatch("transports", wire(t), wire(&actual));
         }
     }
     if let Some(b) = &meta.binding {

@@ -41,6 +41,9 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
         return Ok(MintedBinding { mode: BindingMode::Mock, fields });
     }
     let family = &pack.binding.family;
+    if !crate::naming::is_pack_id(family) {
+        return Err(format!("binding family {family:?} is not a valid name; the pack must be fixed and reinstalled"));
+    }
     let fields = match pack.binding.mode {
         BindingMode::Public => return Ok(MintedBinding { mode: BindingMode::Public, fields: BTreeMap::new() }),
         BindingMode::Mock => {
@@ -54,7 +57,11 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
                 return Err(format!("pack {} names the keyring hub, which this runtime does not have; use \"hub\": \"local-credential\"", pack.id));
             }
             let rel = if pack.binding.mode == BindingMode::User {
-                format!("credentials/{family}/{}.json", sanitize(&principal.id))
+                let id = &principal.id;
+                if !crate::naming::is_arg_name(id) {
+                    return Err(format!("principal {id:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`"));
+                }
+                format!("credentials/{family}/{id}.json")
             } else {
                 format!("credentials/{family}.json")
             };
@@ -66,10 +73,10 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
             "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}` (the value is read from stdin)"
         ));
     }
-    let fields = fields.into_iter().filter(|(k, _)| needed.contains(k)).collect();
+    // A wrap receives only the fields its agent_env names; a composite gets every field of its family, as
+    // handles it resolves through the host.
+    let composite = pack.kind == crate::pack::AdapterKind::Composite;
+    let fields = fields.into_iter().filter(|(k, _)| composite || needed.contains(k)).collect();
     Ok(MintedBinding { mode: pack.binding.mode, fields })
 }
 
-fn sanitize(id: &str) -> String {
-    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
-}

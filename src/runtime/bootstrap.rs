@@ -53,7 +53,7 @@ impl Runtime {
             _ => &[],
         };
         if let Some(k) = env.args.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return deny(Code::InvalidArgs, format!("unknown argument `{k}` for {target}"));
+            return audit(deny(Code::InvalidArgs, format!("unknown argument `{k}` for {target}")));
         }
         let result = match verb {
             "hcp.doctor" => {

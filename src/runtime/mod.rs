@@ -108,9 +108,6 @@ impl Runtime {
             Ok(None) => return deny(Code::UnknownPack, format!("unknown pack {pack_id}")),
             Err(e) => return deny(Code::UnknownPack, e.to_string()),
         };
-        if !record.activated {
-            return deny(Code::NotActivated, format!("pack {pack_id} not activated"));
-        }
         let resolved = match pack.command(verb) {
             Some(c) => Resolved::Command(c),
             None => match pack.pass_through.as_ref().and_then(|p| p.policy.get(verb)) {
@@ -122,6 +119,9 @@ impl Runtime {
             Resolved::Command(c) => c.policy,
             Resolved::PassThrough(r) => *r,
         };
+        // Command-line words are parsed now, but a parse error is reported at the argument step, so the CLI
+        // and the JSON face deny in the same order.
+        let mut words_error = None;
         let parsed_words;
         let raw_args: &Map<String, Value> = match input {
             ArgsInput::Json(a) => a,
@@ -130,21 +130,19 @@ impl Runtime {
                     Resolved::Command(c) => c.args.parse_words(&format!("{pack_id}.{verb}"), words).map_err(|e| e.0),
                     Resolved::PassThrough(_) => Ok(pass_through_words(words)),
                 };
-                match parsed {
-                    Ok(a) => {
-                        parsed_words = a;
-                        &parsed_words
-                    }
-                    Err(e) => {
-                        let words_env = Envelope { args: Map::new(), ..env.clone() };
-                        return self.audit(principal, &words_env, row.operation, deny(Code::InvalidArgs, e));
-                    }
-                }
+                parsed_words = parsed.unwrap_or_else(|e| {
+                    words_error = Some(e);
+                    Map::new()
+                });
+                &parsed_words
             }
         };
         let audited = Envelope { args: raw_args.clone(), ..env.clone() };
         let env = &audited;
         let audit = |out: ResultEnvelope| self.audit(principal, env, row.operation, out);
+        if !record.activated {
+            return audit(deny(Code::NotActivated, format!("pack {pack_id} not activated")));
+        }
 
         // 2. The Principal is authenticated by its face; land `brain` needs a project id.
         if row.land == Land::Brain && env.project_id.as_deref().is_none_or(str::is_empty) {
@@ -164,6 +162,9 @@ impl Runtime {
         }
 
         // Arguments are checked before anything runs.
+        if let Some(e) = words_error {
+            return audit(deny(Code::InvalidArgs, e));
+        }
         let target = format!("{pack_id}.{verb}");
         let (checked, pass_argv) = match &resolved {
             Resolved::Command(c) => match c.args.check(&target, raw_args) {
@@ -341,14 +342,26 @@ fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
     if binding.mode == crate::pack::BindingMode::Mock {
         return;
     }
-    let secrets: Vec<&str> = binding.fields.values().map(String::as_str).filter(|s| !s.is_empty()).collect();
+    let mut secrets: Vec<&str> = binding.fields.values().map(String::as_str).filter(|s| !s.is_empty()).collect();
     if secrets.is_empty() {
         return;
     }
+    // Longest first, so a secret that contains a shorter one is not left half replaced.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     let clean = |s: &mut String| {
         for secret in &secrets {
             if s.contains(secret) {
                 *s = s.replace(secret, "[redacted]");
+            }
+            // Output cut at max_output_bytes may end with the first bytes of a secret.
+            for k in (4..secret.len()).rev() {
+                if let Some(head) = secret.get(..k) {
+                    if s.ends_with(head) {
+                        s.truncate(s.len() - k);
+                        s.push_str("[redacted]");
+                        break;
+                    }
+                }
             }
         }
     };

@@ -23,9 +23,7 @@ impl Store {
         let rel = format!("credentials/{family}.json");
         let mut fields: Fields = self.read_json(&rel)?.unwrap_or_default();
         fields.insert(field.to_string(), value.to_string());
-        self.write_json(&rel, &fields)?;
-        let p = self.path(&rel);
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).map_err(|e| StoreError::io(&p, &e))
+        self.write_json_mode(&rel, &fields, 0o600)
     }
 
     /// Removes one field, or the whole family.
@@ -41,7 +39,7 @@ impl Store {
                 if fields.remove(f).is_none() {
                     return Err(StoreError::Refused(format!("family {family} has no field {f}")));
                 }
-                self.write_json(&rel, &fields)
+                self.write_json_mode(&rel, &fields, 0o600)
             }
             None => {
                 let p = self.path(&rel);

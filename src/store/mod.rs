@@ -94,18 +94,29 @@ impl Store {
 
     /// Writes a JSON file atomically: a crash leaves the old or the new file, never a torn one.
     pub fn write_json<T: Serialize>(&self, rel: &str, value: &T) -> Result<(), StoreError> {
+        self.write_json_mode(rel, value, 0o644)
+    }
+
+    /// Writes a JSON file atomically with `mode`.
+    pub fn write_json_mode<T: Serialize>(&self, rel: &str, value: &T, mode: u32) -> Result<(), StoreError> {
         let mut text = serde_json::to_string_pretty(value)
             .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
         text.push('\n');
-        self.write_atomic(rel, text.as_bytes())
+        self.write_atomic_mode(rel, text.as_bytes(), mode)
     }
 
-    /// Writes bytes atomically at `rel`.
+    /// Writes bytes atomically at `rel` (mode 0644).
     pub fn write_atomic(&self, rel: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.write_atomic_mode(rel, bytes, 0o644)
+    }
+
+    /// Writes bytes atomically at `rel`; the file has `mode` from the moment it is created.
+    pub fn write_atomic_mode(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let target = self.path(rel);
         let tmp = self.temp_path("write");
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
             f.write_all(bytes)?;
             f.sync_all()?;
             fs::rename(&tmp, &target)

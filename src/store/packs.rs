@@ -38,6 +38,28 @@ pub struct PackState {
     /// SHA-256 of a composite's component at install; exec refuses other bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub component_sha256: Option<String>,
+    /// SHA-256 over the installed pack's own files (manifest, Policy, Skill, evals); a pack whose files
+    /// changed after install (a wrap rewriting its own policy.json, say) is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_sha256: Option<String>,
+}
+
+/// The digest of a pack's own files, in a fixed order.
+pub fn pack_files_digest(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for name in ["surface.json", "policy.json", "HARNESS.md", "hcp.eval.json"] {
+        h.update(name.as_bytes());
+        h.update([0u8]);
+        match fs::read(dir.join(name)) {
+            Ok(bytes) => {
+                h.update((bytes.len() as u64).to_le_bytes());
+                h.update(&bytes);
+            }
+            Err(_) => h.update(u64::MAX.to_le_bytes()),
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Why an install was refused.
@@ -62,10 +84,19 @@ impl Store {
 
     /// Loads installed pack `id`: `Ok(None)` when it is not installed.
     pub fn load_pack(&self, id: &str) -> Result<Option<Pack>, StoreError> {
-        if !is_pack_id(id) || !self.state()?.packs.contains_key(id) {
+        if !is_pack_id(id) {
             return Ok(None);
         }
-        Pack::load(&self.pack_dir(id)).map(Some).map_err(|e| {
+        let Some(record) = self.state()?.packs.get(id).cloned() else { return Ok(None) };
+        let dir = self.pack_dir(id);
+        if let Some(want) = &record.files_sha256 {
+            if pack_files_digest(&dir) != *want {
+                return Err(StoreError::Refused(format!(
+                    "the files of installed pack {id} changed since install; it is not loaded: reinstall it with `hcpx install DIR`"
+                )));
+            }
+        }
+        Pack::load(&dir).map(Some).map_err(|e| {
             StoreError::Refused(format!("installed pack {id} no longer loads ({e}); reinstall it with `hcpx install DIR`"))
         })
     }
@@ -81,7 +112,11 @@ impl Store {
         let copied = copy_pack(src, &staged);
         let recheck = copied.map(|_| lint_dir(&staged));
         match recheck {
-            Ok(r) if r.ok => {}
+            Ok(r) if r.ok && r.pack_id.as_deref() == Some(id.as_str()) => {}
+            Ok(r) if r.ok => {
+                let _ = fs::remove_dir_all(&staged);
+                return Err(StoreError::Refused(format!("pack {} changed while it was being installed; install it again", src.display())).into());
+            }
             Ok(r) => {
                 let _ = fs::remove_dir_all(&staged);
                 return Err(InstallError::Lint { dir: src.display().to_string(), issues: r.issues });
@@ -114,7 +149,13 @@ impl Store {
         let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
         state.packs.insert(
             id.clone(),
-            PackState { source: source.display().to_string(), installed_at: crate::clock::now_rfc3339(), activated, component_sha256 },
+            PackState {
+                source: source.display().to_string(),
+                installed_at: crate::clock::now_rfc3339(),
+                activated,
+                component_sha256,
+                files_sha256: Some(pack_files_digest(&target)),
+            },
         );
         self.write_json(STATE, &state)?;
         if replaced {

@@ -14,3 +14,4 @@ mod composite;
 mod bootstrap;
 mod golden;
 mod eval;
+mod attacks;

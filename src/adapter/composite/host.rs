@@ -1,7 +1,6 @@
 //! The host side of `hcp:adapter/host`: logging and credential handles, and the per-call state a Store holds.
 
 use wasmtime::component::ResourceTable;
-use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::hcp::adapter::host::{Host, Level};
@@ -14,11 +13,61 @@ pub const MAX_LOG_BYTES: usize = 64 * 1024;
 pub struct CallState {
     pub wasi: WasiCtx,
     pub table: ResourceTable,
-    pub limits: StoreLimits,
+    pub limits: CallLimits,
     /// Credential values by handle; the guest sees only handles.
     pub credentials: Vec<String>,
     /// What the guest logged, one line per call of `log`.
     pub log: String,
+}
+
+/// Marks a memory-cap trap so it reads as such.
+pub const MEMORY_CAP_ERROR: &str = "hcpx memory cap reached";
+
+/// Most table elements a call may grow to.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// One call's memory budget, summed over every linear memory of every instance (not per memory).
+#[derive(Debug, Clone)]
+pub struct CallLimits {
+    pub memory_cap: usize,
+    used: usize,
+}
+
+impl CallLimits {
+    /// A budget of `memory_cap` bytes.
+    pub fn new(memory_cap: usize) -> CallLimits {
+        CallLimits { memory_cap, used: 0 }
+    }
+}
+
+impl wasmtime::ResourceLimiter for CallLimits {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let next = self.used.saturating_sub(current).saturating_add(desired);
+        if next > self.memory_cap {
+            return Err(wasmtime::Error::msg(format!("{MEMORY_CAP_ERROR}: {next} bytes asked, {} allowed", self.memory_cap)));
+        }
+        self.used = next;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            return Err(wasmtime::Error::msg(format!("table limit of {MAX_TABLE_ELEMENTS} elements reached")));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn tables(&self) -> usize {
+        256
+    }
+
+    fn memories(&self) -> usize {
+        64
+    }
 }
 
 impl WasiView for CallState {

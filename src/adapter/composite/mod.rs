@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, StoreLimitsBuilder, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{workspace, Adapter, AdapterResult, Call};
@@ -129,7 +129,7 @@ fn new_store(
         wasi.preopened_dir(dir, ".", perms).map_err(|e| format!("cannot open the workspace {}: {e:#}", dir.display()))?;
     }
     let memory = (memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
-    let limits = StoreLimitsBuilder::new().memory_size(memory).instances(64).tables(256).memories(64).trap_on_grow_failure(true).build();
+    let limits = host::CallLimits::new(memory);
     let state = CallState { wasi: wasi.build(), table: ResourceTable::new(), limits, credentials, log: String::new() };
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
@@ -200,6 +200,19 @@ impl Adapter for CompositeAdapter {
             Ok(x) => x,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
+        if call.pack.workspace == WorkspaceMode::Project {
+            if let Some(project) = call.project_dir {
+                let (p, home) = (std::fs::canonicalize(project), std::fs::canonicalize(call.store.home()));
+                if let (Ok(p), Ok(home)) = (p, home) {
+                    if home.starts_with(&p) {
+                        return AdapterResult::fail(
+                            Code::NoProject,
+                            format!("the project directory {} holds the runtime's store; run from the project itself or set HCP_PROJECT_DIR", p.display()),
+                        );
+                    }
+                }
+            }
+        }
         let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
             Ok(w) => w,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
@@ -250,7 +263,7 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
         return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer)"));
     }
     let text = format!("{e:#}");
-    if text.contains("grow") && text.contains("memory") || text.contains("memory minimum size") {
+    if text.contains(host::MEMORY_CAP_ERROR) || text.contains("memory minimum size") {
         return AdapterResult::fail(Code::AdapterFailed, format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"));
     }
     let first = text.lines().next().unwrap_or("trap").to_string();

@@ -1,0 +1,139 @@
+//! Attacks found in review, each written as the test that would have caught it.
+
+use serde_json::{json, Value};
+use std::fs;
+
+use crate::helpers::{probe_fixture, remove, set, stdout_json, Fixture, Home, TestDir};
+
+#[test]
+fn a_binding_family_cannot_walk_out_of_the_credential_hub() {
+    let t = TestDir::new();
+    let mut f = Fixture::wrap();
+    set(&mut f.surface, "/binding", json!({ "mode": "local", "family": "../../secret" }));
+    let out = crate::helpers::hcpx(t.path(), &["lint", f.write(t.path()).to_str().unwrap(), "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["issues"][0]["kind"], "bad_name", "{v}");
+    assert_eq!(v["issues"][0]["pointer"], "/binding/family");
+}
+
+#[test]
+fn mode_is_reserved_so_mock_can_never_be_swallowed_by_a_command() {
+    let t = TestDir::new();
+    let mut f = Fixture::wrap();
+    set(&mut f.surface, "/verbs/show/args/properties/mode", json!({ "type": "string" }));
+    let out = crate::helpers::hcpx(t.path(), &["lint", f.write(t.path()).to_str().unwrap(), "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["issues"][0]["kind"], "invalid_schema", "{v}");
+    assert!(v["issues"][0]["message"].as_str().unwrap().contains("reserved"));
+}
+
+#[test]
+fn non_finite_numbers_do_not_pass_as_values_in_a_flag_slot() {
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    for w in ["-inf", "-NaN", "-Infinity"] {
+        let (_, out) = h.exec("probe", "echo", &[&format!("word={w}")]);
+        assert_eq!(out["code"], "invalid_args", "{w}: {out}");
+    }
+    assert_eq!(h.exec("probe", "echo", &["word=-2.5"]).0, 0);
+}
+
+#[test]
+fn a_pack_that_rewrites_its_own_files_is_refused() {
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    let policy = h.store().join("packs/probe/policy.json");
+    let text = fs::read_to_string(&policy).unwrap().replace("\"confirm\": true", "\"confirm\": false");
+    fs::write(&policy, text).unwrap();
+    let (rc, out) = h.exec("probe", "put", &[]);
+    assert_eq!((rc, out["code"].as_str()), (1, Some("unknown_pack")), "{out}");
+    assert!(out["error"].as_str().unwrap().contains("changed since install"), "{out}");
+    assert_eq!(h.runs(), 0);
+}
+
+#[test]
+fn credential_files_are_private_from_the_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = Home::new();
+    let set = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "token"], &[], Some("abcdefgh"));
+    assert_eq!(set.status.code(), Some(0));
+    let _ = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "other"], &[], Some("ijklmnop"));
+    let rm = h.run(&["credential", "rm", "fam", "other"]);
+    assert_eq!(rm.status.code(), Some(0));
+    let mode = fs::metadata(h.store().join("credentials/fam.json")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn overlapping_secrets_are_redacted_whole() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    f.surface["binding"] = json!({ "mode": "local", "family": "probe" });
+    f.surface["wrap"]["agent_env"] = json!({ "A": "{{binding.short}}", "B": "{{binding.long}}" });
+    f.files[0].1 = "#!/bin/sh\necho \"$B $A\"\nprintf %s \"$A\" | head -c 6 >&2\n".into();
+    h.install(&f, "probe");
+    for (field, value) in [("short", "abcd1234"), ("long", "abcd1234-and-more")] {
+        let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", field], &[], Some(value));
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let (rc, out) = h.exec("probe", "look", &[]);
+    assert_eq!(rc, 0, "{out}");
+    let text = out.to_string();
+    assert!(!text.contains("and-more") && !text.contains("abcd1234"), "{text}");
+    assert_eq!(out["stdout"], "[redacted] [redacted]\n");
+    assert_eq!(out["stderr"], "[redacted]", "a cut-off head of a secret is redacted too");
+}
+
+#[test]
+fn the_cli_and_json_faces_deny_in_the_same_order() {
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    h.write_store("grants.json", "[]");
+    let (_, out) = h.exec("probe", "echo", &["word:=[broken"]);
+    assert_eq!(out["code"], "denied", "no grant comes before bad arguments: {out}");
+}
+
+#[test]
+fn a_write_denied_for_an_inactive_pack_is_audited() {
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    assert_eq!(h.run(&["deactivate", "probe"]).status.code(), Some(0));
+    assert_eq!(h.exec("probe", "put", &["confirm=true"]).1["code"], "not_activated");
+    let v = stdout_json(&h.run(&["audit", "--json"]));
+    assert_eq!(v["records"][0]["code"], "not_activated", "{v}");
+}
+
+#[test]
+fn a_tampered_audit_log_does_not_crash_the_reader() {
+    let h = Home::new();
+    h.write_store("audit.log", "{\"at\":\"x\",\"principal\":\"p\",\"tenant\":\"t\",\"invoker\":\"cli\",\"pack_id\":\"a\",\"verb_key\":\"b\",\"operation\":\"write\",\"ok\":true,\"args_sha256\":\"ééééééé\"}\n");
+    let out = h.run(&["audit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_composite_in_project_mode_never_gets_the_store_as_its_project() {
+    let h = Home::new();
+    let mut f = Fixture::wrap();
+    f.surface = json!({ "id": "esc", "kind": "composite", "component": { "path": "./adapter.wasm" }, "wrap": { "workspace": { "mode": "project" } }, "verbs": { "run": { "description": "Run." } } });
+    f.policy = json!({ "surface_id": "esc", "verbs": { "run": { "operation": "read" } } });
+    f.files.clear();
+    f.harness = "# Esc\n\nA guest that looks for a way out.\n".into();
+    remove(&mut f.surface, "/stimulusTriggers");
+    let src = h.t.join("src");
+    fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    let wasm = crate::helpers::repo().join("guest-adapters/target/wasm32-wasip2/release/test_escape.wasm");
+    fs::copy(wasm, dir.join("adapter.wasm")).unwrap();
+    assert_eq!(h.run(&["install", dir.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "esc"]).status.code(), Some(0));
+    // The caller's cwd (the test dir) holds the store: refused.
+    let (rc, out) = h.exec("esc", "run", &[]);
+    assert_eq!((rc, out["code"].as_str()), (1, Some("no_project")), "{out}");
+    // A real project beside the store is fine.
+    let proj = h.t.join("project");
+    fs::create_dir_all(&proj).unwrap();
+    let (rc, out) = h.exec_env("esc", "run", &[], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
+    assert_eq!(rc, 0, "{out}");
+    let _: Value = out;
+}

@@ -12,7 +12,8 @@ use crate::store::Store;
 /// A prepared working directory; per-call directories are removed on drop.
 pub struct Workdir {
     pub path: PathBuf,
-    pub dir: Dir,
+    /// The working directory opened as a capability (wraps; a component's preopen is opened by WASI).
+    pub dir: Option<Dir>,
     pub home: PathBuf,
     pub tmpdir: PathBuf,
     remove: Vec<PathBuf>,
@@ -27,13 +28,21 @@ impl Drop for Workdir {
 }
 
 /// Prepares the working directory of `pack` under `mode`.
-/// `with_tmpdir`: make a fresh per-call `TMPDIR` (wraps need one; components have no environment to take it).
-pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>, with_tmpdir: bool) -> Result<Workdir, (Code, String)> {
+/// `for_wrap`: a wrap also gets a private `HOME`, a fresh per-call `TMPDIR` and its cwd opened as a `Dir`;
+/// a component has no environment to take them, so it gets only the directory.
+pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>, for_wrap: bool) -> Result<Workdir, (Code, String)> {
     let io = |p: &Path, e: std::io::Error| (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)));
     let private = store.path("workspaces").join(&pack.id);
+    let home_for = |cwd: &Path| -> Result<PathBuf, (Code, String)> {
+        if for_wrap {
+            ensure(&private).map_err(|e| io(&private, e))
+        } else {
+            Ok(cwd.to_path_buf())
+        }
+    };
     let mut remove = Vec::new();
     let (path, home) = match mode {
-        WorkspaceMode::None => (pack.dir.clone(), ensure(&private).map_err(|e| io(&private, e))?),
+        WorkspaceMode::None => (pack.dir.clone(), home_for(&pack.dir)?),
         WorkspaceMode::Workspace => {
             let p = ensure(&private).map_err(|e| io(&private, e))?;
             (p.clone(), p)
@@ -45,7 +54,7 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
                     format!("pack {} runs in the caller's project (workspace mode project), and this runtime has no project directory; run it from a project or set HCP_PROJECT_DIR", pack.id),
                 ));
             };
-            (project.to_path_buf(), ensure(&private).map_err(|e| io(&private, e))?)
+            (project.to_path_buf(), home_for(project)?)
         }
         WorkspaceMode::Ephemeral => {
             let p = store.temp_path(&format!("ephemeral-{}", pack.id));
@@ -55,12 +64,13 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
         }
     };
     // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
-    let tmpdir = if with_tmpdir { std::env::temp_dir().join(crate::store::unique_name("hcpx-call")) } else { home.clone() };
-    let made = if with_tmpdir { fs::create_dir_all(&tmpdir) } else { Ok(()) };
-    if with_tmpdir {
-        remove.push(tmpdir.clone());
+    if !for_wrap {
+        return Ok(Workdir { path, dir: None, tmpdir: home.clone(), home, remove });
     }
-    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| {
+    let tmpdir = std::env::temp_dir().join(crate::store::unique_name("hcpx-call"));
+    let made = fs::create_dir_all(&tmpdir);
+    remove.push(tmpdir.clone());
+    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| Dir::open_ambient_dir(&path, ambient_authority()).map(Some).map_err(|e| {
         (Code::AdapterFailed, format!("cannot open the working directory {}: {}", path.display(), crate::pack::io_reason(&e)))
     }));
     let dir = match dir {

@@ -48,13 +48,16 @@ impl Adapter for WrapAdapter {
             Ok(w) => w,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
+        let Some(cwd) = work.dir.as_ref() else {
+            return AdapterResult::fail(Code::AdapterFailed, "internal: the working directory was not opened".to_string());
+        };
         let env = child_env(call, wrap, &work.home, &work.tmpdir);
         call.hooks.started(call.live_title, &command_line(&program, &argv));
         let limits = call.sandbox.limits();
         let spawned = process::run(&Spawn {
             program: &program,
             argv: &argv,
-            cwd: &work.dir,
+            cwd,
             env: &env,
             timeout: Duration::from_millis(limits.timeout_ms),
             max_output: limits.max_output_bytes,

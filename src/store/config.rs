@@ -57,7 +57,7 @@ impl SandboxConfig {
 impl Store {
     /// Reads `sandbox.json` (defaults when absent).
     pub fn sandbox(&self) -> Result<SandboxConfig, StoreError> {
-        Ok(self.read_json("sandbox.json")?.unwrap_or_default())
+        Ok(self.read_json_cached("sandbox.json")?.unwrap_or_default())
     }
 
     /// Adds (`allow = true`) or removes bins from the allow-list; returns the new list.
@@ -70,7 +70,7 @@ impl Store {
             }
         }
         let _lock = self.lock()?;
-        let mut cfg = self.sandbox()?;
+        let mut cfg: SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
         for b in bins {
             if allow && !cfg.allows_bin(b) {
                 cfg.allow.push(b.clone());

@@ -35,6 +35,21 @@ impl StoreError {
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
+    cache: std::sync::Arc<ReadCache>,
+}
+
+/// Parsed copies of the small files every call reads, reused while the file is unchanged (same inode, size
+/// and modification time: every write replaces the file by rename, so a change always shows).
+#[derive(Debug, Default)]
+struct ReadCache {
+    files: std::sync::Mutex<std::collections::HashMap<String, (FileKey, serde_json::Value)>>,
+}
+
+type FileKey = (u64, u64, i64, i64);
+
+fn file_key(meta: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec())
 }
 
 /// An exclusive lock on the store, released on drop.
@@ -49,7 +64,7 @@ impl Store {
             let p = home.join(sub);
             fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, &e))?;
         }
-        Ok(Store { home: home.to_path_buf() })
+        Ok(Store { home: home.to_path_buf(), cache: Default::default() })
     }
 
     /// `HCP_HOME`, or `~/.hcp`.
@@ -77,6 +92,31 @@ impl Store {
         let file = OpenOptions::new().create(true).truncate(false).write(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
         file.lock().map_err(|e| StoreError::io(&p, &e))?;
         Ok(StoreLock { _file: file })
+    }
+
+    /// Reads a JSON file of the store through the read cache; `None` when it does not exist.
+    pub fn read_json_cached<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
+        let p = self.path(rel);
+        let meta = match fs::metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io(&p, &e)),
+        };
+        let key = file_key(&meta);
+        let hit = self.cache.files.lock().ok().and_then(|m| m.get(rel).filter(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+        let value = match hit {
+            Some(v) => v,
+            None => {
+                let Some(v) = self.read_json::<serde_json::Value>(rel)? else { return Ok(None) };
+                if let Ok(mut m) = self.cache.files.lock() {
+                    m.insert(rel.to_string(), (key, v.clone()));
+                }
+                v
+            }
+        };
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt { path: p.display().to_string(), reason: e.to_string() })
     }
 
     /// Reads a JSON file of the store; `None` when it does not exist.

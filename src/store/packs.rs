@@ -74,6 +74,11 @@ pub enum InstallError {
 impl Store {
     /// The store's state (empty when nothing was installed yet).
     pub fn state(&self) -> Result<State, StoreError> {
+        Ok(self.read_json_cached(STATE)?.unwrap_or_default())
+    }
+
+    /// The state read straight from disk, for read-modify-write under the store lock.
+    fn state_locked(&self) -> Result<State, StoreError> {
         Ok(self.read_json(STATE)?.unwrap_or_default())
     }
 
@@ -127,7 +132,7 @@ impl Store {
             }
         }
         let _lock = self.lock()?;
-        let mut state = self.state()?;
+        let mut state = self.state_locked()?;
         let target = self.pack_dir(&id);
         let replaced = target.exists();
         let trash = self.temp_path(&format!("old-{id}"));
@@ -168,7 +173,7 @@ impl Store {
     pub fn uninstall(&self, id: &str) -> Result<(), StoreError> {
         check_id(id)?;
         let _lock = self.lock()?;
-        let mut state = self.state()?;
+        let mut state = self.state_locked()?;
         if state.packs.shift_remove(id).is_none() {
             return Err(not_installed(id));
         }
@@ -188,7 +193,7 @@ impl Store {
             check_id(id)?;
         }
         let _lock = self.lock()?;
-        let mut state = self.state()?;
+        let mut state = self.state_locked()?;
         if let Some(missing) = ids.iter().find(|id| !state.packs.contains_key(*id)) {
             return Err(not_installed(missing));
         }

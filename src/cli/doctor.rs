@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{exit, open_store, JsonFlag};
 use crate::output::Printer;
-use hcpx::adapter::wrap::resolve_bin;
+use hcpx::runtime::Runtime;
 
 /// Runs `hcpx doctor`.
 pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
@@ -36,24 +36,20 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     if let Err(e) = store.audit() {
         add("audit", "error", e.to_string());
     }
-    if let (Ok(state), Ok(sandbox)) = (&state, &sandbox) {
+    if let (Ok(state), Ok(_)) = (&state, &sandbox) {
+        // The same four flags every face reports (Runtime::availability), for the local Principal.
+        let principal = super::exec::local_principal(&store)?;
+        let runtime = Runtime::new(store.clone());
         for id in state.packs.keys() {
-            match store.load_pack(id) {
-                Ok(Some(pack)) => match &pack.wrap {
-                    Some(w) => match resolve_bin(&pack, w, sandbox) {
-                        Ok(_) => add(&format!("pack {id}"), "ok", "loads and its bin can run".into()),
-                        Err((_, msg)) => add(&format!("pack {id}"), "warning", msg),
-                    },
-                    None if pack.kind == hcpx::pack::AdapterKind::Composite => {
-                        match hcpx::adapter::composite::CompositeAdapter::new().runnable(&store, &pack, sandbox) {
-                            Ok(()) => add(&format!("pack {id}"), "ok", "loads and its component can run".into()),
-                            Err(msg) => add(&format!("pack {id}"), "warning", msg),
-                        }
-                    }
-                    None => add(&format!("pack {id}"), "warning", format!("kind {} cannot be executed by this runtime", pack.kind.as_str())),
-                },
-                Ok(None) => add(&format!("pack {id}"), "error", "recorded as installed but missing from the store; reinstall it".into()),
-                Err(e) => add(&format!("pack {id}"), "error", e.to_string()),
+            let av = runtime.availability(&principal, id);
+            let name = format!("pack {id}");
+            if !av.installed {
+                let why = av.notes.get("installed").and_then(|v| v.as_str()).unwrap_or("it does not load");
+                add(&name, "error", why.to_string());
+            } else if !av.runnable {
+                add(&name, "warning", av.notes.get("runnable").and_then(|v| v.as_str()).unwrap_or("it cannot run").to_string());
+            } else {
+                add(&name, "ok", "loads and can run".into());
             }
         }
     }

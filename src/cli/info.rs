@@ -9,12 +9,15 @@ use hcpx::pack::Pack;
 use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
-fn installed(store: &Store, p: &Printer, id: &str) -> Result<Pack, u8> {
-    match store.load_pack(id) {
-        Ok(Some(pack)) => Ok(pack),
-        Ok(None) => Err(fail(p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
-        Err(e) => Err(fail(p, &e.to_string())),
-    }
+/// The printer and the installed pack `id`, or the exit code of the failure already printed.
+fn installed(id: &str, json: bool) -> anyhow::Result<Result<(Printer, Pack), u8>> {
+    let p = Printer::new(json);
+    let store: Store = open_store()?;
+    Ok(match store.load_pack(id) {
+        Ok(Some(pack)) => Ok((p, pack)),
+        Ok(None) => Err(fail(&p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
+        Err(e) => Err(fail(&p, &e.to_string())),
+    })
 }
 
 /// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
@@ -63,10 +66,8 @@ pub fn exec_line(pack: &Pack, verb: &str) -> String {
 
 /// `hcpx commands ID`.
 pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
-    let store = open_store()?;
-    let pack = match installed(&store, &p, &a.id) {
-        Ok(pack) => pack,
+    let (p, pack) = match installed(&a.id, a.json.json)? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let rows: Vec<Value> = pack
@@ -93,10 +94,8 @@ pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
 
 /// `hcpx skill ID [--full]`.
 pub fn skill(a: &SkillArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
-    let store = open_store()?;
-    let pack = match installed(&store, &p, &a.id) {
-        Ok(pack) => pack,
+    let (p, pack) = match installed(&a.id, a.json.json)? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let text = if a.full { &pack.skill.text } else { &pack.skill.lead };
@@ -111,10 +110,8 @@ pub fn skill(a: &SkillArgs) -> anyhow::Result<u8> {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(a: &TitleArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
-    let store = open_store()?;
-    let pack = match installed(&store, &p, &a.id) {
-        Ok(pack) => pack,
+    let (p, pack) = match installed(&a.id, a.json.json)? {
+        Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let Some(cmd) = pack.command(&a.verb) else {

@@ -10,7 +10,7 @@ use crate::output::Printer;
 pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
-        CredentialCmd::Set { family, field, json } => {
+        CredentialCmd::Set { family, field, principal, json } => {
             let p = Printer::new(json.json);
             let mut value = String::new();
             if let Err(e) = std::io::stdin().take(64 * 1024).read_to_string(&mut value) {
@@ -18,7 +18,7 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
             }
             let value = value.strip_suffix('\n').unwrap_or(&value);
             let value = value.strip_suffix('\r').unwrap_or(value);
-            match store.credential_set(family, field, value) {
+            match store.credential_set(family, principal.as_deref(), field, value) {
                 Ok(()) => {
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
@@ -30,9 +30,9 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                 Err(e) => Ok(fail(&p, &e.to_string())),
             }
         }
-        CredentialCmd::Rm { family, field, json } => {
+        CredentialCmd::Rm { family, field, principal, json } => {
             let p = Printer::new(json.json);
-            match store.credential_rm(family, field.as_deref()) {
+            match store.credential_rm(family, principal.as_deref(), field.as_deref()) {
                 Ok(()) => {
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));

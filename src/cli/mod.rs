@@ -195,6 +195,9 @@ pub enum CredentialCmd {
     Set {
         family: String,
         field: String,
+        /// Store it for one Principal (`user` Binding) instead of the whole family (`local`).
+        #[arg(long)]
+        principal: Option<String>,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -202,6 +205,9 @@ pub enum CredentialCmd {
     Rm {
         family: String,
         field: Option<String>,
+        /// The Principal whose credential to remove (`user` Binding).
+        #[arg(long)]
+        principal: Option<String>,
         #[command(flatten)]
         json: JsonFlag,
     },

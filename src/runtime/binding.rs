@@ -61,9 +61,9 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
                 if !crate::naming::is_arg_name(id) {
                     return Err(format!("principal {id:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`"));
                 }
-                format!("credentials/{family}/{id}.json")
+                crate::store::credentials::credential_file(family, Some(id))
             } else {
-                format!("credentials/{family}.json")
+                crate::store::credentials::credential_file(family, None)
             };
             store.read_json::<BTreeMap<String, String>>(&rel).map_err(|e| format!("the credential hub cannot be read: {e}"))?.unwrap_or_default()
         }

@@ -10,9 +10,11 @@ use crate::naming::{is_arg_name, is_pack_id};
 type Fields = BTreeMap<String, String>;
 
 impl Store {
-    /// Stores `field` of `family`.
-    pub fn credential_set(&self, family: &str, field: &str, value: &str) -> Result<(), StoreError> {
+    /// Stores `field` of `family`: the family's shared file (`local` Binding), or one Principal's file
+    /// (`user` Binding) when `principal` is given.
+    pub fn credential_set(&self, family: &str, principal: Option<&str>, field: &str, value: &str) -> Result<(), StoreError> {
         check(family, Some(field))?;
+        check_principal(principal)?;
         if value.is_empty() {
             return Err(StoreError::Refused("the value is empty; pipe it on stdin, e.g. `printf %s \"$TOKEN\" | hcpx credential set FAMILY FIELD`".into()));
         }
@@ -20,17 +22,23 @@ impl Store {
         let dir = self.path("credentials");
         fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, &e))?;
         let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
-        let rel = format!("credentials/{family}.json");
+        if principal.is_some() {
+            let sub = dir.join(family);
+            fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, &e))?;
+            let _ = fs::set_permissions(&sub, fs::Permissions::from_mode(0o700));
+        }
+        let rel = credential_file(family, principal);
         let mut fields: Fields = self.read_json(&rel)?.unwrap_or_default();
         fields.insert(field.to_string(), value.to_string());
         self.write_json_mode(&rel, &fields, 0o600)
     }
 
     /// Removes one field, or the whole family.
-    pub fn credential_rm(&self, family: &str, field: Option<&str>) -> Result<(), StoreError> {
+    pub fn credential_rm(&self, family: &str, principal: Option<&str>, field: Option<&str>) -> Result<(), StoreError> {
         check(family, field)?;
+        check_principal(principal)?;
         let _lock = self.lock()?;
-        let rel = format!("credentials/{family}.json");
+        let rel = credential_file(family, principal);
         let Some(mut fields) = self.read_json::<Fields>(&rel)? else {
             return Err(StoreError::Refused(format!("no credentials stored for family {family}")));
         };
@@ -65,6 +73,21 @@ impl Store {
             }
         }
         Ok(out)
+    }
+}
+
+/// The file a family's credentials live in, shared or per Principal (`runtime::mint` reads the same paths).
+pub fn credential_file(family: &str, principal: Option<&str>) -> String {
+    match principal {
+        Some(p) => format!("credentials/{family}/{p}.json"),
+        None => format!("credentials/{family}.json"),
+    }
+}
+
+fn check_principal(principal: Option<&str>) -> Result<(), StoreError> {
+    match principal {
+        Some(p) if !is_arg_name(p) => Err(StoreError::Refused(format!("{p:?} is not a principal id this hub can hold; use letters, digits, `_` and `-`"))),
+        _ => Ok(()),
     }
 }
 

@@ -137,3 +137,24 @@ fn a_composite_in_project_mode_never_gets_the_store_as_its_project() {
     assert_eq!(rc, 0, "{out}");
     let _: Value = out;
 }
+
+#[test]
+fn user_bindings_are_per_principal() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    f.surface["binding"] = json!({ "mode": "user", "family": "probe" });
+    f.surface["wrap"]["agent_env"] = json!({ "PROBE_TOKEN": "{{binding.token}}" });
+    f.files[0].1 = "#!/bin/sh\necho \"token=$PROBE_TOKEN\"\n".into();
+    h.install(&f, "probe");
+    // Another Principal's credential is not this one's.
+    let set = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--principal", "alice"], &[], Some("alice-secret"));
+    assert_eq!(set.status.code(), Some(0));
+    let (_, out) = h.exec_env("probe", "look", &[], &[("USER", "bob")]);
+    assert_eq!(out["code"], "binding_failed", "{out}");
+    let (rc, out) = h.exec_env("probe", "look", &[], &[("USER", "alice")]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["stdout"], "token=[redacted]\n");
+    assert!(h.store().join("credentials/probe/alice.json").exists());
+    let bad = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--principal", "../x"], &[], Some("v"));
+    assert_eq!(bad.status.code(), Some(1));
+}

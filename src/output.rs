@@ -10,13 +10,15 @@ pub struct Printer {
     pub json: bool,
     /// Colour on stderr (a TTY, and `NO_COLOR` unset).
     pub color: bool,
+    /// Colour on stdout (a TTY, and `NO_COLOR` unset).
+    color_out: bool,
 }
 
 impl Printer {
     /// A printer for this process's streams.
     pub fn new(json: bool) -> Printer {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Printer { json, color: !no_color && io::stderr().is_terminal() }
+        Printer { json, color: !no_color && io::stderr().is_terminal(), color_out: !no_color && io::stdout().is_terminal() }
     }
 
     /// Writes one JSON document and a newline to stdout.
@@ -45,8 +47,7 @@ impl Printer {
 
     /// A severity label for data lines, coloured only when stdout is a terminal and `NO_COLOR` is unset.
     pub fn label(&self, text: &str, ansi: &str) -> String {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if !no_color && io::stdout().is_terminal() {
+        if self.color_out {
             format!("\x1b[{ansi}m{text}\x1b[0m")
         } else {
             text.to_string()

@@ -69,7 +69,7 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     }
     Ok(match worst {
         "error" => exit::FAILURE,
-        "warning" => exit::USAGE,
+        "warning" => exit::WARNING,
         _ => exit::OK,
     })
 }

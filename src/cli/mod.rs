@@ -23,6 +23,8 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Usage error (unknown flag, missing argument).
     pub const USAGE: u8 = 2;
+    /// Warning: degraded but usable (`doctor`), the same number as a usage error (command.md).
+    pub const WARNING: u8 = 2;
     /// Sandbox denial or bin not found.
     pub const SANDBOX: u8 = 127;
 }

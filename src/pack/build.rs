@@ -97,7 +97,7 @@ fn build(
 
     let wrap = check_kind(root, &m, kind, is);
     let pass_through = check_pass_through(&m, policy.as_ref(), is);
-    let component = m.component.as_ref().map(|c| c.path.clone());
+    let component = m.component.as_ref().map(|c| c.path.trim_start_matches("./").to_string());
 
     let policy_rows = policy.as_ref().map(|p| &p.verbs);
     if let Some(p) = &policy {

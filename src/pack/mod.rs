@@ -36,7 +36,7 @@ pub struct Pack {
     pub binding: Binding,
     pub wrap: Option<WrapTarget>,
     pub pass_through: Option<PassThrough>,
-    /// `component.path`, relative to the pack, for `kind: composite`.
+    /// `component.path`, relative to the pack (no leading `./`), for `kind: composite`.
     pub component: Option<String>,
     /// Where commands run (`wrap.workspace.mode`; composites read it too).
     pub workspace: WorkspaceMode,

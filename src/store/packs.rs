@@ -148,7 +148,7 @@ impl Store {
         }
         let activated = state.packs.get(&id).is_some_and(|p| p.activated);
         let component_sha256 = match Pack::load(&target).map(|p| p.component) {
-            Ok(Some(rel)) => fs::read(target.join(rel.trim_start_matches("./"))).ok().map(|b| crate::adapter::composite::sha256_hex(&b)),
+            Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::adapter::composite::sha256_hex(&b)),
             _ => None,
         };
         let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());

@@ -140,7 +140,6 @@ fn new_store(
 /// Reads the pack's component through a capability on the installed pack directory.
 fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
     let rel = pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", pack.id))?;
-    let rel = rel.trim_start_matches("./");
     let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
         .map_err(|e| format!("the installed pack cannot be opened: {}", crate::pack::io_reason(&e)))?;
     let mut bytes = Vec::new();

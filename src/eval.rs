@@ -4,14 +4,11 @@
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use crate::grants::Grants;
 use crate::pack::raw::RawEvalCase;
-use crate::pack::{Bin, Pack};
-use crate::runtime::{Envelope, Invoker, Principal, ResultEnvelope, Runtime};
-use crate::store::config::SandboxConfig;
-use crate::store::{unique_name, Store};
+use crate::pack::Pack;
+use crate::runtime::ResultEnvelope;
+use crate::trial::Trial;
 
 /// Default per-case timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
@@ -59,27 +56,15 @@ pub fn approx_tokens(text: &str) -> u64 {
 /// Runs every case of the pack in `dir`. `progress(n, m, title)` is told before each case.
 pub fn run_evals(dir: &Path, opts: &EvalOptions, progress: &dyn Fn(usize, usize, &str)) -> Result<EvalReport, String> {
     let pack = Pack::load(dir).map_err(|e| e.to_string())?;
-    let Some(evals) = pack.evals.clone() else {
-        return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes", dir.display()));
+    let Some(evals) = pack.evals.as_ref() else {
+        return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", dir.display(), dir.display()));
     };
-    let home = std::env::temp_dir().join(unique_name("hcpx-eval"));
-    let result = run_in(&home, dir, &pack, &evals.cases, opts, progress);
-    let _ = std::fs::remove_dir_all(&home);
-    result
+    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone())?;
+    Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }
 
-fn run_in(home: &Path, dir: &Path, pack: &Pack, cases: &[RawEvalCase], opts: &EvalOptions, progress: &dyn Fn(usize, usize, &str)) -> Result<EvalReport, String> {
-    let store = Store::open(home).map_err(|e| e.to_string())?;
-    store.install(dir).map_err(|e| e.to_string())?;
-    store.set_activated(std::slice::from_ref(&pack.id), true).map_err(|e| e.to_string())?;
-    let mut sandbox = SandboxConfig { timeout_ms: Some(opts.timeout_ms), ..SandboxConfig::default() };
-    if let Some(Bin::Name(name)) = pack.wrap.as_ref().map(|w| &w.bin) {
-        // Evaluating a pack explicitly allows its own CLI, and nothing else.
-        sandbox.allow.push(name.clone());
-    }
-    store.write_json("sandbox.json", &sandbox).map_err(|e| e.to_string())?;
-    let runtime = Runtime::new(store).with_project_dir(opts.project_dir.clone());
-    let agent = Principal { id: "eval-agent".into(), tenant: "local".into(), grants: Grants::All, invoker: Invoker::Json };
+/// Runs `cases` on an installed trial of `pack`.
+pub fn run_cases(trial: &Trial, pack: &Pack, cases: &[RawEvalCase], progress: &dyn Fn(usize, usize, &str)) -> EvalReport {
     let mut results = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let title = pack
@@ -87,36 +72,38 @@ fn run_in(home: &Path, dir: &Path, pack: &Pack, cases: &[RawEvalCase], opts: &Ev
             .and_then(|c| c.title.render(&case.args, None))
             .unwrap_or_else(|| format!("{} {}", pack.id, case.verb));
         progress(i + 1, cases.len(), &title);
-        results.push(run_case(&runtime, &agent, &pack.id, case));
+        results.push(run_case(trial, case));
     }
-    let mut times: Vec<u64> = results.iter().filter(|r| r.ran).map(|r| r.ms).collect();
-    times.sort_unstable();
-    let pct = |p: usize| if times.is_empty() { 0 } else { times[((times.len() - 1) * p).div_ceil(100)] };
+    let times: Vec<u64> = results.iter().filter(|r| r.ran).map(|r| r.ms).collect();
+    let (p50_ms, p95_ms) = (percentile(&times, 50), percentile(&times, 95));
     let passed = results.iter().filter(|r| r.passed).count();
-    Ok(EvalReport {
-        ok: passed == results.len(),
-        pack_id: pack.id.clone(),
-        passed,
-        failed: results.len() - passed,
-        p50_ms: pct(50),
-        p95_ms: pct(95),
-        cases: results,
-    })
+    EvalReport { ok: passed == results.len(), pack_id: pack.id.clone(), passed, failed: results.len() - passed, p50_ms, p95_ms, cases: results }
+}
+
+/// The `p`th percentile (nearest rank, rounding up) of `values`; 0 when empty.
+pub fn percentile(values: &[u64], p: usize) -> u64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.is_empty() {
+        0
+    } else {
+        v[((v.len() - 1) * p).div_ceil(100)]
+    }
 }
 
 fn todo_arg(case: &RawEvalCase) -> Option<&str> {
     case.args.iter().find(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("TODO"))).map(|(k, _)| k.as_str())
 }
 
-fn run_case(runtime: &Runtime, agent: &Principal, pack_id: &str, case: &RawEvalCase) -> CaseResult {
+fn run_case(trial: &Trial, case: &RawEvalCase) -> CaseResult {
     let mut r = CaseResult { name: case.name.clone(), verb: case.verb.clone(), passed: false, ran: false, ms: 0, tokens: 0, reason: None };
     if let Some(k) = todo_arg(case) {
         r.reason = Some(format!("argument `{k}` is still a TODO placeholder; replace it with a real value"));
         return r;
     }
-    let started = Instant::now();
-    let out = runtime.exec(agent, &Envelope::new(pack_id, &case.verb, case.args.clone()));
-    r.ms = started.elapsed().as_millis() as u64;
+    let call = trial.call(&case.verb, case.args.clone());
+    let out = call.out;
+    r.ms = call.ms;
     r.ran = true;
     let output = output_of(&out);
     r.tokens = approx_tokens(&output);
@@ -126,7 +113,7 @@ fn run_case(runtime: &Runtime, agent: &Principal, pack_id: &str, case: &RawEvalC
 }
 
 /// The command's stdout, or its JSON result when stdout is empty.
-fn output_of(out: &ResultEnvelope) -> String {
+pub fn output_of(out: &ResultEnvelope) -> String {
     match (&out.stdout, &out.result) {
         (Some(s), _) if !s.trim().is_empty() => s.clone(),
         (_, Some(Value::String(s))) => s.clone(),

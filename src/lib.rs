@@ -21,5 +21,8 @@ pub mod clock;
 pub mod grants;
 pub mod runtime;
 pub mod store;
+pub mod trial;
+pub mod check;
+pub mod scaffold;
 
 pub use runtime::{Envelope, ResultEnvelope, Runtime};

@@ -21,6 +21,8 @@ fn main() -> ExitCode {
     let result = match &parsed.command {
         Command::Lint(a) => cli::lint::run(a),
         Command::Eval(a) => cli::eval::run(a),
+        Command::Check(a) => cli::check::run(a),
+        Command::Wrap(a) => cli::wrap::run(a),
         Command::Install(a) => cli::manage::install(a),
         Command::Uninstall(a) => cli::manage::uninstall(a),
         Command::Activate(a) => cli::manage::set_activated(a, true),
@@ -49,6 +51,8 @@ fn wants_json(c: &Command) -> bool {
         Command::Lint(a) => a.json.json,
         Command::Install(a) => a.json.json,
         Command::Eval(a) => a.json.json,
+        Command::Check(a) => a.json.json,
+        Command::Wrap(a) => a.json.json,
         Command::Uninstall(a) | Command::Availability(a) | Command::Commands(a) => a.json.json,
         Command::Activate(a) | Command::Deactivate(a) => a.json.json,
         Command::List(a) | Command::Audit(a) | Command::Doctor(a) => a.json,

@@ -12,13 +12,16 @@ pub struct Printer {
     pub color: bool,
     /// Colour on stdout (a TTY, and `NO_COLOR` unset).
     color_out: bool,
+    /// Progress lines on stderr: a TTY, and not `--json`.
+    progress: bool,
 }
 
 impl Printer {
     /// A printer for this process's streams.
     pub fn new(json: bool) -> Printer {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Printer { json, color: !no_color && io::stderr().is_terminal(), color_out: !no_color && io::stdout().is_terminal() }
+        let err_tty = io::stderr().is_terminal();
+        Printer { json, color: !no_color && err_tty, color_out: !no_color && io::stdout().is_terminal(), progress: !json && err_tty }
     }
 
     /// Writes one JSON document and a newline to stdout.
@@ -37,6 +40,20 @@ impl Printer {
     /// Writes a message to stderr.
     pub fn message(&self, line: &str) {
         let _ = writeln!(io::stderr().lock(), "{line}");
+    }
+
+    /// Replaces the progress line on stderr with `line`; nothing without a terminal or under `--json`.
+    pub fn progress(&self, line: &str) {
+        if self.progress {
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K{line}");
+        }
+    }
+
+    /// Clears the progress line.
+    pub fn progress_done(&self) {
+        if self.progress {
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K");
+        }
     }
 
     /// Writes an error message to stderr, `error:` in red when colour is on.

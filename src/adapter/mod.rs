@@ -47,6 +47,8 @@ pub struct AdapterResult {
     pub stdout: Option<String>,
     pub stderr: Option<String>,
     pub truncated: Option<bool>,
+    /// The process's exit code, when one ran and exited (not killed by a signal).
+    pub exit_code: Option<i32>,
 }
 
 impl AdapterResult {
@@ -66,6 +68,8 @@ pub trait Adapter {
 pub trait ExecHooks {
     /// The adapter is about to run: the live title (if declared) and the exact command line.
     fn started(&self, _live_title: Option<&str>, _command_line: &str) {}
+    /// The adapter returned; `exit_code` is the process's exit code when one ran (probes record it).
+    fn exited(&self, _exit_code: Option<i32>) {}
 }
 
 /// Hooks that do nothing.

@@ -84,6 +84,7 @@ impl Adapter for WrapAdapter {
             stdout: Some(stdout),
             stderr: Some(stderr.clone()),
             truncated: Some(fin.truncated),
+            exit_code: fin.status.code(),
             ..AdapterResult::default()
         };
         if fin.timed_out {

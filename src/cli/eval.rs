@@ -1,7 +1,5 @@
 //! `hcpx eval DIR`: one line per case, then the pass count and p50/p95; progress on a terminal only.
 
-use std::io::{IsTerminal, Write};
-
 use super::{exit, fail, EvalArgs};
 use crate::output::Printer;
 use hcpx::eval::{run_evals, EvalOptions};
@@ -9,20 +7,13 @@ use hcpx::eval::{run_evals, EvalOptions};
 /// Runs `hcpx eval`.
 pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);
-    let tty = !a.json.json && std::io::stderr().is_terminal();
-    let progress = |n: usize, m: usize, title: &str| {
-        if tty {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2Kcase {n} of {m}: {title}");
-        }
-    };
+    let progress = |n: usize, m: usize, title: &str| p.progress(&format!("case {n} of {m}: {title}"));
     let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir() };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
         Err(e) => return Ok(fail(&p, &e)),
     };
-    if tty {
-        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-    }
+    p.progress_done();
     if p.json {
         p.json_doc(&report);
     } else {

@@ -1,6 +1,7 @@
 //! The `hcpx` command line: clap types only; each subcommand's logic lives in its own module.
 
 pub mod audit;
+pub mod check;
 pub mod credential;
 pub mod doctor;
 pub mod eval;
@@ -8,6 +9,7 @@ pub mod exec;
 pub mod info;
 pub mod lint;
 pub mod manage;
+pub mod wrap;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -52,6 +54,10 @@ pub enum Command {
     Lint(LintArgs),
     /// Replay a pack's hcp.eval.json cases through the runtime, one line per case.
     Eval(EvalArgs),
+    /// Score a pack: static rules, probes (`--probe`) and evals; exit 0 clean, 2 warnings, 1 errors.
+    Check(CheckArgs),
+    /// Scaffold a pack from a CLI on PATH (reads its `--help`).
+    Wrap(WrapArgs),
     /// Lint a pack and copy it into the store.
     Install(PathArgs),
     /// Remove an installed pack (its workspace is kept).
@@ -107,6 +113,43 @@ pub struct EvalArgs {
 }
 
 /// A pack directory.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The pack directory.
+    pub dir: PathBuf,
+    /// Also run every read the way an agent does, through the sandbox and pipeline (never a write).
+    #[arg(long)]
+    pub probe: bool,
+    /// Print the report as a Markdown fix list for a coding agent.
+    #[arg(long)]
+    pub agent: bool,
+    /// Write a starter hcp.eval.json first (never overwrites one).
+    #[arg(long)]
+    pub init_evals: bool,
+    /// Fail (exit 1) on warnings too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Limit for each probe and eval case, in milliseconds.
+    #[arg(long, default_value_t = hcpx::eval::DEFAULT_TIMEOUT_MS)]
+    pub timeout: u64,
+    /// Skip the eval layer.
+    #[arg(long)]
+    pub no_eval: bool,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WrapArgs {
+    /// A CLI on PATH, by name.
+    pub bin: String,
+    /// Where to write the pack (default: ./<pack id>); must be new or empty.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct PathArgs {
     /// The pack directory.

@@ -228,6 +228,7 @@ impl Runtime {
                 format!("pack {pack_id} is kind {}, which this runtime cannot execute; only wrap and composite packs run here", pack.kind.as_str()),
             )
         });
+        hooks.exited(ran.exit_code);
 
         // 7. A structured result, audited when it was a write.
         let mut out = ResultEnvelope::empty(pack_id, verb, ran.ok);

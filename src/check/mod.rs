@@ -1,0 +1,296 @@
+//! `hcpx check`: a careful maintainer's review of a pack as data plus small functions, scored so a pack
+//! author (or a coding agent) knows what to fix first and when the pack is ready to share.
+
+mod agent;
+mod evals;
+mod init;
+mod manifest;
+mod policy;
+pub mod probe;
+pub mod rules;
+mod skill;
+mod structure;
+
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+use crate::eval::{run_cases, EvalReport};
+use crate::lint::LintIssue;
+use crate::pack::Pack;
+use crate::trial::Trial;
+
+pub use agent::agent_markdown;
+pub use init::{init_evals, InitOutcome};
+pub use probe::ProbeRecord;
+pub use rules::{docs_markdown, Rule, RULES};
+
+/// How bad a finding is. Errors cost 12 points, warnings 4; notes never fail and cost nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// The layer a rule belongs to; each gets its own score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Structure,
+    Manifest,
+    Policy,
+    Skill,
+    Probe,
+    Eval,
+}
+
+impl Category {
+    /// Every category, in report order.
+    pub const ALL: [Category; 6] =
+        [Category::Structure, Category::Manifest, Category::Policy, Category::Skill, Category::Probe, Category::Eval];
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Structure => "structure",
+            Category::Manifest => "manifest",
+            Category::Policy => "policy",
+            Category::Skill => "skill",
+            Category::Probe => "probe",
+            Category::Eval => "eval",
+        }
+    }
+}
+
+/// One finding, as `--json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: Severity,
+    pub category: Category,
+    pub file: String,
+    /// A JSON pointer into `file`, or a Markdown heading for `HARNESS.md`.
+    pub pointer: String,
+    pub message: String,
+    pub fix: String,
+    /// Where the rule's reason is written down.
+    pub docs: String,
+}
+
+/// A rule's hit before the registry tags it with the rule's id.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub file: String,
+    pub pointer: String,
+    pub message: String,
+    pub fix: String,
+}
+
+/// What rule functions push their hits into.
+#[derive(Debug, Default)]
+pub struct Hits(pub Vec<Hit>);
+
+impl Hits {
+    /// Records one hit.
+    pub fn push(&mut self, file: &str, pointer: impl Into<String>, message: impl Into<String>, fix: impl Into<String>) {
+        self.0.push(Hit { file: file.to_string(), pointer: pointer.into(), message: message.into(), fix: fix.into() });
+    }
+}
+
+/// What every rule may look at.
+pub struct Ctx<'a> {
+    pub dir: &'a Path,
+    pub pack: &'a Pack,
+    /// `surface.json` as parsed JSON (it passed lint).
+    pub surface: &'a Value,
+    /// Probe records, when `--probe` ran them.
+    pub probes: Option<&'a [ProbeRecord]>,
+    /// The eval layer's report, when it ran.
+    pub evals: Option<&'a EvalReport>,
+}
+
+/// How `hcpx check` runs.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub probe: bool,
+    pub eval: bool,
+    pub timeout_ms: u64,
+    /// Where `project`-mode packs run: the directory `hcpx check` started from.
+    pub project_dir: Option<PathBuf>,
+}
+
+/// A category's own score.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CategoryScore {
+    pub category: Category,
+    pub score: u32,
+    pub errors: usize,
+    pub warnings: usize,
+    pub notes: usize,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub pack_id: Option<String>,
+    pub dir: String,
+    pub score: u32,
+    pub grade: char,
+    /// 90 or more with no errors.
+    pub ready: bool,
+    pub errors: usize,
+    pub warnings: usize,
+    pub notes: usize,
+    pub categories: Vec<CategoryScore>,
+    pub findings: Vec<Finding>,
+    /// Present when `--probe` ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probes: Option<Vec<ProbeRecord>>,
+    /// Present when the eval layer ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evals: Option<EvalReport>,
+    /// Layers that did not run, and why.
+    pub skipped: Vec<String>,
+}
+
+/// Progress while probes and eval cases run: `(layer, n, m, title)`.
+pub type Progress<'a> = &'a dyn Fn(&str, usize, usize, &str);
+
+/// Checks the pack in `dir`. Never fails: what cannot be checked is a finding or a skipped layer.
+pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> CheckReport {
+    let analysis = crate::pack::analyze(dir);
+    let mut skipped = Vec::new();
+    let (pack, findings, probes, evals) = match analysis.pack {
+        Some(pack) if analysis.issues.is_empty() => {
+            let (findings, probes, evals) = check_pack(dir, &pack, opts, progress, &mut skipped);
+            (Some(pack), findings, probes, evals)
+        }
+        _ => {
+            skipped.push("manifest, policy, skill, probe and eval layers: the pack fails lint; fix the L- findings first".into());
+            (None, analysis.issues.iter().map(lint_finding).collect(), None, None)
+        }
+    };
+    report(dir, pack.map(|p| p.id).or(analysis.pack_id), findings, probes, evals, skipped)
+}
+
+fn check_pack(
+    dir: &Path,
+    pack: &Pack,
+    opts: &CheckOptions,
+    progress: Progress<'_>,
+    skipped: &mut Vec<String>,
+) -> (Vec<Finding>, Option<Vec<ProbeRecord>>, Option<EvalReport>) {
+    let surface = crate::pack::read_surface_value(dir).unwrap_or(Value::Null);
+    let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
+    let mut trial = None;
+    if opts.probe || wants_eval {
+        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone()) {
+            Ok(t) => trial = Some(t),
+            Err(e) => skipped.push(format!("probe and eval layers: cannot set up a trial store: {e}")),
+        }
+    }
+    let probes = match (&trial, opts.probe) {
+        (Some(t), true) => Some(probe::run_probes(t, pack, &|n, m, title| progress("probe", n, m, title))),
+        _ => None,
+    };
+    if !opts.probe {
+        skipped.push("probe layer: run with --probe to run the CLI the way an agent does".into());
+    }
+    let evals = match (&trial, wants_eval, &pack.evals) {
+        (Some(t), true, Some(file)) => Some(run_cases(t, pack, &file.cases, &|n, m, title| progress("case", n, m, title))),
+        _ => None,
+    };
+    if !opts.eval {
+        skipped.push("eval layer: --no-eval".into());
+    }
+    drop(trial);
+    let ctx = Ctx { dir, pack, surface: &surface, probes: probes.as_deref(), evals: evals.as_ref() };
+    (rules::run_all(&ctx), probes, evals)
+}
+
+fn lint_finding(i: &LintIssue) -> Finding {
+    Finding {
+        id: format!("L-{}", i.kind.as_str()),
+        severity: Severity::Error,
+        category: Category::Structure,
+        file: i.file.clone(),
+        pointer: i.pointer.clone(),
+        message: i.message.clone(),
+        fix: i.fix.clone(),
+        docs: format!("docs/lint.md#{}", i.kind.as_str()),
+    }
+}
+
+/// 100, less 12 per error and 4 per warning, never below 0.
+pub fn score(errors: usize, warnings: usize) -> u32 {
+    100u32.saturating_sub((errors as u32).saturating_mul(12)).saturating_sub((warnings as u32).saturating_mul(4))
+}
+
+/// The letter grade of a score; any error caps it at D.
+pub fn grade(score: u32, errors: usize) -> char {
+    let g = match score {
+        90.. => 'A',
+        80..=89 => 'B',
+        70..=79 => 'C',
+        60..=69 => 'D',
+        _ => 'F',
+    };
+    if errors > 0 && g < 'D' {
+        'D'
+    } else {
+        g
+    }
+}
+
+fn count(findings: &[Finding], sev: Severity) -> usize {
+    findings.iter().filter(|f| f.severity == sev).count()
+}
+
+fn report(
+    dir: &Path,
+    pack_id: Option<String>,
+    mut findings: Vec<Finding>,
+    probes: Option<Vec<ProbeRecord>>,
+    evals: Option<EvalReport>,
+    skipped: Vec<String>,
+) -> CheckReport {
+    findings.sort_by_key(|f| (f.severity, f.category));
+    let (errors, warnings, notes) = (count(&findings, Severity::Error), count(&findings, Severity::Warning), count(&findings, Severity::Info));
+    let categories = Category::ALL
+        .iter()
+        .map(|&c| {
+            let mine: Vec<Finding> = findings.iter().filter(|f| f.category == c).cloned().collect();
+            let (e, w, n) = (count(&mine, Severity::Error), count(&mine, Severity::Warning), count(&mine, Severity::Info));
+            CategoryScore { category: c, score: score(e, w), errors: e, warnings: w, notes: n }
+        })
+        .collect();
+    let total = score(errors, warnings);
+    CheckReport {
+        pack_id,
+        dir: dir.display().to_string(),
+        score: total,
+        grade: grade(total, errors),
+        ready: total >= 90 && errors == 0,
+        errors,
+        warnings,
+        notes,
+        categories,
+        findings,
+        probes,
+        evals,
+        skipped,
+    }
+}

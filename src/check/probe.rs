@@ -1,0 +1,362 @@
+//! The probe layer: every read runs once through the real pipeline and sandbox, as an agent would call it, and
+//! the rules below judge what came back. Probes never run a write.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use super::{Ctx, Hits};
+use crate::eval::{approx_tokens, output_of};
+use crate::lint::pointer;
+use crate::pack::{Command, Operation, Pack};
+use crate::runtime::Code;
+use crate::trial::Trial;
+
+const SURFACE: &str = "surface.json";
+
+/// Output past this many tokens does not fit an agent's tool-result budget.
+pub const TOKEN_BUDGET: u64 = 25_000;
+/// Output past this many tokens is mostly noise to an agent.
+pub const LARGE_OUTPUT: u64 = 5_000;
+/// A read slower than this stalls an agent's loop.
+pub const SLOW_MS: u64 = 2_000;
+
+/// One probe, as `--json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRecord {
+    pub verb: String,
+    pub args: Map<String, Value>,
+    pub ran: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    pub ms: u64,
+    /// Approximate tokens of the output.
+    pub tokens: u64,
+    /// Whether stdout was JSON.
+    pub json: bool,
+    #[serde(skip)]
+    pub code: Option<Code>,
+    #[serde(skip)]
+    pub error: String,
+    #[serde(skip)]
+    pub output: String,
+    #[serde(skip)]
+    pub stderr: String,
+    /// Files in the working directory that the read created, changed or removed.
+    #[serde(skip)]
+    pub changed: Vec<String>,
+}
+
+/// The arguments a probe passes: those of the first eval case that expects success, else each required
+/// argument's example. A first case still holding a `TODO` value is not guessed around: the probe is skipped.
+fn probe_args(pack: &Pack, key: &str, cmd: &Command) -> Result<Map<String, Value>, String> {
+    let first_case = pack.evals.as_ref().and_then(|e| e.cases.iter().find(|c| c.verb == key && c.expect.ok == Some(true)));
+    if let Some(case) = first_case {
+        if let Some((k, _)) = case.args.iter().find(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("TODO"))) {
+            return Err(format!("its first eval case, {:?}, still has a TODO value for `{k}`", case.name));
+        }
+        return Ok(case.args.clone());
+    }
+    let mut args = Map::new();
+    for name in cmd.args.required() {
+        match cmd.args.props().get(name).and_then(|p| p.example.clone()) {
+            Some(v) => {
+                args.insert(name.clone(), v);
+            }
+            None => return Err(format!("required argument `{name}` has no example and no eval case supplies it")),
+        }
+    }
+    Ok(args)
+}
+
+/// `text` without ANSI escape sequences (CSI `ESC [ … letter` and two-byte `ESC x`).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            chars.next();
+        }
+    }
+    out
+}
+
+type Snapshot = BTreeMap<String, (u64, u128)>;
+
+/// Names, sizes and modification times under `dir`, bounded.
+fn snapshot(dir: &Path) -> Snapshot {
+    let mut out = Snapshot::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
+    while let Some((path, rel, depth)) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&path) else { continue };
+        for e in entries.flatten() {
+            if out.len() >= 20_000 {
+                return out;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let Ok(m) = e.metadata() else { continue };
+            let mtime = m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+            if m.is_dir() {
+                if depth < 12 {
+                    stack.push((e.path(), child.clone(), depth + 1));
+                }
+                out.insert(child + "/", (0, 0));
+            } else {
+                out.insert(child, (m.len(), mtime));
+            }
+        }
+    }
+    out
+}
+
+fn diff(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+    let mut changed: Vec<String> = after.iter().filter(|(k, v)| before.get(*k) != Some(v)).map(|(k, _)| k.clone()).collect();
+    changed.extend(before.keys().filter(|k| !after.contains_key(*k)).cloned());
+    changed.sort();
+    changed
+}
+
+/// Runs every read of the pack once. `progress(n, m, title)` is told before each.
+pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &str)) -> Vec<ProbeRecord> {
+    let reads: Vec<(&String, &Command)> = pack.commands.iter().filter(|(_, c)| c.policy.operation == Operation::Read).collect();
+    let workdir = trial.workdir(pack.workspace);
+    let mut out = Vec::new();
+    for (i, (key, cmd)) in reads.iter().enumerate() {
+        let mut rec = ProbeRecord {
+            verb: key.to_string(),
+            args: Map::new(),
+            ran: false,
+            skipped: None,
+            ok: false,
+            exit_code: None,
+            ms: 0,
+            tokens: 0,
+            json: false,
+            code: None,
+            error: String::new(),
+            output: String::new(),
+            stderr: String::new(),
+            changed: Vec::new(),
+        };
+        let args = match probe_args(pack, key, cmd) {
+            Ok(a) => a,
+            Err(why) => {
+                rec.skipped = Some(why);
+                out.push(rec);
+                continue;
+            }
+        };
+        let title = cmd.title.render(&args, None).unwrap_or_else(|| format!("{} {key}", pack.id));
+        progress(i + 1, reads.len(), &title);
+        let before = workdir.as_deref().map(snapshot);
+        let call = trial.call(key, args.clone());
+        if let (Some(dir), Some(before)) = (workdir.as_deref(), before) {
+            rec.changed = diff(&before, &snapshot(dir));
+        }
+        let output = output_of(&call.out);
+        rec.args = args;
+        rec.ran = true;
+        rec.ok = call.out.ok;
+        rec.exit_code = call.exit_code.or(if call.out.ok { Some(0) } else { None });
+        rec.ms = call.ms;
+        rec.tokens = approx_tokens(&output);
+        // Colour codes are R005's finding; whether the text under them is JSON is R002's.
+        rec.json = serde_json::from_str::<Value>(strip_ansi(&output).trim()).is_ok();
+        rec.code = call.out.code;
+        rec.error = call.out.error.clone().unwrap_or_default();
+        rec.stderr = call.out.stderr.clone().unwrap_or_default();
+        rec.output = output;
+        out.push(rec);
+    }
+    out
+}
+
+/// What kind of failure a probe shows; each failing probe is exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    BinMissing,
+    Timeout,
+    UnknownSubcommand,
+    Silent,
+    Other,
+}
+
+const UNKNOWN_SUBCOMMAND: &[&str] = &[
+    "unknown command", "unknown subcommand", "unrecognized command", "unrecognized subcommand", "invalid choice", "no such command",
+    "invalid command", "is unknown, try", "is not a command", "is not a valid command", "not a git command", "unknown action",
+];
+
+fn failure(r: &ProbeRecord) -> Option<Failure> {
+    if !r.ran || r.ok {
+        return None;
+    }
+    Some(match r.code {
+        Some(Code::SandboxDenied) => Failure::BinMissing,
+        Some(Code::Timeout) => Failure::Timeout,
+        _ => {
+            let text = format!("{}\n{}", r.stderr, r.error).to_lowercase();
+            if UNKNOWN_SUBCOMMAND.iter().any(|p| text.contains(p)) {
+                Failure::UnknownSubcommand
+            } else if r.stderr.trim().is_empty() && r.error.starts_with("exit ") {
+                Failure::Silent
+            } else {
+                Failure::Other
+            }
+        }
+    })
+}
+
+fn probes<'a>(c: &'a Ctx) -> impl Iterator<Item = &'a ProbeRecord> {
+    c.probes.into_iter().flatten()
+}
+
+fn ptr(r: &ProbeRecord) -> String {
+    pointer(&["verbs", &r.verb, "cli"])
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// The literal words of `cli[]` after the bin, up to the first placeholder or flag: the subcommand path.
+fn subcommand(c: &Ctx, verb: &str) -> String {
+    let cmd = c.pack.command(verb);
+    let bin = cmd.and_then(|x| x.cli_bin.clone()).or_else(|| c.pack.cli_bin.clone()).unwrap_or_default();
+    let words: Vec<&str> = cmd
+        .and_then(|x| x.cli.as_ref())
+        .map(|cli| cli.iter().take_while(|t| t.is_literal() && !t.source().starts_with('-')).map(|t| t.source()).collect())
+        .unwrap_or_default();
+    std::iter::once(bin.as_str()).chain(words).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// R001
+pub fn probe_failed(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| failure(r) == Some(Failure::Other)) {
+        h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb));
+    }
+}
+
+/// R002
+pub fn not_json(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ok && !r.json && !r.output.trim().is_empty()) {
+        h.push(SURFACE, ptr(r), format!("`{}` prints text, not JSON; agents parse output", r.verb), format!("select the CLI's JSON output in `{}`.cli (`--json`, `-o json`, `--format=json`) or set wrap.json_flag", r.verb));
+    }
+}
+
+/// R003
+pub fn over_budget(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ran && r.tokens > TOKEN_BUDGET) {
+        h.push(SURFACE, ptr(r), format!("`{}` returns ~{} tokens, over the {TOKEN_BUDGET}-token budget of an agent's tool result", r.verb, r.tokens), format!("limit `{}`'s output (a `--limit`/`--fields` flag in cli[], or a narrower default)", r.verb));
+    }
+}
+
+/// R004
+pub fn large_output(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ran && r.tokens > LARGE_OUTPUT && r.tokens <= TOKEN_BUDGET) {
+        h.push(SURFACE, ptr(r), format!("`{}` returns ~{} tokens; most of it is noise to an agent", r.verb, r.tokens), format!("return fewer fields or rows by default from `{}` (a `--limit`, `--fields` or summary flag)", r.verb));
+    }
+}
+
+/// R005
+pub fn ansi_escapes(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ran && (r.output.contains('\u{1b}') || r.stderr.contains("\u{1b}["))) {
+        h.push(SURFACE, ptr(r), format!("`{}` prints terminal colour codes with no terminal and NO_COLOR set", r.verb), format!("add the CLI's `--color=never`/`--no-color` to `{}`.cli, or set it in wrap.agent_env", r.verb));
+    }
+}
+
+/// R006
+pub fn timed_out(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| failure(r) == Some(Failure::Timeout)) {
+        h.push(SURFACE, ptr(r), format!("`{}` ran past the timeout: it waits for input or hangs ({})", r.verb, first_line(&r.error)), format!("make `{}` finish without a terminal: pass the CLI's non-interactive flag (`--yes`, `--no-input`, `--batch`) in cli[]", r.verb));
+    }
+}
+
+/// R007
+pub fn slow(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ran && r.ms > SLOW_MS && failure(r) != Some(Failure::Timeout)) {
+        h.push(SURFACE, ptr(r), format!("`{}` took {} ms, over {SLOW_MS} ms for a read", r.verb, r.ms), format!("narrow what `{}` reads by default (a limit, a cache, a cheaper subcommand)", r.verb));
+    }
+}
+
+/// R008
+pub fn empty_output(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ok && r.output.trim().is_empty()) {
+        h.push(SURFACE, ptr(r), format!("`{}` succeeds and prints nothing, so an agent cannot tell what it found", r.verb), format!("make `{}` print its result (an empty JSON list `[]` when there is nothing)", r.verb));
+    }
+}
+
+/// R009
+pub fn silent_failure(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| failure(r) == Some(Failure::Silent)) {
+        h.push(SURFACE, ptr(r), format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error), format!("make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds", r.verb));
+    }
+}
+
+/// R010
+pub fn stderr_on_success(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ok && !r.stderr.trim().is_empty()) {
+        h.push(SURFACE, ptr(r), format!("`{}` succeeds but writes to stderr: {:?}", r.verb, first_line(&r.stderr)), format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb));
+    }
+}
+
+/// R011
+pub fn read_changed_files(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| !r.changed.is_empty()) {
+        let shown: Vec<&str> = r.changed.iter().take(5).map(String::as_str).collect();
+        h.push(SURFACE, ptr(r), format!("`{}` is a read but changed files in its working directory: {}", r.verb, shown.join(", ")), format!("make `{}` a write in policy.json, or pass the CLI's read-only flag (`--no-optional-locks`, `-readonly`, `--dry-run`)", r.verb));
+    }
+}
+
+/// R012
+pub fn error_with_exit_zero(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| r.ok) {
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(r.output.trim()) else { continue };
+        let is_error = obj.get("error").is_some_and(|e| !matches!(e, Value::Null | Value::Bool(false)) && e.as_str() != Some(""));
+        if is_error {
+            h.push(SURFACE, ptr(r), format!("`{}` reports an error in its JSON but exits 0, so orchestrators treat it as success", r.verb), format!("make the CLI exit non-zero when `{}` fails", r.verb));
+        }
+    }
+}
+
+/// R013
+pub fn probe_skipped(c: &Ctx, h: &mut Hits) {
+    for r in probes(c) {
+        if let Some(why) = &r.skipped {
+            h.push(SURFACE, pointer(&["verbs", &r.verb, "args"]), format!("`{}` was not probed: {why}", r.verb), format!("add \"examples\" to `{}`'s required arguments, or an eval case for it that expects ok: true", r.verb));
+        }
+    }
+}
+
+/// R014
+pub fn unknown_subcommand(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| failure(r) == Some(Failure::UnknownSubcommand)) {
+        let sub = subcommand(c, &r.verb);
+        let said = first_line(if r.stderr.trim().is_empty() { &r.error } else { &r.stderr });
+        let bin = sub.split(' ').next().unwrap_or("");
+        h.push(SURFACE, ptr(r), format!("\"{sub}\" is not a command of this CLI ({said})"), format!("Point \"{}\".cli at a subcommand that exists (see \"{bin} --help\"), or remove \"{}\" from surface.json, policy.json, and HARNESS.md.", r.verb, r.verb));
+    }
+}
+
+/// R015
+pub fn bin_missing(c: &Ctx, h: &mut Hits) {
+    for r in probes(c).filter(|r| failure(r) == Some(Failure::BinMissing)).take(1) {
+        h.push(SURFACE, "/wrap/bin", format!("`{}` could not run: {}", r.verb, r.error), "install the CLI so it is on PATH (or fix wrap.bin), then check again");
+    }
+}

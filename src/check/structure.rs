@@ -1,0 +1,116 @@
+//! Structure rules: what a shippable pack directory holds beside its three files, and what it must not.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::{Ctx, Hits};
+
+const EVALS: &str = "hcp.eval.json";
+const PROOF: &str = "proof.sh";
+
+/// S001
+pub fn no_eval_file(c: &Ctx, h: &mut Hits) {
+    if c.pack.evals.is_none() {
+        h.push(EVALS, "", "the pack has no hcp.eval.json, so nothing shows its commands work on a realistic task", format!("run `hcpx check {} --init-evals`, then replace every TODO with a real value", c.dir.display()));
+    }
+}
+
+/// S002
+pub fn no_proof_script(c: &Ctx, h: &mut Hits) {
+    if fs::symlink_metadata(c.dir.join(PROOF)).is_err() {
+        h.push(PROOF, "", "the pack ships no proof.sh", "add proof.sh: lint, install, activate, one read, a gated write refused without confirm, then confirmed in mock mode (check-and-evaluate.md, The proof script)");
+    }
+}
+
+/// S003
+pub fn proof_not_executable(c: &Ctx, h: &mut Hits) {
+    if let Ok(m) = fs::symlink_metadata(c.dir.join(PROOF)) {
+        if m.is_file() && m.permissions().mode() & 0o111 == 0 {
+            h.push(PROOF, "", "proof.sh is not executable", format!("chmod +x {}", c.dir.join(PROOF).display()));
+        }
+    }
+}
+
+/// File names that hold secrets or keys and must never ship in a pack.
+fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == ".env"
+        || lower.starts_with(".env.")
+        || lower.starts_with("id_rsa")
+        || lower.starts_with("id_ed25519")
+        || lower.starts_with("id_ecdsa")
+        || [".netrc", ".npmrc", ".pypirc", "credentials.json", "secrets.json", ".git-credentials"].contains(&lower.as_str())
+        || [".pem", ".key", ".p12", ".pfx", ".keystore", ".jks"].iter().any(|ext| lower.ends_with(ext))
+}
+
+/// Directories that are build or VCS leftovers, not part of a pack.
+fn debris_name(name: &str) -> bool {
+    [".git", "node_modules", "target", "__pycache__", ".venv", ".DS_Store"].contains(&name)
+}
+
+/// Walks the pack (not following links, bounded) and calls `f` with each relative path and its metadata.
+fn walk(dir: &Path, f: &mut dyn FnMut(&str, &fs::Metadata)) {
+    let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((path, rel, depth)) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&path) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > 10_000 {
+                return;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let Ok(m) = e.metadata() else { continue };
+            f(&child_rel, &m);
+            if m.is_dir() && depth < 16 && !debris_name(&name) {
+                stack.push((e.path(), child_rel, depth + 1));
+            }
+        }
+    }
+}
+
+/// S004
+pub fn secret_file(c: &Ctx, h: &mut Hits) {
+    let mut found = Vec::new();
+    walk(c.dir, &mut |rel, m| {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if m.is_file() && secret_name(name) {
+            found.push(rel.to_string());
+        }
+    });
+    for rel in found {
+        h.push(&rel, "", format!("`{rel}` looks like a secret or a private key, and everything in a pack is copied on install"), format!("delete `{rel}` from the pack; credentials reach a command through its Binding (`hcpx credential set`), never as a file in the pack"));
+    }
+}
+
+/// The size past which a pack is too large to review or copy cheaply.
+pub const MAX_PACK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// S005
+pub fn pack_too_large(c: &Ctx, h: &mut Hits) {
+    let mut total = 0u64;
+    walk(c.dir, &mut |_, m| {
+        if m.is_file() {
+            total += m.len();
+        }
+    });
+    if total > MAX_PACK_BYTES {
+        h.push("", "", format!("the pack holds {} MiB of files, over the {} MiB a reviewer can read", total / (1024 * 1024), MAX_PACK_BYTES / (1024 * 1024)), "remove what the commands do not need (data sets, build output); a wrap of a CLI on PATH ships only its three files");
+    }
+}
+
+/// S006
+pub fn build_debris(c: &Ctx, h: &mut Hits) {
+    let mut found = Vec::new();
+    walk(c.dir, &mut |rel, _| {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if debris_name(name) {
+            found.push(rel.to_string());
+        }
+    });
+    for rel in found {
+        h.push(&rel, "", format!("`{rel}` is a build or version-control leftover and would be copied on install"), format!("remove `{rel}` from the pack directory"));
+    }
+}

@@ -1,0 +1,68 @@
+//! `hcpx check DIR`: the scored review; exit 0 with nothing to fix, 2 on warnings only, 1 on any error.
+
+use super::{exit, fail, CheckArgs};
+use crate::output::Printer;
+use hcpx::check::{agent_markdown, check_dir, init_evals, CheckOptions, CheckReport, InitOutcome, Severity};
+use hcpx::Pack;
+
+/// Runs `hcpx check`.
+pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    if a.init_evals {
+        let pack = match Pack::load(&a.dir) {
+            Ok(pack) => pack,
+            Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json: {e}"))),
+        };
+        match init_evals(&a.dir, &pack) {
+            Ok(InitOutcome::Wrote { path, cases }) => {
+                p.message(&format!("wrote {} with {cases} case(s); replace every TODO with a real value", path.display()))
+            }
+            Ok(InitOutcome::Exists { path }) => p.message(&format!("{} already exists; left as it is", path.display())),
+            Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
+        }
+    }
+    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir() };
+    let progress = |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
+    let report = check_dir(&a.dir, &opts, &progress);
+    p.progress_done();
+    let dir = a.dir.display().to_string();
+    if p.json {
+        p.json_doc(&report);
+    } else if a.agent {
+        p.data(agent_markdown(&report, &dir).trim_end());
+    } else {
+        human(&p, &report);
+    }
+    Ok(match (report.errors, report.warnings) {
+        (0, 0) => exit::OK,
+        (0, _) if !a.strict => exit::WARNING,
+        _ => exit::FAILURE,
+    })
+}
+
+fn human(p: &Printer, r: &CheckReport) {
+    for f in &r.findings {
+        let (label, color) = match f.severity {
+            Severity::Error => ("error", "31"),
+            Severity::Warning => ("warning", "33"),
+            Severity::Info => ("info", "36"),
+        };
+        let pad = " ".repeat(8usize.saturating_sub(label.len()));
+        p.data(&format!("{}{pad}{:<16} {} {}", p.label(label, color), f.id, f.file, f.pointer));
+        p.data(&format!("        {}", f.message));
+        p.data(&format!("        fix: {}", f.fix));
+    }
+    if let Some(probes) = &r.probes {
+        let ran = probes.iter().filter(|x| x.ran).count();
+        p.data(&format!("probes: {ran} read(s) run, {} skipped", probes.len() - ran));
+    }
+    if let Some(e) = &r.evals {
+        p.data(&format!("evals: {} of {} case(s) passed; p50 {} ms, p95 {} ms", e.passed, e.cases.len(), e.p50_ms, e.p95_ms));
+    }
+    for s in &r.skipped {
+        p.message(&format!("skipped {s}"));
+    }
+    let name = r.pack_id.as_deref().unwrap_or("pack");
+    let ready = if r.ready { "; ready to share" } else { "" };
+    p.data(&format!("{name}: score {}/100, grade {}; {} error(s), {} warning(s), {} note(s){ready}", r.score, r.grade, r.errors, r.warnings, r.notes));
+}

@@ -1,0 +1,202 @@
+//! `hcpx wrap BIN`: scaffolds a pack from a CLI on PATH by reading its `--help`. The template commands it leaves
+//! are flagged by `M018` until a person or a coding agent replaces them; `hcpx check` then takes the pack to 90+.
+
+use serde_json::{json, Map, Value};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::naming::{is_command_name, is_pack_id};
+
+/// Most template commands a scaffold writes.
+pub const MAX_TEMPLATES: usize = 8;
+/// How long `BIN --help` may take.
+pub const HELP_TIMEOUT: Duration = Duration::from_secs(5);
+const HELP_CAP: usize = 256 * 1024;
+
+/// Why a scaffold could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error("{0:?} is not a bare command name; pass the name of a CLI on PATH, such as `git`")]
+    BadBin(String),
+    #[error("`{0}` is not on PATH; install it first, or pass the name of a CLI that is")]
+    NotFound(String),
+    #[error("{} already exists and is not empty; pass --out with a new directory", .0.display())]
+    Exists(PathBuf),
+    #[error("cannot write {}: {reason}", .path.display())]
+    Io { path: PathBuf, reason: String },
+}
+
+/// What was written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Scaffold {
+    pub pack_id: String,
+    pub dir: String,
+    pub bin: String,
+    /// Template commands found in `--help` (or `main` when none were).
+    pub commands: Vec<String>,
+}
+
+/// A bare command name: no path separators, no leading `-`, printable.
+fn bare(bin: &str) -> bool {
+    !bin.is_empty()
+        && bin.len() <= 64
+        && !bin.starts_with('-')
+        && !bin.starts_with('.')
+        && bin.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+}
+
+/// The first executable named `bin` on `PATH`.
+pub fn which(bin: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(bin))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// `BIN --help` (stdout and stderr), run with no stdin, a minimal environment and a deadline.
+fn help_text(program: &Path) -> String {
+    let mut cmd = Command::new(program);
+    cmd.arg("--help").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).env_clear();
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C").env("NO_COLOR", "1").env("TERM", "dumb");
+    if let Some(home) = std::env::var_os("HOME") {
+        cmd.env("HOME", home);
+    }
+    let Ok(mut child) = cmd.spawn() else { return String::new() };
+    let readers: Vec<_> = [child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>)]
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = r.take(HELP_CAP as u64).read_to_end(&mut buf);
+                buf
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if started.elapsed() > HELP_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    let mut text = String::new();
+    for r in readers {
+        if let Ok(buf) = r.join() {
+            text.push_str(&String::from_utf8_lossy(&buf));
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Subcommands listed in help text: indented lines `  name   summary`, never option lines.
+pub fn parse_help(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if !(2..=8).contains(&indent) {
+            continue;
+        }
+        let rest = line.trim_start();
+        let Some(name_end) = rest.find(|c: char| c.is_whitespace() || c == ',') else { continue };
+        let name = &rest[..name_end];
+        let after = &rest[name_end..];
+        let summary = after.trim_start_matches(|c: char| c == ',' || c.is_whitespace());
+        // The name and summary must be separated by two spaces (a column), as help output lays them out.
+        let gap = after.len() - after.trim_start().len();
+        if gap < 2 && !after.starts_with(',') {
+            continue;
+        }
+        let key = name.to_ascii_lowercase();
+        if summary.is_empty() || !is_command_name(&key) || key.contains('.') || out.iter().any(|(k, _)| *k == key) {
+            continue;
+        }
+        out.push((key, summary.trim().to_string()));
+        if out.len() == MAX_TEMPLATES {
+            break;
+        }
+    }
+    out
+}
+
+fn pack_id_for(bin: &str) -> String {
+    let mut id: String = bin.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    if !id.starts_with(|c: char| c.is_ascii_lowercase()) {
+        id.insert_str(0, "cli-");
+    }
+    if is_pack_id(&id) {
+        id
+    } else {
+        "cli".into()
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<(), ScaffoldError> {
+    let p = dir.join(name);
+    std::fs::write(&p, text).map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::pack::io_reason(&e) })
+}
+
+/// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`).
+pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError> {
+    if !bare(bin) {
+        return Err(ScaffoldError::BadBin(bin.to_string()));
+    }
+    let id = pack_id_for(bin);
+    let default_out = PathBuf::from(&id);
+    let out = out.unwrap_or(&default_out);
+    let program = which(bin).ok_or_else(|| ScaffoldError::NotFound(bin.to_string()))?;
+    if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(ScaffoldError::Exists(out.to_path_buf()));
+    }
+    let mut subs = parse_help(&help_text(&program));
+    if subs.is_empty() {
+        subs.push(("main".into(), String::new()));
+    }
+    let mut verbs = Map::new();
+    let mut rows = Map::new();
+    let mut table = String::from("| command | when |\n|---------|------|\n");
+    for (key, summary) in &subs {
+        let line = if key == "main" { bin.to_string() } else { format!("{bin} {key}") };
+        let cli: Vec<&str> = line.split(' ').collect();
+        let from_help = if summary.is_empty() { String::new() } else { format!(" (--help says: {summary})") };
+        verbs.insert(
+            key.clone(),
+            json!({
+                "description": format!("TODO: say what `{line}` returns and when an agent should use it{from_help}"),
+                "cli": cli,
+                "title": { "live": [format!("Running {line}")], "done": [format!("Ran {line}")] }
+            }),
+        );
+        rows.insert(key.clone(), json!({ "operation": "read" }));
+        table.push_str(&format!("| `{key}` | TODO: when to use it |\n"));
+    }
+    let surface = json!({
+        "id": id,
+        "name": bin,
+        "kind": "wrap",
+        "cliBin": bin,
+        "transports": ["cli", "json_exec"],
+        "binding": { "mode": "public", "hub": "public" },
+        "wrap": { "bin": bin, "json_flag": [], "workspace": { "mode": "project" } },
+        "verbs": Value::Object(verbs)
+    });
+    let policy = json!({ "surface_id": id, "verbs": Value::Object(rows) });
+    let skill = format!(
+        "# {bin}\n\nTODO: one paragraph for an agent: what `{bin}` does in this project, which command to start with, and which commands change something.\n\n## Hot path\n\n{table}"
+    );
+    std::fs::create_dir_all(out).map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::pack::io_reason(&e) })?;
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    write(out, "surface.json", &pretty(&surface))?;
+    write(out, "policy.json", &pretty(&policy))?;
+    write(out, "HARNESS.md", &skill)?;
+    Ok(Scaffold { pack_id: id, dir: out.display().to_string(), bin: bin.to_string(), commands: subs.into_iter().map(|(k, _)| k).collect() })
+}

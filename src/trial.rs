@@ -1,0 +1,100 @@
+//! A throw-away store where `hcpx eval` and `hcpx check --probe` run a pack the way an agent would: installed,
+//! activated, its own CLI (and nothing else) allow-listed, called by an agent Principal holding every grant.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::adapter::ExecHooks;
+use crate::grants::Grants;
+use crate::pack::{Bin, Pack, WorkspaceMode};
+use crate::runtime::{Envelope, Invoker, Principal, ResultEnvelope, Runtime};
+use crate::store::config::SandboxConfig;
+use crate::store::{unique_name, Store};
+
+/// A pack installed in a temporary `HCP_HOME`, removed on drop.
+pub struct Trial {
+    home: PathBuf,
+    runtime: Runtime,
+    agent: Principal,
+    pack_id: String,
+    project_dir: Option<PathBuf>,
+}
+
+/// One call's outcome, with what the result envelope does not carry.
+pub struct TrialCall {
+    pub out: ResultEnvelope,
+    pub ms: u64,
+    /// The CLI's exit code when a process ran.
+    pub exit_code: Option<i32>,
+}
+
+struct ExitHook(Cell<Option<i32>>);
+
+impl ExecHooks for ExitHook {
+    fn exited(&self, code: Option<i32>) {
+        self.0.set(code);
+    }
+}
+
+impl Trial {
+    /// Installs and activates the pack in `dir` in a fresh temporary store with a per-call `timeout_ms`.
+    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>) -> Result<Trial, String> {
+        let home = std::env::temp_dir().join(unique_name("hcpx-trial"));
+        let made = Self::setup(&home, dir, pack, timeout_ms);
+        match made {
+            Ok(store) => Ok(Trial {
+                home,
+                runtime: Runtime::new(store).with_project_dir(project_dir.clone()),
+                agent: Principal { id: "eval-agent".into(), tenant: "local".into(), grants: Grants::All, invoker: Invoker::Json },
+                pack_id: pack.id.clone(),
+                project_dir,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&home);
+                Err(e)
+            }
+        }
+    }
+
+    fn setup(home: &Path, dir: &Path, pack: &Pack, timeout_ms: u64) -> Result<Store, String> {
+        let store = Store::open(home).map_err(|e| e.to_string())?;
+        store.install(dir).map_err(|e| e.to_string())?;
+        store.set_activated(std::slice::from_ref(&pack.id), true).map_err(|e| e.to_string())?;
+        let mut sandbox = SandboxConfig { timeout_ms: Some(timeout_ms), ..SandboxConfig::default() };
+        if let Some(Bin::Name(name)) = pack.wrap.as_ref().map(|w| &w.bin) {
+            // Trying a pack explicitly allows its own CLI, and nothing else.
+            sandbox.allow.push(name.clone());
+        }
+        store.write_json("sandbox.json", &sandbox).map_err(|e| e.to_string())?;
+        Ok(store)
+    }
+
+    /// Runs one command through the whole pipeline.
+    pub fn call(&self, verb: &str, args: Map<String, Value>) -> TrialCall {
+        let hook = ExitHook(Cell::new(None));
+        let started = Instant::now();
+        let out = self.runtime.exec_with(&self.agent, &Envelope::new(&self.pack_id, verb, args), &hook);
+        TrialCall { ms: started.elapsed().as_millis() as u64, exit_code: hook.0.get(), out }
+    }
+
+    /// The directory a command of this pack works in, when it is the same for every call
+    /// (`None` for `ephemeral`, or `project` without a project).
+    pub fn workdir(&self, mode: WorkspaceMode) -> Option<PathBuf> {
+        let store = self.runtime.store();
+        match mode {
+            WorkspaceMode::None => Some(store.pack_dir(&self.pack_id)),
+            WorkspaceMode::Workspace => Some(store.path("workspaces").join(&self.pack_id)),
+            WorkspaceMode::Project => self.project_dir.clone(),
+            WorkspaceMode::Ephemeral => None,
+        }
+    }
+}
+
+impl Drop for Trial {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::naming::command_tail;
 use crate::pack::{Command, WrapTarget};
-use crate::template::Template;
+use crate::template::{Piece, Template};
 
 /// Why a call's arguments cannot be rendered into argv (`code: invalid_args`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,17 +71,27 @@ pub fn json_flag<'a>(wrap: &'a WrapTarget, cmd: &'a Command) -> &'a [String] {
 
 /// Renders the argv that follows the bin for `cmd` called with `args`.
 pub fn render_argv(wrap: &WrapTarget, cmd: &Command, args: &Map<String, Value>) -> Result<Vec<String>, RenderError> {
+    // Only an argument declared a number may start a token with '-' (a negative number); a string never may.
+    let numeric = |name: &str| {
+        cmd.args.props().get(name).is_some_and(|p| !p.types.is_empty() && p.types.iter().all(|t| t == "number" || t == "integer"))
+    };
     let mut argv = match &cmd.cli {
-        Some(tokens) => render_tokens(tokens, args, None)?,
-        None => render_tokens(&wrap.argv_template, args, Some(command_tail(&cmd.key)))?,
+        Some(tokens) => render_tokens(tokens, args, None, &numeric)?,
+        None => render_tokens(&wrap.argv_template, args, Some(command_tail(&cmd.key)), &numeric)?,
     };
     argv.extend(json_flag(wrap, cmd).iter().cloned());
     Ok(argv)
 }
 
 /// Substitutes placeholders token by token. A token whose placeholder has no value drops out, and so does the
-/// flag right before it when the token was a lone placeholder.
-pub fn render_tokens(tokens: &[Template], args: &Map<String, Value>, verb: Option<&str>) -> Result<Vec<String>, RenderError> {
+/// flag right before it when the token was a lone placeholder. A token that a value starts (its first piece is a
+/// placeholder) may not start with '-' unless it follows a flag or `numeric(arg)` holds and it is a finite number.
+pub fn render_tokens(
+    tokens: &[Template],
+    args: &Map<String, Value>,
+    verb: Option<&str>,
+    numeric: &dyn Fn(&str) -> bool,
+) -> Result<Vec<String>, RenderError> {
     let mut out: Vec<String> = Vec::with_capacity(tokens.len() + 1);
     // Index in `out` of the flag emitted from the previous declared token, if it was a literal flag.
     let mut prev_flag: Option<usize> = None;
@@ -106,12 +116,14 @@ pub fn render_tokens(tokens: &[Template], args: &Map<String, Value>, verb: Optio
                 }
             }
             (None, None) => prev_flag = None,
-            (Some(value), sole) => {
+            (Some(value), _) => {
                 let arg = t.vars().next().unwrap_or_default().to_string();
                 if value.contains('\0') {
                     return Err(RenderError::NulByte { arg });
                 }
-                if sole.is_some() && prev_flag.is_none() && value.starts_with('-') && !value.parse::<f64>().is_ok_and(f64::is_finite) {
+                let value_leads = matches!(t.pieces().first(), Some(Piece::Var(_)));
+                let number = numeric(&arg) && value.parse::<f64>().is_ok_and(f64::is_finite);
+                if value_leads && prev_flag.is_none() && value.starts_with('-') && !number {
                     return Err(RenderError::LooksLikeFlag { arg, value });
                 }
                 prev_flag = None;

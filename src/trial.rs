@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::adapter::ExecHooks;
 use crate::grants::Grants;
-use crate::pack::{Bin, Pack, WorkspaceMode};
+use crate::pack::{Bin, BindingMode, Pack, WorkspaceMode};
 use crate::runtime::{Envelope, Invoker, Principal, ResultEnvelope, Runtime};
 use crate::store::config::SandboxConfig;
 use crate::store::{unique_name, Store};
@@ -21,6 +21,8 @@ pub struct Trial {
     agent: Principal,
     pack_id: String,
     project_dir: Option<PathBuf>,
+    /// The pack's Binding is `mock`: every call asks for it, as its author would (`--mode mock`).
+    mock: bool,
 }
 
 /// One call's outcome, with what the result envelope does not carry.
@@ -51,6 +53,7 @@ impl Trial {
                 agent: Principal { id: "eval-agent".into(), tenant: "local".into(), grants: Grants::All, invoker: Invoker::Json },
                 pack_id: pack.id.clone(),
                 project_dir,
+                mock: pack.binding.mode == BindingMode::Mock,
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&home);
@@ -73,7 +76,10 @@ impl Trial {
     }
 
     /// Runs one command through the whole pipeline.
-    pub fn call(&self, verb: &str, args: Map<String, Value>) -> TrialCall {
+    pub fn call(&self, verb: &str, mut args: Map<String, Value>) -> TrialCall {
+        if self.mock && !args.contains_key(crate::args::MODE_ARG) {
+            args.insert(crate::args::MODE_ARG.into(), Value::String("mock".into()));
+        }
         let hook = ExitHook(Cell::new(None));
         let started = Instant::now();
         let out = self.runtime.exec_with(&self.agent, &Envelope::new(&self.pack_id, verb, args), &hook);

@@ -15,3 +15,4 @@ mod bootstrap;
 mod golden;
 mod eval;
 mod attacks;
+mod check;

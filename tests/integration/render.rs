@@ -31,7 +31,9 @@ fn rendered_cmd(wrap: Value, verb: &str, mut cmd: Value, args: Value) -> Result<
                 if declared["args"].is_null() {
                     declared["args"] = json!({ "type": "object", "properties": {} });
                 }
-                declared["args"]["properties"][name] = json!({ "type": "string", "description": "x" });
+                if declared["args"]["properties"][name].is_null() {
+                    declared["args"]["properties"][name] = json!({ "type": "string", "description": "x" });
+                }
             }
         }
     }
@@ -192,9 +194,15 @@ fn argv_template_expands_verb_to_the_command_tail() {
 fn a_positional_value_that_looks_like_a_flag_is_refused() {
     let r = rendered(wrap(), "plan", Some(json!(["transit", "plan", "{{from}}", "{{to}}"])), json!({ "from": "--help", "to": "B" }));
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "from"), "{r:?}");
-    // A negative number is a value, and a flag's own value may start with '-'.
-    let r = rendered(wrap(), "move", Some(json!(["t", "move", "{{by}}"])), json!({ "by": "-5" }));
-    assert_eq!(r.unwrap(), "t move -5 --json");
+    // A negative number is a value where the argument is declared a number, and a flag's own value may start with '-'.
+    let cmd = json!({ "description": "d.", "cli": ["t", "move", "{{by}}"], "args": { "type": "object", "properties": { "by": { "type": "integer" } } } });
+    assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move -5 --json");
+    // A string that spells a negative number is an option to many CLIs (`ip -6`): refused.
+    let r = rendered(wrap(), "route", Some(json!(["ip", "route", "get", "{{destination}}"])), json!({ "destination": "-6" }));
+    assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "destination"), "{r:?}");
+    // A token that starts with a placeholder is the value's to start, whatever follows it.
+    let r = rendered(wrap(), "resolve", Some(json!(["git", "rev-parse", "{{ref}}^{commit}"])), json!({ "ref": "--output=x" }));
+    assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "ref"), "{r:?}");
     let r = rendered(wrap(), "find", Some(json!(["t", "find", "--q", "{{q}}"])), json!({ "q": "-x" }));
     assert_eq!(r.unwrap(), "t find --q -x --json");
 }

@@ -14,6 +14,10 @@ fi
 missing=""
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
+# The real-CLI packs (packs/jq, sqlite, ip, git) wrap these Debian CLIs; their tests run them.
+command -v sqlite3 >/dev/null 2>&1 || missing="$missing sqlite3"
+command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+command -v git >/dev/null 2>&1 || missing="$missing git"
 # The terminal-title test runs hcpx under a pseudo-terminal with `script`.
 command -v script >/dev/null 2>&1 || missing="$missing bsdutils"
 if [ -n "$missing" ]; then

@@ -71,7 +71,8 @@ const GATE_FLAGS: &[&str] = &["--confirm", "--apply", "--yes", "-y", "--force", 
 
 /// P005
 pub fn gate_not_mirrored(c: &Ctx, h: &mut Hits) {
-    if c.pack.wrap.is_none() {
+    // Only a CLI the pack ships can be given a confirmation flag; a CLI on PATH is what it is.
+    if !matches!(c.pack.wrap.as_ref().map(|w| &w.bin), Some(crate::pack::Bin::Path(_))) {
         return;
     }
     for (key, cmd) in &c.pack.commands {

@@ -253,11 +253,11 @@ pub fn probe_failed(c: &Ctx, h: &mut Hits) {
     }
 }
 
-/// R002
+/// R002: one finding for the pack, since the fix (the CLI's JSON output) is usually one flag for all of them.
 pub fn not_json(c: &Ctx, h: &mut Hits) {
-    for r in probes(c).filter(|r| r.ok && !r.json && !r.output.trim().is_empty()) {
-        h.push(SURFACE, ptr(r), format!("`{}` prints text, not JSON; agents parse output", r.verb), format!("select the CLI's JSON output in `{}`.cli (`--json`, `-o json`, `--format=json`) or set wrap.json_flag", r.verb));
-    }
+    let text: Vec<&str> = probes(c).filter(|r| r.ok && !r.json && !r.output.trim().is_empty()).map(|r| r.verb.as_str()).collect();
+    let Some(first) = text.first() else { return };
+    h.push(SURFACE, pointer(&["verbs", first, "cli"]), format!("{} read(s) print text, not JSON: {}; agents parse output", text.len(), text.join(", ")), "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text");
 }
 
 /// R003

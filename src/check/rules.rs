@@ -154,7 +154,7 @@ rules! {
         "The person confirming should see what will happen, not raw arguments.",
         "Add a `preview` with a kind, a title and the fields that matter.";
     "P005" "gate-not-mirrored" Warning Policy policy::gate_not_mirrored,
-        "A confirm-gated wrap command's `cli[]` carries no `--confirm`/`--apply`/`--yes`.",
+        "A confirm-gated command of a CLI the pack ships (`wrap.bin` a path) has no `--confirm`/`--apply`/`--yes` in `cli[]`.",
         "The gate should be visible on both faces: the CLI typed by hand should ask too (command.md, Agent-safe rules).",
         "Add the CLI's own confirmation flag to `cli[]`.";
     "P006" "policy-hint-mismatch" Error Policy policy::hint_mismatch,
@@ -214,7 +214,7 @@ rules! {
         "If the documented call fails, every agent call will.",
         "Fix `cli[]` so the read succeeds, or correct the examples that feed it.";
     "R002" "not-json" Warning Probe probe::not_json,
-        "A read succeeds but its stdout is not JSON.",
+        "Reads succeed but print text, not JSON (one finding lists them all).",
         "Agents parse; `--json` or JSON by default is the first agent-safe rule (command.md).",
         "Select the CLI's JSON output in `cli[]` or `wrap.json_flag`.";
     "R003" "over-token-budget" Error Probe probe::over_budget,

@@ -391,3 +391,33 @@ fn a_terminal_shows_probe_and_case_progress_on_stderr_only() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(" of "), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("notes: score 100/100, grade A"));
 }
+
+#[test]
+fn example_and_real_cli_packs_score_90_with_no_errors() {
+    // (pack, must have no findings at all under --strict)
+    let packs = [("ledger", false), ("transit", false), ("transit-composite", false), ("jq", true), ("sqlite", true), ("ip", true), ("git", false)];
+    for (p, strict) in packs {
+        let t = TestDir::new();
+        let dir = repo().join("packs").join(p);
+        let project = t.join("project");
+        if dir.join("fixture.sh").exists() {
+            let ok = Command::new("bash").arg(dir.join("fixture.sh")).arg(&project).output().unwrap();
+            assert!(ok.status.success(), "{p} fixture: {}", String::from_utf8_lossy(&ok.stderr));
+        } else {
+            fs::create_dir_all(&project).unwrap();
+        }
+        let mut args = vec!["check", dir.to_str().unwrap(), "--probe", "--json"];
+        if strict {
+            args.push("--strict");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_hcpx")).args(&args).env("HCP_HOME", t.join("home")).current_dir(&project).output().unwrap();
+        let report = stdout_json(&out);
+        assert_eq!(report["errors"], 0, "{p}: {report}");
+        assert!(report["score"].as_u64().unwrap() >= 90 && report["ready"] == true, "{p}: {report}");
+        assert_eq!(report["evals"]["failed"], 0, "{p}: {report}");
+        if strict {
+            assert_eq!((out.status.code(), report["findings"].as_array().unwrap().len()), (Some(0), 0), "{p}: {report}");
+        }
+        assert_consistent(&report, out.status.code().unwrap(), strict);
+    }
+}

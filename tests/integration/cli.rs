@@ -51,7 +51,8 @@ fn every_command_prints_exactly_one_json_document() {
 
 #[test]
 fn proof_scripts_pass_with_a_temp_home() {
-    for p in ["ledger", "transit"] {
+    // The real-CLI packs' proofs also run `hcpx check --probe` (--strict where the CLI prints JSON).
+    for p in ["ledger", "transit", "jq", "sqlite", "ip", "git"] {
         let t = TestDir::new();
         let out = Command::new("bash")
             .arg(repo().join("packs").join(p).join("proof.sh"))

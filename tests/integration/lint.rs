@@ -156,6 +156,12 @@ fn every_kind_has_a_fixture_that_triggers_exactly_it() {
             let starts_lower = msg.starts_with("HARNESS.md") || msg.chars().next().is_some_and(|c| !c.is_uppercase());
             assert!(starts_lower, "messages are lower-case: {msg}");
         }
+        // In `hcpx check` the same fixture is exactly `L-<kind>`, an error, and stops the other layers.
+        let out = hcpx(t.path(), &["check", dir.to_str().unwrap(), "--probe", "--json"]);
+        let check = stdout_json(&out);
+        let ids: BTreeSet<String> = check["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect();
+        assert_eq!(ids, BTreeSet::from([format!("L-{}", row.kind)]), "{}: {check:#}", row.kind);
+        assert_eq!((out.status.code(), check["grade"].as_str()), (Some(1), Some("D")), "{}: {check}", row.kind);
     }
 }
 

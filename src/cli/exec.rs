@@ -52,7 +52,7 @@ pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);
     let store = open_store()?;
     let principal = local_principal(&store)?;
-    let runtime = Runtime::new(store).with_project_dir(project_dir());
+    let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir());
     let project_id = a.project_id.clone().or_else(|| std::env::var("HCP_PROJECT_ID").ok()).filter(|s| !s.is_empty());
     let env = Envelope { project_id, ..Envelope::new(&a.id, &a.verb, Default::default()) };
     let mut words = a.words.clone();

@@ -55,6 +55,13 @@ impl Runtime {
         Runtime { store, project_dir: None, composite: CompositeAdapter::new(), packs: Mutex::new(HashMap::new()) }
     }
 
+    /// For a process that runs one call and exits (the `hcpx exec` CLI): composites allocate on demand
+    /// instead of reserving the pooling allocator, which only pays off across many calls.
+    pub fn one_shot(mut self) -> Runtime {
+        self.composite = CompositeAdapter::one_shot();
+        self
+    }
+
     /// Sets the caller's project directory, for `project` mode wraps.
     pub fn with_project_dir(mut self, dir: Option<PathBuf>) -> Runtime {
         self.project_dir = dir;

@@ -39,6 +39,9 @@ struct Prepared {
 
 /// Runs `kind: composite` packs. Keep one per runtime: it holds the engine and the instance caches.
 pub struct CompositeAdapter {
+    /// Use the pooling allocator where the machine allows it (long-lived runtimes); a one-shot process
+    /// allocates on demand, since reserving and tearing down the pool costs more than its one call saves.
+    pooling: bool,
     engine: OnceLock<Result<(Engine, bool), String>>,
     prepared: Mutex<HashMap<String, Arc<Prepared>>>,
 }
@@ -52,12 +55,17 @@ impl Default for CompositeAdapter {
 impl CompositeAdapter {
     /// An adapter with no engine yet (it is made on first use).
     pub fn new() -> CompositeAdapter {
-        CompositeAdapter { engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
+        CompositeAdapter { pooling: true, engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
+    }
+
+    /// An adapter for a process that runs one call and exits: on-demand instance allocation.
+    pub fn one_shot() -> CompositeAdapter {
+        CompositeAdapter { pooling: false, ..CompositeAdapter::new() }
     }
 
     /// The engine, and whether it uses the pooling allocator.
     pub fn engine(&self) -> Result<(&Engine, bool), String> {
-        match self.engine.get_or_init(make_engine) {
+        match self.engine.get_or_init(|| make_engine(self.pooling)) {
             Ok((e, pooled)) => Ok((e, *pooled)),
             Err(msg) => Err(msg.clone()),
         }
@@ -83,7 +91,7 @@ impl CompositeAdapter {
     }
 }
 
-fn make_engine() -> Result<(Engine, bool), String> {
+fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true).epoch_interruption(true);
     let mut pool = PoolingAllocationConfig::default();
@@ -96,10 +104,10 @@ fn make_engine() -> Result<(Engine, bool), String> {
         .table_keep_resident(1 << 16);
     let mut pooled_cfg = cfg.clone();
     pooled_cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let (engine, pooled) = match Engine::new(&pooled_cfg) {
-        Ok(e) => (e, true),
+    let (engine, pooled) = match pooling.then(|| Engine::new(&pooled_cfg).ok()).flatten() {
+        Some(e) => (e, true),
         // The machine may refuse the pool's address-space reservation: fall back to on-demand allocation.
-        Err(_) => (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false),
+        None => (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false),
     };
     let ticker = engine.weak();
     std::thread::Builder::new()

@@ -1,5 +1,6 @@
-//! Composite calls, measured side by side in one run: a bare wasmtime instantiate+call of the transit component
-//! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline.
+//! Calls in-process, measured side by side in one run: a bare wasmtime instantiate+call of the transit component
+//! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline; and a trivial
+//! wrap bin spawned directly against the same bin through a warm `Runtime::exec` (what a served face pays).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -58,6 +59,47 @@ fn bench(c: &mut Criterion) {
     group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
         b.iter(|| {
             let out = rt.exec(&principal, &env);
+            assert!(out.ok);
+            out
+        })
+    });
+    group.finish();
+
+    // A trivial wrap: `#!/bin/sh` printing a JSON object, run directly (same argv, env and cwd as hcpx
+    // gives it) against a warm `Runtime::exec`, the pipeline a long-lived runtime runs per call.
+    let pack = tmp.path().join("trivial");
+    std::fs::create_dir_all(pack.join("bin")).expect("mkdir");
+    std::fs::write(pack.join("surface.json"), r#"{"id":"trivial","kind":"wrap","cliBin":"trivial","binding":{"mode":"public"},"wrap":{"bin":"./bin/trivial","json_flag":[]},"verbs":{"ping":{"description":"Ping.","cli":["trivial","ping"]}}}"#).expect("write");
+    std::fs::write(pack.join("policy.json"), r#"{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}"#).expect("write");
+    std::fs::write(pack.join("HARNESS.md"), "# Trivial\n\nA trivial pack for benchmarks.\n").expect("write");
+    std::fs::write(pack.join("bin/trivial"), "#!/bin/sh\nprintf '{\"ok\":true}\\n'\n").expect("write");
+    std::fs::set_permissions(pack.join("bin/trivial"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    rt.store().install(&pack).expect("install trivial");
+    rt.store().set_activated(&["trivial".to_string()], true).expect("activate");
+    let ping = Envelope::new("trivial", "ping", serde_json::Map::new());
+    assert!(rt.exec(&principal, &ping).ok, "warm-up ping");
+    let installed = rt.store().pack_dir("trivial");
+    let home = rt.store().path("workspaces").join("trivial");
+    let mut group = c.benchmark_group("trivial wrap");
+    group.bench_function("direct spawn", |b| {
+        b.iter(|| {
+            let out = std::process::Command::new(installed.join("bin/trivial"))
+                .arg("ping")
+                .current_dir(&installed)
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .env("HOME", &home)
+                .env("HCP_SANDBOX", "native-local")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("spawn");
+            assert!(out.status.success());
+            out
+        })
+    });
+    group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
+        b.iter(|| {
+            let out = rt.exec(&principal, &ping);
             assert!(out.ok);
             out
         })

@@ -42,6 +42,8 @@ impl Finished {
     }
 }
 
+const PROC_FD: &str = "/proc/self/fd";
+
 /// Runs the child to completion or to the deadline.
 pub fn run(spec: &Spawn<'_>) -> io::Result<Finished> {
     let dirfd = spec.cwd.as_fd().as_raw_fd();
@@ -53,15 +55,24 @@ pub fn run(spec: &Spawn<'_>) -> io::Result<Finished> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: fchdir is async-signal-safe and touches only the child's own state between fork and exec;
-    // `dirfd` stays open in the parent until spawn returns.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fchdir(dirfd) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    // The child's working directory is the open directory `dirfd`, never a path looked up again. Through
+    // `/proc/self/fd/N` (the child's own copy of the descriptor, resolved as a magic link to that same
+    // directory) std can use posix_spawn, which does not copy the parent's page tables as fork does: a
+    // runtime holding wasmtime's reservations forks in milliseconds, spawns in microseconds. Without
+    // /proc, fchdir between fork and exec does the same.
+    if Path::new(PROC_FD).is_dir() {
+        cmd.current_dir(format!("{PROC_FD}/{dirfd}"));
+    } else {
+        // SAFETY: fchdir is async-signal-safe and touches only the child's own state between fork and exec;
+        // `dirfd` stays open in the parent until spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fchdir(dirfd) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
     let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;

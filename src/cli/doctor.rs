@@ -25,7 +25,10 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     }
     let sandbox = store.sandbox();
     match &sandbox {
-        Ok(s) => add("sandbox", "ok", format!("{} bin(s) allow-listed; limits {:?}", s.allow.len(), s.limits())),
+        Ok(s) => {
+            let l = s.limits();
+            add("sandbox", "ok", format!("{} bin(s) allow-listed; per call: timeout {} ms, output {} bytes per stream, composite memory {} MiB", s.allow.len(), l.timeout_ms, l.max_output_bytes, l.memory_mb))
+        }
         Err(e) => add("sandbox", "error", e.to_string()),
     }
     match store.local_grants() {

@@ -108,6 +108,27 @@ fn an_endless_loop_times_out_near_the_deadline_and_the_runtime_goes_on() {
 }
 
 #[test]
+fn a_guest_blocked_in_a_host_call_times_out_too_and_the_runtime_goes_on() {
+    // Epoch interruption stops wasm code, not a host call: an hour's sleep on the WASI clock must still
+    // end in `timeout` near the deadline.
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok", "sleep"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
+    let rt = runtime(&h);
+    let started = Instant::now();
+    let out = call(&rt, &id, "sleep");
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
+    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
+    assert!(call(&rt, &id, "ok").ok);
+    // The CLI face too: the process ends near the deadline instead of an hour later.
+    let started = Instant::now();
+    let (rc, env) = h.exec(&id, "sleep", &[]);
+    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+}
+
+#[test]
 fn a_memory_bomb_ends_in_a_clean_error_and_the_runtime_goes_on() {
     let h = Home::new();
     let id = install_guest(&h, "test-bomb", &["run", "ok"], None);

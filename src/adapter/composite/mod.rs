@@ -233,7 +233,7 @@ impl Adapter for CompositeAdapter {
         let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
-        let mut store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&work.path, writable))) {
+        let store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&work.path, writable))) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
@@ -245,9 +245,13 @@ impl Adapter for CompositeAdapter {
         };
         let args = serde_json::Value::Object(call.args.clone()).to_string();
         call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
-        let outcome = prepared.pre.instantiate(&mut store).and_then(|inst| inst.call_exec(&mut store, &ctx, call.verb_key, &args));
-        let log = std::mem::take(&mut store.data_mut().log);
-        drop(store);
+        let Some((outcome, log)) = run_bounded(prepared, store, ctx, call.verb_key.to_string(), args, limits.timeout_ms) else {
+            drop(work);
+            return AdapterResult::fail(
+                Code::Timeout,
+                format!("timed out after {} ms while the component waited in a host call; it was abandoned (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
+            );
+        };
         drop(work);
         let mut out = match outcome {
             Ok(Ok(text)) => AdapterResult {
@@ -263,6 +267,29 @@ impl Adapter for CompositeAdapter {
         }
         out
     }
+}
+
+/// How long past its deadline a call may take to come back before it is abandoned.
+const ABANDON_GRACE: Duration = Duration::from_millis(200);
+
+type Outcome = (wasmtime::Result<Result<String, String>>, String);
+
+/// Instantiates and calls the component on its own thread. Epoch interruption stops wasm code at the
+/// deadline, but not a host call the guest is blocked in (a sleep on the WASI clock): if no answer comes
+/// within the deadline and a grace period, the call is abandoned and `None` returned. The thread then ends
+/// when the host call returns, since its epoch deadline has passed by then.
+fn run_bounded(prepared: Arc<Prepared>, mut store: WStore<CallState>, ctx: CallContext, verb: String, args: String, timeout_ms: u64) -> Option<Outcome> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new().name("hcpx-composite".into()).spawn(move || {
+        let outcome = prepared.pre.instantiate(&mut store).and_then(|inst| inst.call_exec(&mut store, &ctx, &verb, &args));
+        let log = std::mem::take(&mut store.data_mut().log);
+        drop(store);
+        let _ = tx.send((outcome, log));
+    });
+    if let Err(e) = spawned {
+        return Some((Err(wasmtime::Error::msg(format!("cannot start the call: {e}"))), String::new()));
+    }
+    rx.recv_timeout(Duration::from_millis(timeout_ms) + ABANDON_GRACE).ok()
 }
 
 fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {

@@ -5,6 +5,7 @@
 pub mod bindings;
 mod cache;
 pub mod host;
+mod worker;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -44,6 +45,7 @@ pub struct CompositeAdapter {
     pooling: bool,
     engine: OnceLock<Result<(Engine, bool), String>>,
     prepared: Mutex<HashMap<String, Arc<Prepared>>>,
+    workers: worker::Workers,
 }
 
 impl Default for CompositeAdapter {
@@ -55,7 +57,7 @@ impl Default for CompositeAdapter {
 impl CompositeAdapter {
     /// An adapter with no engine yet (it is made on first use).
     pub fn new() -> CompositeAdapter {
-        CompositeAdapter { pooling: true, engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
+        CompositeAdapter { pooling: true, engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()), workers: worker::Workers::default() }
     }
 
     /// An adapter for a process that runs one call and exits: on-demand instance allocation.
@@ -245,7 +247,7 @@ impl Adapter for CompositeAdapter {
         };
         let args = serde_json::Value::Object(call.args.clone()).to_string();
         call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
-        let Some((outcome, log)) = run_bounded(prepared, store, ctx, call.verb_key.to_string(), args, limits.timeout_ms) else {
+        let Some((outcome, log)) = run_bounded(&self.workers, prepared, store, ctx, call.verb_key.to_string(), args, limits.timeout_ms) else {
             drop(work);
             return AdapterResult::fail(
                 Code::Timeout,
@@ -274,22 +276,29 @@ const ABANDON_GRACE: Duration = Duration::from_millis(200);
 
 type Outcome = (wasmtime::Result<Result<String, String>>, String);
 
-/// Instantiates and calls the component on its own thread. Epoch interruption stops wasm code at the
+/// Instantiates and calls the component on a worker thread. Epoch interruption stops wasm code at the
 /// deadline, but not a host call the guest is blocked in (a sleep on the WASI clock): if no answer comes
-/// within the deadline and a grace period, the call is abandoned and `None` returned. The thread then ends
+/// within the deadline and a grace period, the call is abandoned and `None` returned. The worker then ends
 /// when the host call returns, since its epoch deadline has passed by then.
-fn run_bounded(prepared: Arc<Prepared>, mut store: WStore<CallState>, ctx: CallContext, verb: String, args: String, timeout_ms: u64) -> Option<Outcome> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new().name("hcpx-composite".into()).spawn(move || {
+fn run_bounded(
+    workers: &worker::Workers,
+    prepared: Arc<Prepared>,
+    mut store: WStore<CallState>,
+    ctx: CallContext,
+    verb: String,
+    args: String,
+    timeout_ms: u64,
+) -> Option<Outcome> {
+    let answer = workers.run(Duration::from_millis(timeout_ms) + ABANDON_GRACE, move || {
         let outcome = prepared.pre.instantiate(&mut store).and_then(|inst| inst.call_exec(&mut store, &ctx, &verb, &args));
         let log = std::mem::take(&mut store.data_mut().log);
-        drop(store);
-        let _ = tx.send((outcome, log));
+        (outcome, log)
     });
-    if let Err(e) = spawned {
-        return Some((Err(wasmtime::Error::msg(format!("cannot start the call: {e}"))), String::new()));
+    match answer {
+        Ok(o) => Some(o),
+        Err(worker::Unanswered::TimedOut) => None,
+        Err(worker::Unanswered::NoThread(e)) => Some((Err(wasmtime::Error::msg(format!("cannot start the call: {e}"))), String::new())),
     }
-    rx.recv_timeout(Duration::from_millis(timeout_ms) + ABANDON_GRACE).ok()
 }
 
 fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {

@@ -2,10 +2,11 @@
 //! are flagged by `M018` until a person or a coding agent replaces them; `hcpx check` then takes the pack to 90+.
 
 use serde_json::{json, Map, Value};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::adapter::process::{self, Spawn};
+use crate::adapter::wrap::{find_on_path, CHILD_PATH};
 
 use crate::naming::{is_command_name, is_pack_id};
 
@@ -13,7 +14,7 @@ use crate::naming::{is_command_name, is_pack_id};
 pub const MAX_TEMPLATES: usize = 8;
 /// How long `BIN --help` may take.
 pub const HELP_TIMEOUT: Duration = Duration::from_secs(5);
-const HELP_CAP: usize = 256 * 1024;
+const HELP_CAP: u64 = 256 * 1024;
 
 /// Why a scaffold could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -47,55 +48,24 @@ fn bare(bin: &str) -> bool {
         && bin.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
 }
 
-/// The first executable named `bin` on `PATH`.
-pub fn which(bin: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(bin))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-}
-
-/// `BIN --help` (stdout and stderr), run with no stdin, a minimal environment and a deadline.
+/// `BIN --help` (stdout and stderr), run the way the wrap adapter runs a CLI: no shell, no stdin, a built
+/// environment, a deadline that kills its process group, capped output. The working directory is the caller's.
 fn help_text(program: &Path) -> String {
-    let mut cmd = Command::new(program);
-    cmd.arg("--help").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).env_clear();
-    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("LANG", "C").env("NO_COLOR", "1").env("TERM", "dumb");
-    if let Some(home) = std::env::var_os("HOME") {
-        cmd.env("HOME", home);
+    let Ok(cwd) = cap_std::fs::Dir::open_ambient_dir(".", cap_std::ambient_authority()) else { return String::new() };
+    let mut env = vec![
+        ("PATH".to_string(), CHILD_PATH.to_string()),
+        ("LANG".to_string(), "C".to_string()),
+        ("NO_COLOR".to_string(), "1".to_string()),
+        ("TERM".to_string(), "dumb".to_string()),
+    ];
+    if let Ok(home) = std::env::var("HOME") {
+        env.push(("HOME".to_string(), home));
     }
-    let Ok(mut child) = cmd.spawn() else { return String::new() };
-    let readers: Vec<_> = [child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>)]
-        .into_iter()
-        .flatten()
-        .map(|r| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = r.take(HELP_CAP as u64).read_to_end(&mut buf);
-                buf
-            })
-        })
-        .collect();
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => break,
-            Ok(None) if started.elapsed() > HELP_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-        }
+    let spec = Spawn { program, argv: &["--help".to_string()], cwd: &cwd, env: &env, timeout: HELP_TIMEOUT, max_output: HELP_CAP };
+    match process::run(&spec) {
+        Ok(fin) => format!("{}\n{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr)),
+        Err(_) => String::new(),
     }
-    let mut text = String::new();
-    for r in readers {
-        if let Ok(buf) = r.join() {
-            text.push_str(&String::from_utf8_lossy(&buf));
-            text.push('\n');
-        }
-    }
-    text
 }
 
 /// Subcommands listed in help text: indented lines `  name   summary`, never option lines.
@@ -153,7 +123,7 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
     let id = pack_id_for(bin);
     let default_out = PathBuf::from(&id);
     let out = out.unwrap_or(&default_out);
-    let program = which(bin).ok_or_else(|| ScaffoldError::NotFound(bin.to_string()))?;
+    let program = find_on_path(bin).ok_or_else(|| ScaffoldError::NotFound(bin.to_string()))?;
     if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
         return Err(ScaffoldError::Exists(out.to_path_buf()));
     }

@@ -120,7 +120,8 @@ pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> R
     }
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
+/// The first executable file named `name` in an absolute directory of `PATH` (the child's PATH when unset).
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH").unwrap_or_else(|| CHILD_PATH.into());
     std::env::split_paths(&path)

@@ -91,7 +91,8 @@ pub fn percentile(values: &[u64], p: usize) -> u64 {
     }
 }
 
-fn todo_arg(case: &RawEvalCase) -> Option<&str> {
+/// The first argument of `case` that still holds a `TODO` placeholder.
+pub fn todo_arg(case: &RawEvalCase) -> Option<&str> {
     case.args.iter().find(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("TODO"))).map(|(k, _)| k.as_str())
 }
 

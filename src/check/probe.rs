@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use super::{Ctx, Hits};
-use crate::eval::{approx_tokens, output_of};
+use crate::eval::{approx_tokens, output_of, todo_arg};
 use crate::lint::pointer;
 use crate::pack::{Command, Operation, Pack};
 use crate::runtime::Code;
@@ -57,7 +57,7 @@ pub struct ProbeRecord {
 fn probe_args(pack: &Pack, key: &str, cmd: &Command) -> Result<Map<String, Value>, String> {
     let first_case = pack.evals.as_ref().and_then(|e| e.cases.iter().find(|c| c.verb == key && c.expect.ok == Some(true)));
     if let Some(case) = first_case {
-        if let Some((k, _)) = case.args.iter().find(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("TODO"))) {
+        if let Some(k) = todo_arg(case) {
             return Err(format!("its first eval case, {:?}, still has a TODO value for `{k}`", case.name));
         }
         return Ok(case.args.clone());

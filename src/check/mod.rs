@@ -10,6 +10,7 @@ pub mod probe;
 pub mod rules;
 mod skill;
 mod structure;
+mod tree;
 
 use serde::Serialize;
 use serde_json::Value;

@@ -4,7 +4,6 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -102,27 +101,14 @@ type Snapshot = BTreeMap<String, (u64, u128)>;
 /// Names, sizes and modification times under `dir`, bounded.
 fn snapshot(dir: &Path) -> Snapshot {
     let mut out = Snapshot::new();
-    let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
-    while let Some((path, rel, depth)) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&path) else { continue };
-        for e in entries.flatten() {
-            if out.len() >= 20_000 {
-                return out;
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-            let Ok(m) = e.metadata() else { continue };
+    super::tree::walk(dir, 20_000, 12, &|_| true, &mut |rel, m| {
+        if m.is_dir() {
+            out.insert(format!("{rel}/"), (0, 0));
+        } else {
             let mtime = m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
-            if m.is_dir() {
-                if depth < 12 {
-                    stack.push((e.path(), child.clone(), depth + 1));
-                }
-                out.insert(child + "/", (0, 0));
-            } else {
-                out.insert(child, (m.len(), mtime));
-            }
+            out.insert(rel.to_string(), (m.len(), mtime));
         }
-    }
+    });
     out
 }
 

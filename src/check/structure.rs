@@ -49,26 +49,9 @@ fn debris_name(name: &str) -> bool {
     [".git", "node_modules", "target", "__pycache__", ".venv", ".DS_Store"].contains(&name)
 }
 
-/// Walks the pack (not following links, bounded) and calls `f` with each relative path and its metadata.
+/// Walks the pack, bounded, without entering build or VCS leftovers.
 fn walk(dir: &Path, f: &mut dyn FnMut(&str, &fs::Metadata)) {
-    let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
-    let mut seen = 0usize;
-    while let Some((path, rel, depth)) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&path) else { continue };
-        for e in entries.flatten() {
-            seen += 1;
-            if seen > 10_000 {
-                return;
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-            let Ok(m) = e.metadata() else { continue };
-            f(&child_rel, &m);
-            if m.is_dir() && depth < 16 && !debris_name(&name) {
-                stack.push((e.path(), child_rel, depth + 1));
-            }
-        }
-    }
+    super::tree::walk(dir, 10_000, 16, &|name| !debris_name(name), f);
 }
 
 /// S004

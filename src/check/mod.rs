@@ -13,7 +13,6 @@ mod structure;
 mod tree;
 
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use crate::eval::{run_cases, EvalReport};
@@ -115,8 +114,6 @@ impl Hits {
 pub struct Ctx<'a> {
     pub dir: &'a Path,
     pub pack: &'a Pack,
-    /// `surface.json` as parsed JSON (it passed lint).
-    pub surface: &'a Value,
     /// Probe records, when `--probe` ran them.
     pub probes: Option<&'a [ProbeRecord]>,
     /// The eval layer's report, when it ran.
@@ -194,7 +191,6 @@ fn check_pack(
     progress: Progress<'_>,
     skipped: &mut Vec<String>,
 ) -> (Vec<Finding>, Option<Vec<ProbeRecord>>, Option<EvalReport>) {
-    let surface = crate::pack::read_surface_value(dir).unwrap_or(Value::Null);
     let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
     let mut trial = None;
     if opts.probe || wants_eval {
@@ -218,7 +214,7 @@ fn check_pack(
         skipped.push("eval layer: --no-eval".into());
     }
     drop(trial);
-    let ctx = Ctx { dir, pack, surface: &surface, probes: probes.as_deref(), evals: evals.as_ref() };
+    let ctx = Ctx { dir, pack, probes: probes.as_deref(), evals: evals.as_ref() };
     (rules::run_all(&ctx), probes, evals)
 }
 

@@ -14,10 +14,10 @@ use crate::render::cli_selects_json;
 use crate::template::Template;
 use crate::title::{PreviewSpec, TitleSpec};
 
-pub(crate) const SURFACE: &str = "surface.json";
-pub(crate) const POLICY: &str = "policy.json";
-pub(crate) const HARNESS: &str = "HARNESS.md";
-pub(crate) const EVALS: &str = "hcp.eval.json";
+const SURFACE: &str = "surface.json";
+const POLICY: &str = "policy.json";
+const HARNESS: &str = "HARNESS.md";
+const EVALS: &str = "hcp.eval.json";
 
 /// The outcome of analysing a pack directory.
 #[derive(Debug)]

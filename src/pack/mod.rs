@@ -116,14 +116,6 @@ pub struct PolicyRow {
     pub land: Land,
 }
 
-/// `surface.json` of the pack in `dir` as plain JSON, read the way lint reads it (bounded, inside the pack).
-pub fn read_surface_value(dir: &Path) -> Option<serde_json::Value> {
-    let mut is = crate::lint::Issues::default();
-    let root = files::open_dir(dir, &mut is)?;
-    let text = files::read_text(&root, "surface.json", true, &mut is)?;
-    files::parse_json(build::SURFACE, &text, &mut is)
-}
-
 /// Why a pack could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum PackError {

@@ -8,24 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::helpers::{hcpx, hcpx_with, repo, stdout_json, TestDir};
+use crate::helpers::{copy_tree, hcpx, hcpx_with, repo, stdout_json, TestDir};
 
 fn base() -> PathBuf {
     repo().join("tests/fixtures/check/base")
-}
-
-/// Copies a directory tree, keeping each file's mode.
-pub fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), &dest).unwrap();
-        }
-    }
 }
 
 /// RFC 7386 JSON merge patch.

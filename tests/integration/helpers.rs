@@ -303,3 +303,17 @@ pub fn probe_fixture(marker: &Path) -> Fixture {
     f.files = vec![("bin/probe".into(), script, true)];
     f
 }
+
+/// Copies a directory tree, keeping each file's mode.
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}

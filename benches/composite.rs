@@ -27,33 +27,53 @@ fn bench(c: &mut Criterion) {
     let env = Envelope::new("transit-composite", "plan", args);
     assert!(rt.exec(&principal, &env).ok, "warm-up call");
 
-    // The baseline: the same engine and component, nothing but instantiate and call.
+    // The baselines: the same engine and component, nothing but a fresh Store, instantiate and call. The sync one
+    // is the cheapest way wasmtime can run it; the async one is the same under the tokio runtime the adapter uses.
     let adapter = CompositeAdapter::new();
     let (engine, pooled) = adapter.engine().expect("engine");
     eprintln!("pooling allocator: {pooled}");
     let component = Component::from_file(engine, repo.join("packs/transit-composite/adapter.wasm")).expect("component");
     let mut linker: Linker<CallState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("wasi");
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("wasi");
     Composite::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).expect("host");
     let pre = CompositePre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
+    let mut sync_linker: Linker<bare::State> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut sync_linker).expect("wasi");
+    bare::Composite::add_to_linker::<bare::State, HasSelf<bare::State>>(&mut sync_linker, |s| s).expect("host");
+    let sync_pre = bare::CompositePre::new(sync_linker.instantiate_pre(&component).expect("pre")).expect("pre");
     let ctx = CallContext { principal: "bench".into(), tenant: "local".into(), workspace_mode: "none".into(), credentials: vec![] };
+    let sync_ctx = bare::hcp::adapter::types::CallContext { principal: "bench".into(), tenant: "local".into(), workspace_mode: "none".into(), credentials: vec![] };
     let args_json = r#"{"from":"A","to":"B"}"#;
+    let new_state = || CallState {
+        wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
+        table: ResourceTable::new(),
+        limits: CallLimits::new(64 << 20),
+        credentials: vec![],
+        log: String::new(),
+    };
 
     let mut group = c.benchmark_group("composite read");
-    group.bench_function("bare wasmtime instantiate+call", |b| {
+    group.bench_function("bare wasmtime instantiate+call (sync)", |b| {
         b.iter(|| {
-            let state = CallState {
-                wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
-                table: ResourceTable::new(),
-                limits: CallLimits::new(64 << 20),
-                credentials: vec![],
-                log: String::new(),
-            };
+            let state = bare::State { wasi: wasmtime_wasi::WasiCtxBuilder::new().build(), table: ResourceTable::new() };
             let mut s = wasmtime::Store::new(engine, state);
+            s.set_epoch_deadline(1_000_000);
+            let inst = sync_pre.instantiate(&mut s).expect("instantiate");
+            inst.call_exec(&mut s, &sync_ctx, "plan", args_json).expect("call").expect("ok")
+        })
+    });
+    group.bench_function("bare wasmtime instantiate+call (async)", |b| {
+        b.iter(|| {
+            let mut s = wasmtime::Store::new(engine, new_state());
             s.limiter(|st| &mut st.limits);
             s.set_epoch_deadline(1_000_000);
-            let inst = pre.instantiate(&mut s).expect("instantiate");
-            inst.call_exec(&mut s, &ctx, "plan", args_json).expect("call").expect("ok")
+            adapter
+                .block_on(std::time::Duration::from_secs(60), async {
+                    let inst = pre.instantiate_async(&mut s).await.expect("instantiate");
+                    inst.call_exec(&mut s, &ctx, "plan", args_json).await.expect("call").expect("ok")
+                })
+                .expect("tokio")
+                .expect("in time")
         })
     });
     group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
@@ -105,6 +125,32 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Sync bindings of the same world, for the cheapest baseline (the library's are async).
+mod bare {
+    wasmtime::component::bindgen!({ world: "composite", path: "wit" });
+
+    pub struct State {
+        pub wasi: wasmtime_wasi::WasiCtx,
+        pub table: wasmtime::component::ResourceTable,
+    }
+
+    impl wasmtime_wasi::WasiView for State {
+        fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+            wasmtime_wasi::WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        }
+    }
+
+    impl hcp::adapter::host::Host for State {
+        fn log(&mut self, _level: hcp::adapter::host::Level, _message: String) {}
+
+        fn credential(&mut self, _handle: u32) -> Option<String> {
+            None
+        }
+    }
+
+    impl hcp::adapter::types::Host for State {}
 }
 
 criterion_group!(benches, bench);

@@ -129,6 +129,31 @@ fn a_guest_blocked_in_a_host_call_times_out_too_and_the_runtime_goes_on() {
 }
 
 #[test]
+fn a_guest_blocked_on_a_fifo_in_its_preopen_times_out_and_the_runtime_goes_on() {
+    // Opening a FIFO no one writes blocks inside the host's file code, not in wasm and not on a clock: the
+    // call must still end in `timeout` near the deadline, in the library and in the CLI.
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok", "sleep", "fifo"], Some("workspace"));
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
+    let rt = runtime(&h);
+    assert!(call(&rt, &id, "ok").ok, "warm up (creates the workspace)");
+    let pipe = h.store().join("workspaces").join(&id).join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let started = Instant::now();
+    let out = call(&rt, &id, "fifo");
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
+    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
+    assert!(call(&rt, &id, "ok").ok);
+    drop(rt);
+    let started = Instant::now();
+    let (rc, env) = h.exec(&id, "fifo", &[]);
+    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+}
+
+#[test]
 fn a_memory_bomb_ends_in_a_clean_error_and_the_runtime_goes_on() {
     let h = Home::new();
     let id = install_guest(&h, "test-bomb", &["run", "ok"], None);

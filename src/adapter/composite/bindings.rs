@@ -3,4 +3,6 @@
 wasmtime::component::bindgen!({
     world: "composite",
     path: "wit",
+    // Exports are called async, so a call blocked in a WASI host call can be dropped at its deadline.
+    exports: { default: async },
 });

@@ -1,11 +1,14 @@
 //! The composite adapter: a pack's WASI component run in-process under wasmtime with no ambient authority.
 //! Compiled once (on-disk cache), `InstancePre` cached per component, a fresh `Store` per call with a memory cap
-//! and an epoch deadline. The component's only preopen is its workspace directory.
+//! and a deadline. The component's only preopen is its workspace directory.
+//!
+//! A call runs on the caller's thread, async under a tokio timeout: epoch interruption stops running wasm code
+//! at the deadline, and the timeout drops a call that is blocked in a WASI host call (a sleep, a FIFO read),
+//! which unwinds its fiber. Blocking file work goes to tokio's blocking pool, so nothing holds the caller.
 
 pub mod bindings;
 mod cache;
 pub mod host;
-mod worker;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -31,11 +34,26 @@ const TICK: Duration = Duration::from_millis(2);
 pub const MAX_COMPONENT_BYTES: u64 = 64 * 1024 * 1024;
 /// Memory cap of the one-off instance that answers `describe`.
 const DESCRIBE_MEMORY_MB: u64 = 64;
+/// Deadline of the one-off instance that answers `describe`.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Largest memory the pooling allocator reserves per instance; `memory_mb` is capped to it.
 const POOL_MAX_MEMORY: usize = 512 * 1024 * 1024;
 
 struct Prepared {
     pre: CompositePre<CallState>,
+}
+
+/// What drives async calls: tokio's clock for the deadline and WASI sleeps, and its pool for blocking file work.
+fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
+    let built = if pooling {
+        // A long-lived runtime may be called from many threads at once: one worker thread drives the timers,
+        // so one caller's deadline fires even while another caller's wasm is running.
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("hcpx-wasi").enable_time().build()
+    } else {
+        // One call per process: its own thread drives the timers while it waits.
+        tokio::runtime::Builder::new_current_thread().enable_time().build()
+    };
+    built.map_err(|e| format!("cannot start the async runtime for components: {e}"))
 }
 
 /// Runs `kind: composite` packs. Keep one per runtime: it holds the engine and the instance caches.
@@ -44,8 +62,8 @@ pub struct CompositeAdapter {
     /// allocates on demand, since reserving and tearing down the pool costs more than its one call saves.
     pooling: bool,
     engine: OnceLock<Result<(Engine, bool), String>>,
+    tokio: OnceLock<Result<tokio::runtime::Runtime, String>>,
     prepared: Mutex<HashMap<String, Arc<Prepared>>>,
-    workers: worker::Workers,
 }
 
 impl Default for CompositeAdapter {
@@ -57,12 +75,16 @@ impl Default for CompositeAdapter {
 impl CompositeAdapter {
     /// An adapter with no engine yet (it is made on first use).
     pub fn new() -> CompositeAdapter {
-        CompositeAdapter { pooling: true, engine: OnceLock::new(), prepared: Mutex::new(HashMap::new()), workers: worker::Workers::default() }
+        CompositeAdapter::with_pooling(true)
+    }
+
+    fn with_pooling(pooling: bool) -> CompositeAdapter {
+        CompositeAdapter { pooling, engine: OnceLock::new(), tokio: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
     }
 
     /// An adapter for a process that runs one call and exits: on-demand instance allocation.
     pub fn one_shot() -> CompositeAdapter {
-        CompositeAdapter { pooling: false, ..CompositeAdapter::new() }
+        CompositeAdapter::with_pooling(false)
     }
 
     /// The engine, and whether it uses the pooling allocator.
@@ -73,19 +95,34 @@ impl CompositeAdapter {
         }
     }
 
+    /// Runs `fut` on the caller's thread, inside the adapter's tokio runtime, for at most `limit`; `Ok(None)`
+    /// when it was dropped at the limit.
+    ///
+    /// Blocking: call it from a plain thread (in async code, from `spawn_blocking`), never from a task.
+    pub fn block_on<F: std::future::Future>(&self, limit: Duration, fut: F) -> Result<Option<F::Output>, String> {
+        match self.tokio.get_or_init(|| make_tokio(self.pooling)) {
+            // The timer is made inside the runtime: it needs its clock.
+            Ok(rt) => Ok(rt.block_on(async { tokio::time::timeout(limit, fut).await.ok() })),
+            Err(msg) => Err(msg.clone()),
+        }
+    }
+
     fn prepare(&self, store: &crate::store::Store, pack: &Pack, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
         let (engine, _) = self.engine()?;
         let component = cache::load(store, engine, bytes, sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
         Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
         let pre = CompositePre::new(pre).map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
         // The component must implement every command the manifest declares.
-        let mut wstore = new_store(engine, DESCRIBE_MEMORY_MB, 1000, Vec::new(), None)?;
-        let inst = pre.instantiate(&mut wstore).map_err(|e| format!("the component cannot start: {e:#}"))?;
-        let names = inst.call_describe(&mut wstore).map_err(|e| format!("describe failed: {e:#}"))?;
+        let mut wstore = new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+        let described = self.block_on(DESCRIBE_TIMEOUT, async {
+            let inst = pre.instantiate_async(&mut wstore).await.map_err(|e| format!("the component cannot start: {e:#}"))?;
+            inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
+        })?;
+        let names = described.ok_or_else(|| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
         if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
             return Err(format!("the component does not implement command {missing} (it describes: {})", names.join(", ")));
         }
@@ -102,6 +139,7 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
         .total_memories(64)
         .total_tables(256)
         .max_memory_size(POOL_MAX_MEMORY)
+        .total_stacks(64)
         .linear_memory_keep_resident(1 << 20)
         .table_keep_resident(1 << 16);
     let mut pooled_cfg = cfg.clone();
@@ -160,6 +198,16 @@ fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
         return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
     }
     Ok(bytes)
+}
+
+impl Drop for CompositeAdapter {
+    fn drop(&mut self) {
+        // A call dropped at its deadline may have left a file operation blocked on tokio's blocking pool (a FIFO
+        // no one writes); dropping the runtime normally would wait for it forever.
+        if let Some(Ok(rt)) = self.tokio.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl CompositeAdapter {
@@ -247,14 +295,19 @@ impl Adapter for CompositeAdapter {
         };
         let args = serde_json::Value::Object(call.args.clone()).to_string();
         call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
-        let Some((outcome, log)) = run_bounded(&self.workers, prepared, store, ctx, call.verb_key.to_string(), args, limits.timeout_ms) else {
-            drop(work);
-            return AdapterResult::fail(
-                Code::Timeout,
-                format!("timed out after {} ms while the component waited in a host call; it was abandoned (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
-            );
-        };
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        let answer = self.block_on(timeout, call_component(prepared, store, ctx, call.verb_key, &args));
         drop(work);
+        let (outcome, log) = match answer {
+            Ok(Some(answer)) => answer,
+            Ok(None) => {
+                return AdapterResult::fail(
+                    Code::Timeout,
+                    format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
+                )
+            }
+            Err(e) => return fail(e),
+        };
         let mut out = match outcome {
             Ok(Ok(text)) => AdapterResult {
                 ok: true,
@@ -271,34 +324,18 @@ impl Adapter for CompositeAdapter {
     }
 }
 
-/// How long past its deadline a call may take to come back before it is abandoned.
-const ABANDON_GRACE: Duration = Duration::from_millis(200);
-
 type Outcome = (wasmtime::Result<Result<String, String>>, String);
 
-/// Instantiates and calls the component on a worker thread. Epoch interruption stops wasm code at the
-/// deadline, but not a host call the guest is blocked in (a sleep on the WASI clock): if no answer comes
-/// within the deadline and a grace period, the call is abandoned and `None` returned. The worker then ends
-/// when the host call returns, since its epoch deadline has passed by then.
-fn run_bounded(
-    workers: &worker::Workers,
-    prepared: Arc<Prepared>,
-    mut store: WStore<CallState>,
-    ctx: CallContext,
-    verb: String,
-    args: String,
-    timeout_ms: u64,
-) -> Option<Outcome> {
-    let answer = workers.run(Duration::from_millis(timeout_ms) + ABANDON_GRACE, move || {
-        let outcome = prepared.pre.instantiate(&mut store).and_then(|inst| inst.call_exec(&mut store, &ctx, &verb, &args));
-        let log = std::mem::take(&mut store.data_mut().log);
-        (outcome, log)
-    });
-    match answer {
-        Ok(o) => Some(o),
-        Err(worker::Unanswered::TimedOut) => None,
-        Err(worker::Unanswered::NoThread(e)) => Some((Err(wasmtime::Error::msg(format!("cannot start the call: {e}"))), String::new())),
-    }
+/// Instantiates the component and calls it. Run under the call's deadline: epoch interruption stops wasm code at
+/// the deadline (a trap); a call still pending then is blocked in a host call, and the timeout drops this future,
+/// which unwinds the guest's fiber and frees its Store.
+async fn call_component(prepared: Arc<Prepared>, mut store: WStore<CallState>, ctx: CallContext, verb: &str, args: &str) -> Outcome {
+    let outcome = match prepared.pre.instantiate_async(&mut store).await {
+        Ok(inst) => inst.call_exec(&mut store, &ctx, verb, args).await,
+        Err(e) => Err(e),
+    };
+    let log = std::mem::take(&mut store.data_mut().log);
+    (outcome, log)
 }
 
 fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {

@@ -56,7 +56,7 @@ impl SandboxConfig {
 
 impl Store {
     /// Reads `sandbox.json` (defaults when absent).
-    pub fn sandbox(&self) -> Result<SandboxConfig, StoreError> {
+    pub fn sandbox(&self) -> Result<std::sync::Arc<SandboxConfig>, StoreError> {
         Ok(self.read_json_cached("sandbox.json")?.unwrap_or_default())
     }
 

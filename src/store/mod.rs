@@ -12,7 +12,9 @@ use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -40,9 +42,16 @@ pub struct Store {
 
 /// Parsed copies of the small files every call reads, reused while the file is unchanged (same inode, size
 /// and modification time: every write replaces the file by rename, so a change always shows).
-#[derive(Debug, Default)]
+/// Each entry holds the typed value, so a hit costs one `stat` and a reference count, not a parse.
+#[derive(Default)]
 struct ReadCache {
-    files: std::sync::Mutex<std::collections::HashMap<String, (FileKey, serde_json::Value)>>,
+    files: std::sync::Mutex<std::collections::HashMap<String, (FileKey, Arc<dyn Any + Send + Sync>)>>,
+}
+
+impl std::fmt::Debug for ReadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadCache")
+    }
 }
 
 type FileKey = (u64, u64, i64, i64);
@@ -95,7 +104,7 @@ impl Store {
     }
 
     /// Reads a JSON file of the store through the read cache; `None` when it does not exist.
-    pub fn read_json_cached<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
+    pub fn read_json_cached<T: DeserializeOwned + Send + Sync + 'static>(&self, rel: &str) -> Result<Option<Arc<T>>, StoreError> {
         let p = self.path(rel);
         let meta = match fs::metadata(&p) {
             Ok(m) => m,
@@ -104,19 +113,15 @@ impl Store {
         };
         let key = file_key(&meta);
         let hit = self.cache.files.lock().ok().and_then(|m| m.get(rel).filter(|(k, _)| *k == key).map(|(_, v)| v.clone()));
-        let value = match hit {
-            Some(v) => v,
-            None => {
-                let Some(v) = self.read_json::<serde_json::Value>(rel)? else { return Ok(None) };
-                if let Ok(mut m) = self.cache.files.lock() {
-                    m.insert(rel.to_string(), (key, v.clone()));
-                }
-                v
-            }
-        };
-        serde_json::from_value(value)
-            .map(Some)
-            .map_err(|e| StoreError::Corrupt { path: p.display().to_string(), reason: e.to_string() })
+        if let Some(v) = hit.and_then(|v| v.downcast::<T>().ok()) {
+            return Ok(Some(v));
+        }
+        let Some(v) = self.read_json::<T>(rel)? else { return Ok(None) };
+        let v = Arc::new(v);
+        if let Ok(mut m) = self.cache.files.lock() {
+            m.insert(rel.to_string(), (key, v.clone()));
+        }
+        Ok(Some(v))
     }
 
     /// Reads a JSON file of the store; `None` when it does not exist.

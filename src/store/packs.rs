@@ -73,7 +73,7 @@ pub enum InstallError {
 
 impl Store {
     /// The store's state (empty when nothing was installed yet).
-    pub fn state(&self) -> Result<State, StoreError> {
+    pub fn state(&self) -> Result<std::sync::Arc<State>, StoreError> {
         Ok(self.read_json_cached(STATE)?.unwrap_or_default())
     }
 

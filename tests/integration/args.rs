@@ -128,3 +128,30 @@ fn an_args_schema_is_compiled_once_and_reused() {
     assert_eq!(plan.args.required(), ["from", "to"]);
     assert_eq!(plan.args.props()["from"].example, Some(json!("A")));
 }
+
+/// A schema of simple typed properties is validated without compiling JSON Schema; it must refuse and accept
+/// exactly what the same schema compiled by `jsonschema` does, with the same message.
+#[test]
+fn simple_schemas_validate_exactly_as_json_schema_does() {
+    use hcpx::args::ArgSpec;
+    let values = [
+        json!("x"), json!(""), json!("-1"), json!(0), json!(-1), json!(1), json!(1.0), json!(-0.0), json!(1.5), json!(1e20),
+        json!(1.5e300), json!(u64::MAX), json!(i64::MIN), json!(true), json!(false), Value::Null, json!([]), json!([1]), json!({}),
+        json!({ "a": 1 }),
+    ];
+    for t in ["string", "integer", "number", "boolean"] {
+        let simple = json!({ "type": "object", "properties": { "v": { "type": t, "description": "d.", "examples": [], "x-position": 0 } } });
+        let mut full = simple.clone();
+        full["additionalProperties"] = json!(true); // no constraint, but not a simple schema: compiled by jsonschema
+        let (simple, full) = (ArgSpec::compile(Some(&simple)).unwrap(), ArgSpec::compile(Some(&full)).unwrap());
+        for v in &values {
+            let args = json!({ "v": v }).as_object().cloned().unwrap();
+            let (a, b) = (simple.check("p.c", &args), full.check("p.c", &args));
+            assert_eq!(a.as_ref().map_err(|e| &e.0).map(|c| &c.values), b.as_ref().map_err(|e| &e.0).map(|c| &c.values), "type {t}, value {v}");
+        }
+    }
+    // A malformed simple-looking schema is still refused at load, by the meta-schema.
+    for bad in [json!({ "properties": { "v": { "type": "strng" } } }), json!({ "properties": { "v": { "type": "string", "description": 5 } } })] {
+        assert!(ArgSpec::compile(Some(&bad)).is_err(), "{bad}");
+    }
+}

@@ -36,6 +36,10 @@ pub struct TrialCall {
 struct ExitHook(Cell<Option<i32>>);
 
 impl ExecHooks for ExitHook {
+    fn watching(&self) -> bool {
+        false
+    }
+
     fn exited(&self, code: Option<i32>) {
         self.0.set(code);
     }

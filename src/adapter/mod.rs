@@ -66,6 +66,10 @@ pub trait Adapter {
 
 /// Observes a call while it runs (the terminal face shows the live title).
 pub trait ExecHooks {
+    /// Whether `started` wants its arguments; when not, the runtime skips rendering them.
+    fn watching(&self) -> bool {
+        true
+    }
     /// The adapter is about to run: the live title (if declared) and the exact command line.
     fn started(&self, _live_title: Option<&str>, _command_line: &str) {}
     /// The adapter returned; `exit_code` is the process's exit code when one ran (probes record it).
@@ -75,4 +79,8 @@ pub trait ExecHooks {
 /// Hooks that do nothing.
 pub struct NoHooks;
 
-impl ExecHooks for NoHooks {}
+impl ExecHooks for NoHooks {
+    fn watching(&self) -> bool {
+        false
+    }
+}

@@ -52,7 +52,9 @@ impl Adapter for WrapAdapter {
             return AdapterResult::fail(Code::AdapterFailed, "internal: the working directory was not opened".to_string());
         };
         let env = child_env(call, wrap, &work.home, &work.tmpdir);
-        call.hooks.started(call.live_title, &command_line(&program, &argv));
+        if call.hooks.watching() {
+            call.hooks.started(call.live_title, &command_line(&program, &argv));
+        }
         let limits = call.sandbox.limits();
         let spawned = process::run(&Spawn {
             program: &program,

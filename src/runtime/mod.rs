@@ -144,7 +144,7 @@ impl Runtime {
                 &parsed_words
             }
         };
-        let audited = Envelope { args: raw_args.clone(), ..env.clone() };
+        let audited = Envelope { pack_id: env.pack_id.clone(), verb_key: env.verb_key.clone(), args: raw_args.clone(), project_id: env.project_id.clone() };
         let env = &audited;
         let audit = |out: ResultEnvelope| self.audit(principal, env, row.operation, out);
         if !record.activated {
@@ -208,7 +208,7 @@ impl Runtime {
             Resolved::Command(c) => Some(*c),
             Resolved::PassThrough(_) => None,
         };
-        let live_title = command.and_then(|c| c.title.render(&checked.values, None));
+        let live_title = command.filter(|_| hooks.watching()).and_then(|c| c.title.render(&checked.values, None));
         let call = Call {
             store: &self.store,
             pack: &pack,

@@ -297,7 +297,9 @@ impl Adapter for CompositeAdapter {
             credentials: creds,
         };
         let args = serde_json::Value::Object(call.args.clone()).to_string();
-        call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
+        if call.hooks.watching() {
+            call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
+        }
         let timeout = Duration::from_millis(limits.timeout_ms);
         let answer = self.block_on(timeout, call_component(prepared, store, ctx, call.verb_key, &args));
         drop(work);

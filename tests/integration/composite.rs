@@ -154,6 +154,39 @@ fn a_guest_blocked_on_a_fifo_in_its_preopen_times_out_and_the_runtime_goes_on() 
 }
 
 #[test]
+fn concurrent_calls_on_one_runtime_each_keep_their_own_deadline() {
+    // A long-lived runtime is called from many threads. While one call spins in wasm until its deadline and
+    // another sleeps in a host call, quick calls on other threads still answer, and both slow calls end at
+    // their deadlines.
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok", "sleep"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 400 }"#);
+    let rt = runtime(&h);
+    assert!(call(&rt, &id, "ok").ok, "warm up");
+    std::thread::scope(|s| {
+        let timed = |verb: &'static str| {
+            let (rt, id) = (&rt, &id);
+            s.spawn(move || {
+                let started = Instant::now();
+                let out = call(rt, id, verb);
+                (out, started.elapsed())
+            })
+        };
+        let (spin, sleep) = (timed("run"), timed("sleep"));
+        let quick: Vec<_> = (0..2).map(|_| s.spawn(|| (0..20).all(|_| call(&rt, &id, "ok").ok))).collect();
+        for q in quick {
+            assert!(q.join().unwrap(), "a quick call failed");
+        }
+        for (name, handle) in [("run", spin), ("sleep", sleep)] {
+            let (out, took) = handle.join().unwrap();
+            assert_eq!(out.code, Some(Code::Timeout), "{name}: {out:?}");
+            assert!(took >= Duration::from_millis(390) && took < Duration::from_millis(1500), "{name} took {took:?}");
+        }
+    });
+    assert!(call(&rt, &id, "ok").ok);
+}
+
+#[test]
 fn a_memory_bomb_ends_in_a_clean_error_and_the_runtime_goes_on() {
     let h = Home::new();
     let id = install_guest(&h, "test-bomb", &["run", "ok"], None);

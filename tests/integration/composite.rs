@@ -53,6 +53,25 @@ fn call(rt: &Runtime, id: &str, verb: &str) -> hcpx::ResultEnvelope {
     rt.exec(&principal(), &Envelope::new(id, verb, Map::new()))
 }
 
+/// Calls `verb` (which never returns by itself) under a 300 ms `timeout_ms`: it must end in `timeout` near the
+/// deadline, and the next call on the same runtime must succeed.
+fn assert_times_out_then_goes_on(rt: &Runtime, id: &str, verb: &str) {
+    let started = Instant::now();
+    let out = call(rt, id, verb);
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(Code::Timeout), "{verb}: {out:?}");
+    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "{verb} took {took:?}");
+    assert!(call(rt, id, "ok").ok, "the call after {verb}");
+}
+
+/// The CLI face of the same: the `hcpx exec` process ends in `timeout` near the deadline, not when the guest would.
+fn assert_cli_times_out(h: &Home, id: &str, verb: &str) {
+    let started = Instant::now();
+    let (rc, env) = h.exec(id, verb, &[]);
+    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+}
+
 #[test]
 fn the_example_component_is_reproducible_from_source() {
     let committed = fs::read(repo().join("packs/transit-composite/adapter.wasm")).unwrap();
@@ -99,12 +118,7 @@ fn an_endless_loop_times_out_near_the_deadline_and_the_runtime_goes_on() {
     h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
     let rt = runtime(&h);
     assert!(call(&rt, &id, "ok").ok, "warm up");
-    let started = Instant::now();
-    let out = call(&rt, &id, "run");
-    let took = started.elapsed();
-    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
-    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
-    assert!(call(&rt, &id, "ok").ok);
+    assert_times_out_then_goes_on(&rt, &id, "run");
 }
 
 #[test]
@@ -115,17 +129,8 @@ fn a_guest_blocked_in_a_host_call_times_out_too_and_the_runtime_goes_on() {
     let id = install_guest(&h, "test-loop", &["run", "ok", "sleep"], None);
     h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
     let rt = runtime(&h);
-    let started = Instant::now();
-    let out = call(&rt, &id, "sleep");
-    let took = started.elapsed();
-    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
-    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
-    assert!(call(&rt, &id, "ok").ok);
-    // The CLI face too: the process ends near the deadline instead of an hour later.
-    let started = Instant::now();
-    let (rc, env) = h.exec(&id, "sleep", &[]);
-    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert_times_out_then_goes_on(&rt, &id, "sleep");
+    assert_cli_times_out(&h, &id, "sleep");
 }
 
 #[test]
@@ -140,17 +145,9 @@ fn a_guest_blocked_on_a_fifo_in_its_preopen_times_out_and_the_runtime_goes_on() 
     let pipe = h.store().join("workspaces").join(&id).join("pipe");
     let made = std::process::Command::new("mkfifo").arg(&pipe).status().unwrap();
     assert!(made.success());
-    let started = Instant::now();
-    let out = call(&rt, &id, "fifo");
-    let took = started.elapsed();
-    assert_eq!(out.code, Some(Code::Timeout), "{out:?}");
-    assert!(took >= Duration::from_millis(290) && took < Duration::from_millis(1500), "took {took:?}");
-    assert!(call(&rt, &id, "ok").ok);
+    assert_times_out_then_goes_on(&rt, &id, "fifo");
     drop(rt);
-    let started = Instant::now();
-    let (rc, env) = h.exec(&id, "fifo", &[]);
-    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert_cli_times_out(&h, &id, "fifo");
 }
 
 #[test]

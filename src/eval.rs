@@ -19,6 +19,8 @@ pub struct EvalOptions {
     pub timeout_ms: u64,
     /// Where `project`-mode packs run (the directory `hcpx eval` started from).
     pub project_dir: Option<PathBuf>,
+    /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
+    pub sandbox: crate::store::config::SandboxConfig,
 }
 
 /// One case's outcome.
@@ -59,7 +61,7 @@ pub fn run_evals(dir: &Path, opts: &EvalOptions, progress: &dyn Fn(usize, usize,
     let Some(evals) = pack.evals.as_ref() else {
         return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", dir.display(), dir.display()));
     };
-    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone())?;
+    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox)?;
     Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }
 

@@ -20,6 +20,7 @@ pub mod adapter;
 pub mod clock;
 pub mod grants;
 pub mod runtime;
+pub mod sandbox;
 pub mod store;
 pub mod trial;
 pub mod check;

@@ -35,6 +35,8 @@ fn main() -> ExitCode {
         Command::Title(a) => cli::info::title(a),
         Command::Allow(a) => cli::manage::allow(a, true),
         Command::Disallow(a) => cli::manage::allow(a, false),
+        Command::AllowNetwork(a) => cli::manage::network(a, true),
+        Command::DisallowNetwork(a) => cli::manage::network(a, false),
         Command::Audit(a) => cli::audit::run(a),
         Command::Doctor(a) => cli::doctor::run(a),
         Command::Credential(c) => cli::credential::run(c),
@@ -60,6 +62,7 @@ fn wants_json(c: &Command) -> bool {
         Command::Exec(a) => a.json.json,
         Command::Title(a) => a.json.json,
         Command::Allow(a) | Command::Disallow(a) => a.json.json,
+        Command::AllowNetwork(a) | Command::DisallowNetwork(a) => a.json.json,
         Command::Credential(CredentialCmd::Set { json, .. } | CredentialCmd::Rm { json, .. }) => json.json,
         Command::Credential(CredentialCmd::List(j)) => j.json,
     }

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::adapter::process::{self, Spawn};
+use crate::sandbox::spawn::{self, Spawn};
 use crate::adapter::wrap::{find_on_path, CHILD_PATH};
 
 use crate::naming::{is_command_name, is_pack_id};
@@ -61,8 +61,8 @@ fn help_text(program: &Path) -> String {
     if let Ok(home) = std::env::var("HOME") {
         env.push(("HOME".to_string(), home));
     }
-    let spec = Spawn { program, argv: &["--help".to_string()], cwd: &cwd, env: &env, timeout: HELP_TIMEOUT, max_output: HELP_CAP };
-    match process::run(&spec) {
+    let spec = Spawn { program, argv: &["--help".to_string()], cwd: &cwd, env: &env, timeout: HELP_TIMEOUT, max_output: HELP_CAP, confine: None };
+    match spawn::run(&spec) {
         Ok(fin) => format!("{}\n{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr)),
         Err(_) => String::new(),
     }

@@ -47,9 +47,11 @@ impl ExecHooks for ExitHook {
 
 impl Trial {
     /// Installs and activates the pack in `dir` in a fresh temporary store with a per-call `timeout_ms`.
-    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>) -> Result<Trial, String> {
+    /// The operator's `sandbox.json` lends the trial what it grants this pack (`packs.<id>`), its kernel settings
+    /// (`disable`, `landlock_abi`, `require`) and its limits; the timeout is the trial's own.
+    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>, operator: &SandboxConfig) -> Result<Trial, String> {
         let home = std::env::temp_dir().join(unique_name("hcpx-trial"));
-        let made = Self::setup(&home, dir, pack, timeout_ms);
+        let made = Self::setup(&home, dir, pack, timeout_ms, operator);
         match made {
             Ok(store) => Ok(Trial {
                 home,
@@ -66,11 +68,17 @@ impl Trial {
         }
     }
 
-    fn setup(home: &Path, dir: &Path, pack: &Pack, timeout_ms: u64) -> Result<Store, String> {
+    fn setup(home: &Path, dir: &Path, pack: &Pack, timeout_ms: u64, operator: &SandboxConfig) -> Result<Store, String> {
         let store = Store::open(home).map_err(|e| e.to_string())?;
         store.install(dir).map_err(|e| e.to_string())?;
         store.set_activated(std::slice::from_ref(&pack.id), true).map_err(|e| e.to_string())?;
-        let mut sandbox = SandboxConfig { timeout_ms: Some(timeout_ms), ..SandboxConfig::default() };
+        let mut sandbox = SandboxConfig {
+            timeout_ms: Some(timeout_ms),
+            allow: Vec::new(),
+            allow_components: None,
+            packs: operator.packs.get(&pack.id).map(|g| [(pack.id.clone(), g.clone())].into_iter().collect()).unwrap_or_default(),
+            ..operator.clone()
+        };
         if let Some(Bin::Name(name)) = pack.wrap.as_ref().map(|w| &w.bin) {
             // Trying a pack explicitly allows its own CLI, and nothing else.
             sandbox.allow.push(name.clone());

@@ -16,6 +16,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$HCPX" install "$here" --json
 "$HCPX" activate ip --json
 "$HCPX" allow ip --json
+# ip reads interfaces, addresses and routes over netlink (its manifest says so in wrap.network)
+"$HCPX" allow-network ip netlink --json
 
 # 1. every eval case
 "$HCPX" eval "$here"

@@ -2,7 +2,6 @@
 //! caller can forget them.
 
 pub mod composite;
-pub mod process;
 pub mod workspace;
 pub mod wrap;
 
@@ -21,6 +20,8 @@ pub struct Call<'a> {
     pub verb_key: &'a str,
     /// The named command, or `None` for a pass-through subcommand.
     pub command: Option<&'a Command>,
+    /// The Policy row is a `write` (a read gets the caller's project read-only).
+    pub write: bool,
     /// Checked arguments.
     pub args: &'a Map<String, Value>,
     /// Extra argv of a pass-through call.
@@ -49,6 +50,8 @@ pub struct AdapterResult {
     pub truncated: Option<bool>,
     /// The process's exit code, when one ran and exited (not killed by a signal).
     pub exit_code: Option<i32>,
+    /// The confinement a wrap's child ran under.
+    pub sandbox: Option<crate::sandbox::SandboxReport>,
 }
 
 impl AdapterResult {

@@ -4,19 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::process::{self, Spawn};
 use super::workspace;
 use super::{Adapter, AdapterResult, Call};
-use crate::pack::{Bin, Pack, WrapTarget};
+use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
+use crate::sandbox::spawn::{self, Spawn};
+use crate::sandbox::{Confinement, KernelProbe, WrapView};
 use crate::store::config::SandboxConfig;
 use crate::render::{cli_selects_json, render_argv};
 use crate::runtime::Code;
 
 /// `PATH` as the child sees it.
 pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// `HCP_SANDBOX` for wraps: no kernel confinement yet.
-pub const WRAP_SANDBOX: &str = "native-local";
 
 /// Runs `kind: wrap` packs.
 pub struct WrapAdapter;
@@ -51,26 +49,53 @@ impl Adapter for WrapAdapter {
         let Some(cwd) = work.dir.as_ref() else {
             return AdapterResult::fail(Code::AdapterFailed, "internal: the working directory was not opened".to_string());
         };
-        let env = child_env(call, wrap, &work.home, &work.tmpdir);
+        let limits = call.sandbox.limits();
+        let probe = KernelProbe::get();
+        let view = WrapView {
+            pack_id: &call.pack.id,
+            pack_dir: &call.pack.dir,
+            program: &program,
+            workdir: &work.path,
+            workdir_writable: workdir_writable(wrap.workspace, call.write),
+            home: &work.home,
+            tmpdir: &work.tmpdir,
+            network: &wrap.network,
+            project: wrap.workspace == WorkspaceMode::Project,
+            timeout_ms: limits.timeout_ms,
+        };
+        let confinement = match Confinement::for_wrap(&view, call.sandbox, &probe) {
+            Ok(c) => c,
+            Err(r) => return AdapterResult::fail(Code::SandboxDenied, r.0),
+        };
+        if call.sandbox.requires_full() && !confinement.full() {
+            return AdapterResult::fail(
+                Code::SandboxDenied,
+                format!(
+                    "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; run hcpx doctor, or remove \"require\": \"full\"",
+                    confinement.missing().join("; ")
+                ),
+            );
+        }
+        let env = child_env(call, wrap, &work.home, &work.tmpdir, confinement.mode());
         if call.hooks.watching() {
             call.hooks.started(call.live_title, &command_line(&program, &argv));
         }
-        let limits = call.sandbox.limits();
-        let spawned = process::run(&Spawn {
+        let spawned = spawn::run(&Spawn {
             program: &program,
             argv: &argv,
             cwd,
             env: &env,
             timeout: Duration::from_millis(limits.timeout_ms),
             max_output: limits.max_output_bytes,
+            confine: Some((&confinement, probe.landlock_abi(call.sandbox))),
         });
         drop(work);
         let fin = match spawned {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: bin {:?} cannot be run: {}", program.display().to_string(), crate::pack::io_reason(&e)))
+            Err(e) if e.not_runnable => {
+                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: bin {:?} cannot be run: {}", program.display().to_string(), crate::pack::io_reason(&e.error)))
             }
-            Err(e) => return AdapterResult::fail(Code::AdapterFailed, format!("cannot start {}: {}", program.display(), crate::pack::io_reason(&e))),
+            Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {} for {}: {e}; run hcpx doctor to see which layers this kernel allows", call.pack.id, program.display())),
         };
         let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
@@ -81,6 +106,7 @@ impl Adapter for WrapAdapter {
             Some(serde_json::from_str(trimmed).unwrap_or_else(|_| serde_json::Value::String(stdout.clone())))
         };
         let mut out = AdapterResult {
+            sandbox: Some(confinement.report()),
             ok: fin.status.success() && !fin.timed_out,
             result,
             stdout: Some(stdout),
@@ -133,7 +159,7 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The child's whole environment: built, never inherited.
-fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path) -> Vec<(String, String)> {
+fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path, mode: &str) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), CHILD_PATH.to_string()),
         ("HOME".to_string(), home.display().to_string()),
@@ -147,8 +173,18 @@ fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path) -> 
         }
     }
     env.retain(|(name, _)| name != "HCP_SANDBOX");
-    env.push(("HCP_SANDBOX".to_string(), WRAP_SANDBOX.to_string()));
+    env.push(("HCP_SANDBOX".to_string(), mode.to_string()));
     env
+}
+
+/// Whether the call may write its working directory (decisions.md §13): the pack's own directories
+/// (`workspace`, `ephemeral`) always, the caller's project only for a `write` row, the installed pack never.
+pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
+    match mode {
+        WorkspaceMode::Workspace | WorkspaceMode::Ephemeral => true,
+        WorkspaceMode::Project => write,
+        WorkspaceMode::None => false,
+    }
 }
 
 /// The exact command, shell-quoted for display only (it never runs through a shell).

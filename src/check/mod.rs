@@ -128,6 +128,8 @@ pub struct CheckOptions {
     pub timeout_ms: u64,
     /// Where `project`-mode packs run: the directory `hcpx check` started from.
     pub project_dir: Option<PathBuf>,
+    /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
+    pub sandbox: crate::store::config::SandboxConfig,
 }
 
 /// A category's own score.
@@ -194,7 +196,7 @@ fn check_pack(
     let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
     let mut trial = None;
     if opts.probe || wants_eval {
-        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone()) {
+        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox) {
             Ok(t) => trial = Some(t),
             Err(e) => skipped.push(format!("probe and eval layers: cannot set up a trial store: {e}")),
         }

@@ -21,7 +21,11 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
             Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
         }
     }
-    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir() };
+    let sandbox = match super::operator_sandbox() {
+        Ok(s) => s,
+        Err(e) => return Ok(super::fail(&p, &e)),
+    };
+    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox };
     let progress = |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
     let report = check_dir(&a.dir, &opts, &progress);
     p.progress_done();

@@ -8,7 +8,11 @@ use hcpx::eval::{run_evals, EvalOptions};
 pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);
     let progress = |n: usize, m: usize, title: &str| p.progress(&format!("case {n} of {m}: {title}"));
-    let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir() };
+    let sandbox = match super::operator_sandbox() {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(&p, &e)),
+    };
+    let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
         Err(e) => return Ok(fail(&p, &e)),

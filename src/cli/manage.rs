@@ -103,6 +103,33 @@ pub fn list(a: &JsonFlag) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
+pub fn network(a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
+    let p = Printer::new(a.json.json);
+    let mut kinds = Vec::new();
+    for k in &a.kinds {
+        match serde_json::from_value::<hcpx::pack::NetKind>(serde_json::Value::String(k.clone())) {
+            Ok(n) => kinds.push(n),
+            Err(_) => return Ok(fail(&p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
+        }
+    }
+    if on && kinds.is_empty() {
+        return Ok(fail(&p, "name the network kinds to allow: inet, netlink"));
+    }
+    match open_store()?.edit_network(&a.pack, &kinds, on) {
+        Ok(list) => {
+            let names: Vec<&str> = list.iter().map(|k| k.as_str()).collect();
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "network": names }));
+            } else {
+                p.message(&format!("network for {}: {}", a.pack, if names.is_empty() { "(none)".to_string() } else { names.join(", ") }));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(&p, &e.to_string())),
+    }
+}
+
 /// `hcpx allow BIN…` / `hcpx disallow BIN…`.
 pub fn allow(a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);

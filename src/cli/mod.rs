@@ -82,6 +82,10 @@ pub enum Command {
     Allow(BinsArgs),
     /// Remove bins from the allow-list.
     Disallow(BinsArgs),
+    /// Let a pack's commands use the network kinds it declares (wrap.network): inet, netlink.
+    AllowNetwork(NetworkArgs),
+    /// Take network kinds back from a pack (all of them when none is named).
+    DisallowNetwork(NetworkArgs),
     /// The audit log, newest last.
     Audit(JsonFlag),
     /// Health of the runtime and the store.
@@ -233,6 +237,17 @@ pub struct BinsArgs {
     pub json: JsonFlag,
 }
 
+/// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
+#[derive(Debug, clap::Args)]
+pub struct NetworkArgs {
+    /// The pack id.
+    pub pack: String,
+    /// `inet` (TCP and UDP over IPv4 and IPv6) or `netlink` (interfaces, addresses, routes).
+    pub kinds: Vec<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
 /// `hcpx credential …`.
 #[derive(Debug, Subcommand)]
 pub enum CredentialCmd {
@@ -264,6 +279,17 @@ pub enum CredentialCmd {
 pub fn open_store() -> anyhow::Result<Store> {
     let home = Store::default_home();
     Store::open(&home).map_err(|e| anyhow::anyhow!("cannot open the store at {}: {e}; set HCP_HOME to a writable directory", home.display()))
+}
+
+/// The operator's `sandbox.json` (defaults when there is none), read without creating the store: `hcpx check`
+/// and `hcpx eval` try a pack under the grants and kernel settings the operator gave it.
+pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> {
+    let path = Store::default_home().join("sandbox.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::pack::io_reason(&e))),
+    }
 }
 
 /// Prints a failure the way the output mode wants it and returns exit 1.

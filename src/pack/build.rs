@@ -244,6 +244,12 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                 argv_template,
                 agent_env,
                 workspace: w.workspace.as_ref().map(|ws| ws.mode).unwrap_or_default(),
+                network: {
+                    let mut n = w.network.clone();
+                    n.sort();
+                    n.dedup();
+                    n
+                },
             })
         }
         AdapterKind::Composite => {

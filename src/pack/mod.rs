@@ -13,7 +13,7 @@ pub use build::{analyze, Analysis};
 pub use files::{io_reason, MAX_FILE_BYTES};
 pub use raw::{
     AdapterKind, BindingMode, Hub, Land, Operation, Plane, PreviewKind, RawEvalFile, RawMeta, Transport,
-    WorkspaceMode,
+    NetKind, WorkspaceMode,
 };
 pub use skill::Skill;
 
@@ -68,6 +68,8 @@ pub struct WrapTarget {
     /// Environment the bin understands; values may hold `{{binding.FIELD}}`.
     pub agent_env: IndexMap<String, Template>,
     pub workspace: WorkspaceMode,
+    /// The network kinds the CLI needs (`wrap.network`), sorted, without repeats.
+    pub network: Vec<NetKind>,
 }
 
 /// `wrap.bin`, classified.

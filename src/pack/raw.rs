@@ -178,6 +178,29 @@ pub struct RawWrap {
     #[serde(default, deserialize_with = "unique_map")]
     pub agent_env: IndexMap<String, String>,
     pub workspace: Option<RawWorkspace>,
+    /// The network kinds the CLI needs; granted only where `sandbox.json` allows the pack.
+    #[serde(default)]
+    pub network: Vec<NetKind>,
+}
+
+/// A kind of network access a wrap may ask for (`wrap.network`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetKind {
+    /// TCP and UDP over IPv4 and IPv6: connect, bind and listen.
+    Inet,
+    /// Kernel netlink sockets (reading interfaces, addresses and routes, as `ip` does).
+    Netlink,
+}
+
+impl NetKind {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetKind::Inet => "inet",
+            NetKind::Netlink => "netlink",
+        }
+    }
 }
 
 /// `wrap.workspace`.

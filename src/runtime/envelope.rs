@@ -87,6 +87,9 @@ pub struct ResultEnvelope {
     /// An output stream was cut at `max_output_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// The confinement a wrap ran under: `sandbox` or `native-local`, and each layer's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxReport>,
     /// On `confirm_required`: the approval card a person sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
@@ -116,6 +119,7 @@ impl ResultEnvelope {
             stdout: None,
             stderr: None,
             truncated: None,
+            sandbox: None,
             preview: None,
             deferred_to_cli: None,
             hint: None,

@@ -214,6 +214,7 @@ impl Runtime {
             pack: &pack,
             verb_key: verb,
             command,
+            write: row.operation == Operation::Write,
             args: &checked.values,
             pass_argv: &pass_argv,
             binding: &binding,
@@ -244,6 +245,7 @@ impl Runtime {
         out.stdout = ran.stdout;
         out.stderr = ran.stderr;
         out.truncated = ran.truncated;
+        out.sandbox = ran.sandbox;
         if ran.ok {
             out.title = command.and_then(|c| c.title.render(&checked.values, Some(ran.result.as_ref().unwrap_or(&Value::Null))));
         }

@@ -28,7 +28,66 @@ pub struct SandboxConfig {
     pub max_output_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
+    /// `"full"`: a wrap call that cannot get every confinement layer is refused (`sandbox_denied`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<Require>,
+    /// Processes (and threads) a wrap call may have at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
+    /// Open files per process of a wrap call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_open_files: Option<u64>,
+    /// The largest file a wrap call may write, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_mb: Option<u64>,
+    /// Data memory (heap and private writable mappings) per process of a wrap call, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrap_memory_mb: Option<u64>,
+    /// Confinement layers the operator turns off (for a kernel where one misbehaves); calls then report them
+    /// as unavailable and run as `native-local`, or are refused under `"require": "full"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disable: Vec<crate::sandbox::LayerName>,
+    /// The highest Landlock ABI to use (default: the kernel's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock_abi: Option<u8>,
+    /// Per-pack loosening, by pack id: extra readable or writable paths and the network kinds it may use.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub packs: std::collections::BTreeMap<String, PackSandbox>,
 }
+
+/// How strict a call's confinement must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Require {
+    /// Apply every layer the kernel offers; run without the ones it lacks (`HCP_SANDBOX=native-local`).
+    BestEffort,
+    /// Refuse a call that cannot get every layer.
+    Full,
+}
+
+/// What the operator grants one pack beyond the default view (`sandbox.json` `packs.<id>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackSandbox {
+    /// Network kinds the pack may use; it must also declare them in `wrap.network`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::pack::NetKind>,
+    /// Extra absolute paths the pack's commands may read (and execute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<std::path::PathBuf>,
+    /// Extra absolute paths the pack's commands may read and write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<std::path::PathBuf>,
+}
+
+/// Default for `max_processes`.
+pub const DEFAULT_MAX_PROCESSES: u64 = 256;
+/// Default for `max_open_files`.
+pub const DEFAULT_MAX_OPEN_FILES: u64 = 1024;
+/// Default for `max_file_mb`.
+pub const DEFAULT_MAX_FILE_MB: u64 = 128;
+/// Default for `wrap_memory_mb`.
+pub const DEFAULT_WRAP_MEMORY_MB: u64 = 2048;
 
 /// The limits a call runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +95,10 @@ pub struct Limits {
     pub timeout_ms: u64,
     pub max_output_bytes: u64,
     pub memory_mb: u64,
+    pub max_processes: u64,
+    pub max_open_files: u64,
+    pub max_file_mb: u64,
+    pub wrap_memory_mb: u64,
 }
 
 impl SandboxConfig {
@@ -45,7 +108,21 @@ impl SandboxConfig {
             timeout_ms: self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
             max_output_bytes: self.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
             memory_mb: self.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
+            max_processes: self.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES).max(1),
+            max_open_files: self.max_open_files.unwrap_or(DEFAULT_MAX_OPEN_FILES).max(16),
+            max_file_mb: self.max_file_mb.unwrap_or(DEFAULT_MAX_FILE_MB),
+            wrap_memory_mb: self.wrap_memory_mb.unwrap_or(DEFAULT_WRAP_MEMORY_MB).max(16),
         }
+    }
+
+    /// True when every layer is required.
+    pub fn requires_full(&self) -> bool {
+        self.require == Some(Require::Full)
+    }
+
+    /// What the operator grants pack `id` beyond the default view.
+    pub fn for_pack(&self, id: &str) -> Option<&PackSandbox> {
+        self.packs.get(id)
     }
 
     /// True when the bare bin `name` is allow-listed.
@@ -80,6 +157,35 @@ impl Store {
         }
         self.write_json("sandbox.json", &cfg)?;
         Ok(cfg.allow)
+    }
+
+    /// Grants (`allow = true`) or takes back network kinds for pack `id` (every kind when `kinds` is empty and
+    /// `allow` is false); returns the pack's kinds after the change.
+    pub fn edit_network(&self, id: &str, kinds: &[crate::pack::NetKind], allow: bool) -> Result<Vec<crate::pack::NetKind>, StoreError> {
+        if !crate::naming::is_pack_id(id) {
+            return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
+        }
+        let _lock = self.lock()?;
+        let mut cfg: SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
+        let entry = cfg.packs.entry(id.to_string()).or_default();
+        if allow {
+            for k in kinds {
+                if !entry.network.contains(k) {
+                    entry.network.push(*k);
+                }
+            }
+            entry.network.sort();
+        } else if kinds.is_empty() {
+            entry.network.clear();
+        } else {
+            entry.network.retain(|k| !kinds.contains(k));
+        }
+        let now = entry.network.clone();
+        if *entry == PackSandbox::default() {
+            cfg.packs.remove(id);
+        }
+        self.write_json("sandbox.json", &cfg)?;
+        Ok(now)
     }
 
     /// The local Principal's grants: `None` when `grants.json` does not exist (every grant).

@@ -35,6 +35,8 @@ fn failing_slow_text_and_verbose_commands_fail_their_cases() {
         { "name": "gate holds", "verb": "put", "expect": { "ok": false, "error": "confirm required" } }
     ] }));
     let dir = f.write(h.t.path());
+    // The operator's grant of the marker directory reaches the trial store eval runs in.
+    h.write_store("sandbox.json", &json!({ "packs": { "probe": { "write": [h.marks()] } } }).to_string());
     let out = h.run(&["eval", dir.to_str().unwrap(), "--json", "--timeout", "400"]);
     assert_eq!(out.status.code(), Some(1));
     let v = stdout_json(&out);

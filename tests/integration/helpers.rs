@@ -212,14 +212,23 @@ pub fn hcpx_with(home: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option
 /// A store with one installed and activated pack, driven through the real binary.
 pub struct Home {
     pub t: TestDir,
+    /// Where the probe bin records its runs: in `marks/`, the one directory outside its own that `install`
+    /// grants the pack in sandbox.json (a wrap is confined to its working directory and TMPDIR).
     pub marker: PathBuf,
 }
 
 impl Home {
     pub fn new() -> Home {
         let t = TestDir::new();
-        let marker = t.join("marker");
+        let marks = t.join("marks");
+        fs::create_dir_all(&marks).expect("mkdir marks");
+        let marker = marks.join("marker");
         Home { t, marker }
+    }
+
+    /// The directory of the marker, writable by installed packs.
+    pub fn marks(&self) -> PathBuf {
+        self.t.join("marks")
     }
 
     /// The store directory.
@@ -257,6 +266,9 @@ impl Home {
         let id = f.surface["id"].as_str().expect("id").to_string();
         let out = self.run(&["activate", &id]);
         assert_eq!(out.status.code(), Some(0), "activate: {}", String::from_utf8_lossy(&out.stderr));
+        let mut packs = serde_json::Map::new();
+        packs.insert(id.clone(), json!({ "write": [self.marks()] }));
+        self.write_store("sandbox.json", &json!({ "packs": packs }).to_string());
         id
     }
 
@@ -265,9 +277,32 @@ impl Home {
         std::fs::read_to_string(&self.marker).map(|s| s.lines().count()).unwrap_or(0)
     }
 
+    /// Writes a file of the store. `sandbox.json` given as a JSON object is merged over the one there, field by
+    /// field and pack by pack, so a test's limits keep the marker grants `install` wrote; anything else (and a
+    /// body that is not an object) is written as it is.
     pub fn write_store(&self, rel: &str, body: &str) {
         std::fs::create_dir_all(self.store()).expect("mkdir");
-        std::fs::write(self.store().join(rel), body).expect("write");
+        let path = self.store().join(rel);
+        if rel == "sandbox.json" {
+            let old: Option<Value> = fs::read_to_string(&path).ok().and_then(|s| serde_json::from_str(&s).ok());
+            if let (Some(Value::Object(mut old)), Ok(Value::Object(new))) = (old, serde_json::from_str::<Value>(body)) {
+                for (k, v) in new {
+                    match (k.as_str(), old.get_mut("packs"), &v) {
+                        ("packs", Some(Value::Object(have)), Value::Object(more)) => {
+                            for (id, g) in more {
+                                have.insert(id.clone(), g.clone());
+                            }
+                        }
+                        _ => {
+                            old.insert(k, v);
+                        }
+                    }
+                }
+                fs::write(&path, Value::Object(old).to_string()).expect("write");
+                return;
+            }
+        }
+        std::fs::write(path, body).expect("write");
     }
 }
 

@@ -16,3 +16,4 @@ mod golden;
 mod eval;
 mod attacks;
 mod check;
+mod escape;

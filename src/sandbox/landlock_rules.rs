@@ -1,0 +1,56 @@
+//! The Landlock ruleset of one call, built in the runtime (where paths can still be opened) and handed to the
+//! child as a descriptor, which restricts itself with it just before exec.
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope, ABI,
+};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use super::{Confinement, LayerName};
+
+fn abi_of(n: u8) -> ABI {
+    match n {
+        0 => ABI::Unsupported,
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        // Later ABIs add no access rights this ruleset uses (7 adds logging).
+        _ => ABI::V6,
+    }
+}
+
+/// The ruleset for `c` at Landlock ABI `abi`, or `None` when Landlock does not apply.
+pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, String> {
+    if abi == 0 || !c.applies(LayerName::Landlock) {
+        return Ok(None);
+    }
+    let abi = abi_of(abi);
+    let err = |e: landlock::RulesetError| format!("cannot build the Landlock ruleset: {e}");
+    let mut rs = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi)).map_err(err)?;
+    if c.enforces(LayerName::LandlockNet) {
+        rs = rs.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(err)?;
+    }
+    if c.enforces(LayerName::LandlockScope) {
+        rs = rs.scope(Scope::AbstractUnixSocket | Scope::Signal).map_err(err)?;
+    }
+    let mut created = rs.create().map_err(err)?;
+    for p in &c.read {
+        created = add(created, p, AccessFs::from_read(abi), abi)?;
+    }
+    for p in &c.write {
+        created = add(created, p, AccessFs::from_all(abi), abi)?;
+    }
+    Ok(created.into())
+}
+
+/// Adds a rule for `path` (skipped when it does not exist); a file gets only the rights files have.
+fn add(rs: RulesetCreated, path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Result<RulesetCreated, String> {
+    let Ok(fd) = PathFd::new(path) else { return Ok(rs) };
+    let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    let access = if is_dir { access } else { access & AccessFs::from_file(abi) };
+    rs.add_rule(PathBeneath::new(fd, access)).map_err(|e| format!("cannot add the Landlock rule for {}: {e}", path.display()))
+}

@@ -1,0 +1,287 @@
+//! Confinement: what a wrap's child may reach, as one plain value built from the pack, the Policy row,
+//! `sandbox.json` and the working directory, and the kernel layers that enforce it between clone and exec.
+//!
+//! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
+//! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
+
+pub mod landlock_rules;
+pub mod probe;
+pub mod seccomp;
+pub mod spawn;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::pack::NetKind;
+use crate::store::config::SandboxConfig;
+pub use probe::KernelProbe;
+
+/// The system paths every wrap may read and execute: programs, libraries and the few files of `/etc` that
+/// CLIs read to start (the loader cache, names of users and groups, time zone, certificates, alternatives).
+/// Nothing else of `/etc` (no `shadow`, no `ssh`), no `/home`, no `/root`, no `/tmp`, no `/run`, no `/var`.
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/gitconfig",
+    "/etc/iproute2",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/terminfo",
+    "/proc",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Device files every wrap may also write (output thrown away).
+pub const SYSTEM_WRITE: &[&str] = &["/dev/null", "/dev/full"];
+
+/// A confinement layer, as `doctor`, a call's result and `sandbox.json` `disable` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerName {
+    /// Landlock on the filesystem: the only readable, writable and executable paths.
+    Landlock,
+    /// Landlock on TCP: no connect, no bind (ABI 4).
+    LandlockNet,
+    /// Landlock scopes: no signals to, and no abstract UNIX sockets of, processes outside the call (ABI 6).
+    LandlockScope,
+    /// seccomp-bpf: no socket families beyond `AF_UNIX` (and what the pack was granted), no io_uring, no
+    /// namespace, module, key, bpf, ptrace or reboot calls.
+    Seccomp,
+    /// Every capability dropped (a child of a root runtime keeps uid 0, not its privileges).
+    Capabilities,
+    /// `no_new_privs`: set-user-ID and file capabilities give nothing.
+    NoNewPrivs,
+    /// The call's own PID namespace: when the command ends, everything it started ends.
+    PidNamespace,
+    /// A mount namespace keeping `.git/config` and `.git/hooks` read-only in a writable project.
+    MountNamespace,
+    /// Resource limits: core dumps, open files, file size, data memory, CPU time.
+    Rlimits,
+    /// A cap on the call's processes (`max_processes`).
+    ProcessLimit,
+}
+
+impl LayerName {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerName::Landlock => "landlock",
+            LayerName::LandlockNet => "landlock-net",
+            LayerName::LandlockScope => "landlock-scope",
+            LayerName::Seccomp => "seccomp",
+            LayerName::Capabilities => "capabilities",
+            LayerName::NoNewPrivs => "no-new-privs",
+            LayerName::PidNamespace => "pid-namespace",
+            LayerName::MountNamespace => "mount-namespace",
+            LayerName::Rlimits => "rlimits",
+            LayerName::ProcessLimit => "process-limit",
+        }
+    }
+}
+
+/// Whether a layer held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerStatus {
+    Enforced,
+    Partial,
+    Unavailable,
+}
+
+/// One layer of a call's confinement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Layer {
+    pub name: LayerName,
+    pub status: LayerStatus,
+    /// Why, in words: what it covers, or what is missing and what to do.
+    pub detail: String,
+}
+
+/// Limits set in the child before exec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ChildLimits {
+    pub max_processes: u64,
+    pub max_open_files: u64,
+    pub max_file_bytes: u64,
+    pub memory_bytes: u64,
+    pub cpu_seconds: u64,
+}
+
+/// Everything a wrap call may reach, and how that is enforced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Confinement {
+    /// Readable and executable paths (directories cover what is beneath them).
+    pub read: Vec<PathBuf>,
+    /// Readable and writable paths.
+    pub write: Vec<PathBuf>,
+    /// Network kinds granted (declared by the pack and allowed by `sandbox.json`).
+    pub network: Vec<NetKind>,
+    /// Paths kept read-only inside a writable working directory (`.git/config`, `.git/hooks`), and `.git`
+    /// itself pinned so it cannot be renamed away, through a mount namespace.
+    pub protect: Vec<PathBuf>,
+    /// `.git` directories pinned in place (bind-mounted on themselves).
+    pub pin: Vec<PathBuf>,
+    pub limits: ChildLimits,
+    /// The layers that apply, with what the kernel gives.
+    pub layers: Vec<Layer>,
+}
+
+/// What a wrap call's view is made from.
+pub struct WrapView<'a> {
+    pub pack_id: &'a str,
+    /// The installed pack (read, execute).
+    pub pack_dir: &'a Path,
+    /// The resolved program (read, execute), when it lies outside the system paths.
+    pub program: &'a Path,
+    pub workdir: &'a Path,
+    /// The working directory is writable (workspace and ephemeral modes, project mode for a `write` row).
+    pub workdir_writable: bool,
+    /// The child's `HOME` (the pack's workspace): readable; writable when it is the working directory.
+    pub home: &'a Path,
+    /// The call's private `TMPDIR` (read, write).
+    pub tmpdir: &'a Path,
+    /// The network kinds the pack declares (`wrap.network`).
+    pub network: &'a [NetKind],
+    /// Project mode: protect the project's `.git` when the working directory is writable.
+    pub project: bool,
+    pub timeout_ms: u64,
+}
+
+/// A call that cannot be confined as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl Confinement {
+    /// Plans a wrap call's confinement. Refuses a pack that asks for network `sandbox.json` does not grant it,
+    /// and an operator path that is not absolute.
+    pub fn for_wrap(view: &WrapView<'_>, cfg: &SandboxConfig, probe: &KernelProbe) -> Result<Confinement, Refusal> {
+        let extra = cfg.for_pack(view.pack_id);
+        let granted: Vec<NetKind> = extra.map(|e| e.network.clone()).unwrap_or_default();
+        if let Some(missing) = view.network.iter().find(|k| !granted.contains(k)) {
+            return Err(Refusal(format!(
+                "sandbox: pack {} needs {} network access (wrap.network), which sandbox.json does not grant it; if you trust it, run hcpx allow-network {} {}",
+                view.pack_id,
+                missing.as_str(),
+                view.pack_id,
+                missing.as_str()
+            )));
+        }
+        let network: Vec<NetKind> = view.network.to_vec();
+        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
+        read.push(view.pack_dir.to_path_buf());
+        read.push(view.program.to_path_buf());
+        read.push(view.home.to_path_buf());
+        if view.workdir_writable {
+            write.push(view.workdir.to_path_buf());
+        } else {
+            read.push(view.workdir.to_path_buf());
+        }
+        write.push(view.tmpdir.to_path_buf());
+        if let Some(e) = extra {
+            for (list, into) in [(&e.read, &mut read), (&e.write, &mut write)] {
+                for p in list {
+                    if !p.is_absolute() {
+                        return Err(Refusal(format!(
+                            "sandbox: sandbox.json packs.{}: path {:?} is not absolute; give the full path",
+                            view.pack_id,
+                            p.display().to_string()
+                        )));
+                    }
+                    into.push(p.clone());
+                }
+            }
+        }
+        let (protect, pin) = if view.project && view.workdir_writable {
+            let git = view.workdir.join(".git");
+            if git.is_dir() {
+                (vec![git.join("config"), git.join("hooks")].into_iter().filter(|p| p.exists()).collect(), vec![git])
+            } else {
+                (Vec::new(), Vec::new())
+            }
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let l = cfg.limits();
+        let limits = ChildLimits {
+            max_processes: l.max_processes,
+            max_open_files: l.max_open_files,
+            max_file_bytes: l.max_file_mb.saturating_mul(1 << 20),
+            memory_bytes: l.wrap_memory_mb.saturating_mul(1 << 20),
+            cpu_seconds: view.timeout_ms.div_ceil(1000) + 1,
+        };
+        let mut c = Confinement { read, write, network, protect, pin, limits, layers: Vec::new() };
+        c.layers = probe.layers_for(&c, cfg);
+        Ok(c)
+    }
+
+    /// Every layer held: the child's `HCP_SANDBOX` is `sandbox`.
+    pub fn full(&self) -> bool {
+        self.layers.iter().all(|l| l.status == LayerStatus::Enforced)
+    }
+
+    /// The child's `HCP_SANDBOX`: `sandbox` when every layer held, `native-local` otherwise.
+    pub fn mode(&self) -> &'static str {
+        if self.full() {
+            "sandbox"
+        } else {
+            "native-local"
+        }
+    }
+
+    /// Whether `name` applies to this call and is enforced.
+    pub fn enforces(&self, name: LayerName) -> bool {
+        self.layers.iter().any(|l| l.name == name && l.status == LayerStatus::Enforced)
+    }
+
+    /// Whether `name` applies at all (enforced or partial).
+    pub fn applies(&self, name: LayerName) -> bool {
+        self.layers.iter().any(|l| l.name == name && l.status != LayerStatus::Unavailable)
+    }
+
+    /// The layers that did not fully hold, in words (for `sandbox_denied` under `"require": "full"`).
+    pub fn missing(&self) -> Vec<String> {
+        self.layers.iter().filter(|l| l.status != LayerStatus::Enforced).map(|l| format!("{} ({})", l.name.as_str(), l.detail)).collect()
+    }
+
+    /// What a call's result reports: the mode and each layer's status.
+    pub fn report(&self) -> SandboxReport {
+        SandboxReport { mode: self.mode().to_string(), layers: self.layers.iter().map(|l| (l.name, l.status)).collect() }
+    }
+}
+
+/// The confinement a wrap call ran under, as its result reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxReport {
+    /// `sandbox` when every layer held, `native-local` otherwise (the child's `HCP_SANDBOX`).
+    pub mode: String,
+    pub layers: BTreeMap<LayerName, LayerStatus>,
+}

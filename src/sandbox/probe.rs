@@ -1,0 +1,190 @@
+//! What this kernel and this process can enforce, read once per process, and which layers a call gets from it.
+
+use std::sync::OnceLock;
+
+use super::{Confinement, Layer, LayerName, LayerStatus};
+use crate::pack::NetKind;
+use crate::store::config::SandboxConfig;
+
+const CAP_SETPCAP: u32 = 8;
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// The kernel's and the process's sandboxing abilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelProbe {
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: u8,
+    /// seccomp filters are available.
+    pub seccomp: bool,
+    /// The process's effective capabilities (a bit per capability).
+    pub cap_eff: u64,
+    /// The kernel's highest capability number.
+    pub cap_last: u32,
+    /// Each PID namespace has its own `pid_max` (Linux 6.14+).
+    pub pid_max_per_ns: bool,
+    /// The effective uid is 0.
+    pub root: bool,
+}
+
+impl KernelProbe {
+    /// The probe of this process (read once).
+    pub fn get() -> KernelProbe {
+        static PROBE: OnceLock<KernelProbe> = OnceLock::new();
+        *PROBE.get_or_init(KernelProbe::read)
+    }
+
+    fn read() -> KernelProbe {
+        // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only returns the ABI number.
+        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL on a kernel without seccomp.
+        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let cap_eff = status
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
+        // SAFETY: geteuid has no failure mode.
+        let root = unsafe { libc::geteuid() } == 0;
+        KernelProbe { landlock_abi: abi.clamp(0, 255) as u8, seccomp, cap_eff, cap_last, pid_max_per_ns: kernel_at_least(6, 14), root }
+    }
+
+    fn has_cap(&self, cap: u32) -> bool {
+        self.cap_eff & (1u64 << cap) != 0
+    }
+
+    /// Namespaces can be made (CAP_SYS_ADMIN).
+    pub fn namespaces(&self) -> bool {
+        self.has_cap(CAP_SYS_ADMIN)
+    }
+
+    /// The Landlock ABI a call uses: the kernel's, capped by `sandbox.json` `landlock_abi`; 0 when turned off.
+    pub fn landlock_abi(&self, cfg: &SandboxConfig) -> u8 {
+        if cfg.disable.contains(&LayerName::Landlock) {
+            return 0;
+        }
+        self.landlock_abi.min(cfg.landlock_abi.unwrap_or(u8::MAX))
+    }
+
+    /// Every layer for the whole runtime, as `hcpx doctor` lists them (as a plain writable call would get them).
+    pub fn doctor_layers(&self, cfg: &SandboxConfig) -> Vec<Layer> {
+        let c = Confinement {
+            read: Vec::new(),
+            write: Vec::new(),
+            network: Vec::new(),
+            protect: vec![std::path::PathBuf::from(".git/config")],
+            pin: Vec::new(),
+            limits: super::ChildLimits { max_processes: cfg.limits().max_processes, max_open_files: 0, max_file_bytes: 0, memory_bytes: 0, cpu_seconds: 0 },
+            layers: Vec::new(),
+        };
+        self.layers_for(&c, cfg)
+    }
+
+    /// The layers a call with confinement `c` gets on this kernel under `cfg`.
+    pub fn layers_for(&self, c: &Confinement, cfg: &SandboxConfig) -> Vec<Layer> {
+        let off = |n: LayerName| cfg.disable.contains(&n);
+        let mut out = Vec::new();
+        let mut add = |name: LayerName, status: LayerStatus, detail: String| out.push(Layer { name, status, detail });
+        let turned_off = "turned off in sandbox.json (disable)".to_string();
+        let abi = self.landlock_abi(cfg);
+        let capped = cfg.landlock_abi.is_some_and(|a| a < self.landlock_abi);
+        let abi_note = if capped { format!("ABI {abi} (capped in sandbox.json; the kernel has {})", self.landlock_abi) } else { format!("ABI {abi}") };
+        if off(LayerName::Landlock) {
+            add(LayerName::Landlock, LayerStatus::Unavailable, turned_off.clone());
+        } else if abi == 0 {
+            add(LayerName::Landlock, LayerStatus::Unavailable, "the kernel has no Landlock (Linux 5.13+ with landlock in its lsm= list): the child can read and write whatever the user can".into());
+        } else if abi < 3 {
+            add(LayerName::Landlock, LayerStatus::Partial, format!("{abi_note}: truncating a readable file is not restricted before ABI 3"));
+        } else {
+            add(LayerName::Landlock, LayerStatus::Enforced, format!("{abi_note}: only the system paths, the pack, the working directory and TMPDIR"));
+        }
+        if !c.network.contains(&NetKind::Inet) {
+            if off(LayerName::LandlockNet) {
+                add(LayerName::LandlockNet, LayerStatus::Unavailable, turned_off.clone());
+            } else if abi < 4 {
+                add(LayerName::LandlockNet, LayerStatus::Unavailable, format!("{abi_note} has no TCP rules (ABI 4)"));
+            } else {
+                add(LayerName::LandlockNet, LayerStatus::Enforced, "no TCP connect or bind".into());
+            }
+        }
+        if off(LayerName::LandlockScope) {
+            add(LayerName::LandlockScope, LayerStatus::Unavailable, turned_off.clone());
+        } else if abi < 6 {
+            add(LayerName::LandlockScope, LayerStatus::Unavailable, format!("{abi_note}: signals to and abstract UNIX sockets of outside processes are not scoped (ABI 6)"));
+        } else {
+            add(LayerName::LandlockScope, LayerStatus::Enforced, "no signals to, or abstract UNIX sockets of, processes outside the call".into());
+        }
+        if off(LayerName::Seccomp) {
+            add(LayerName::Seccomp, LayerStatus::Unavailable, turned_off.clone());
+        } else if !self.seccomp {
+            add(LayerName::Seccomp, LayerStatus::Unavailable, "the kernel has no seccomp filters".into());
+        } else {
+            let nets: Vec<&str> = c.network.iter().map(|n| n.as_str()).collect();
+            let allowed = if nets.is_empty() { "AF_UNIX sockets only".to_string() } else { format!("AF_UNIX and {} sockets", nets.join(", ")) };
+            add(LayerName::Seccomp, LayerStatus::Enforced, format!("{allowed}; no io_uring, namespaces, modules, keys, bpf or ptrace"));
+        }
+        if off(LayerName::Capabilities) {
+            add(LayerName::Capabilities, LayerStatus::Unavailable, turned_off.clone());
+        } else if self.cap_eff == 0 {
+            add(LayerName::Capabilities, LayerStatus::Enforced, "the runtime holds no capabilities".into());
+        } else if self.has_cap(CAP_SETPCAP) {
+            add(LayerName::Capabilities, LayerStatus::Enforced, "every capability and the bounding set dropped before exec".into());
+        } else {
+            add(LayerName::Capabilities, LayerStatus::Partial, "the runtime holds capabilities but not CAP_SETPCAP, so the bounding set stays".into());
+        }
+        if off(LayerName::NoNewPrivs) {
+            add(LayerName::NoNewPrivs, LayerStatus::Unavailable, turned_off.clone());
+        } else {
+            add(LayerName::NoNewPrivs, LayerStatus::Enforced, "set-user-ID bits and file capabilities give nothing".into());
+        }
+        let pidns = !off(LayerName::PidNamespace) && self.namespaces();
+        if off(LayerName::PidNamespace) {
+            add(LayerName::PidNamespace, LayerStatus::Unavailable, format!("{turned_off}: only the process group is killed, so a process that calls setsid can outlive the call"));
+        } else if pidns {
+            add(LayerName::PidNamespace, LayerStatus::Enforced, "when the command ends or times out, everything it started is killed".into());
+        } else {
+            add(LayerName::PidNamespace, LayerStatus::Unavailable, "needs CAP_SYS_ADMIN: only the process group is killed, so a process that calls setsid can outlive the call".into());
+        }
+        if !c.protect.is_empty() || !c.pin.is_empty() {
+            if off(LayerName::MountNamespace) {
+                add(LayerName::MountNamespace, LayerStatus::Unavailable, format!("{turned_off}: .git/config and .git/hooks stay writable"));
+            } else if self.namespaces() {
+                add(LayerName::MountNamespace, LayerStatus::Enforced, ".git/config and .git/hooks are read-only and .git cannot be renamed away".into());
+            } else {
+                add(LayerName::MountNamespace, LayerStatus::Unavailable, "needs CAP_SYS_ADMIN: .git/config and .git/hooks stay writable".into());
+            }
+        }
+        if off(LayerName::Rlimits) {
+            add(LayerName::Rlimits, LayerStatus::Unavailable, turned_off.clone());
+        } else {
+            add(LayerName::Rlimits, LayerStatus::Enforced, "no core dumps; open files, file size, data memory and CPU time capped".into());
+        }
+        let n = c.limits.max_processes;
+        if off(LayerName::ProcessLimit) {
+            add(LayerName::ProcessLimit, LayerStatus::Unavailable, turned_off);
+        } else if !self.root {
+            add(LayerName::ProcessLimit, LayerStatus::Partial, format!("RLIMIT_NPROC {n}, which counts every process of the user, not only the call's"));
+        } else if pidns && self.pid_max_per_ns {
+            add(LayerName::ProcessLimit, LayerStatus::Enforced, format!("at most {} processes (the call's PID namespace pid_max)", n.max(300)));
+        } else if pidns {
+            add(LayerName::ProcessLimit, LayerStatus::Unavailable, "the kernel has no per-namespace pid_max (Linux 6.14+) and root ignores RLIMIT_NPROC".into());
+        } else {
+            add(LayerName::ProcessLimit, LayerStatus::Unavailable, "root ignores RLIMIT_NPROC and there is no PID namespace to cap".into());
+        }
+        out
+    }
+}
+
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    // SAFETY: uname fills a plain struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid out-parameter.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return false;
+    }
+    let release: String = u.release.iter().take_while(|c| **c != 0).map(|c| *c as u8 as char).collect();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let (ma, mi) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (ma, mi) >= (major, minor)
+}

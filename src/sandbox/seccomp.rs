@@ -1,0 +1,109 @@
+//! The seccomp-bpf programs a wrap's child loads before exec: socket families beyond `AF_UNIX` (and the kinds
+//! the pack was granted) fail with `EACCES`; calls no CLI needs and sandboxes are escaped through fail with
+//! `EPERM`; `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so libc falls back to `clone`.
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::pack::NetKind;
+
+/// Calls refused outright.
+const DENIED: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_acct,
+    libc::SYS_quotactl,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_syslog,
+];
+
+/// Namespace flags `clone` may not carry.
+const CLONE_NS: &[u64] = &[
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// The programs for a call granted `network`, compiled once per process and set of kinds.
+pub fn programs(network: &[NetKind]) -> Result<Arc<Vec<BpfProgram>>, String> {
+    static CACHE: OnceLock<Mutex<HashMap<Vec<NetKind>, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(p) = cache.lock().ok().and_then(|m| m.get(network).cloned()) {
+        return Ok(p);
+    }
+    let built = Arc::new(build(network).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
+    if let Ok(mut m) = cache.lock() {
+        m.insert(network.to_vec(), built.clone());
+    }
+    Ok(built)
+}
+
+fn build(network: &[NetKind]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+    let dword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v);
+    let qword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, v);
+
+    // socket(domain, ...): refused unless the domain is allowed.
+    let mut allowed = vec![libc::AF_UNIX as u64];
+    if network.contains(&NetKind::Inet) {
+        allowed.extend([libc::AF_INET as u64, libc::AF_INET6 as u64]);
+    }
+    if network.contains(&NetKind::Netlink) {
+        allowed.push(libc::AF_NETLINK as u64);
+    }
+    let not_allowed = allowed.iter().map(|d| dword(0, SeccompCmpOp::Ne, *d)).collect::<Result<Vec<_>, _>>()?;
+    let sockets = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_socket, vec![SeccompRule::new(not_allowed)?])]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )?;
+
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|n| (*n, Vec::new())).collect();
+    let ns = CLONE_NS
+        .iter()
+        .map(|f| Ok(SeccompRule::new(vec![qword(0, SeccompCmpOp::MaskedEq(*f), *f)?])?))
+        .collect::<Result<Vec<_>, seccompiler::Error>>()?;
+    rules.insert(libc::SYS_clone, ns);
+    let denied = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+
+    let clone3 = SeccompFilter::new(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
+
+    Ok(vec![sockets.try_into()?, denied.try_into()?, clone3.try_into()?])
+}

@@ -1,0 +1,485 @@
+//! Starts a wrap's child confined, with no shell: `clone(CLONE_VM | CLONE_VFORK)` into the child's own PID (and,
+//! when needed, mount) namespace, where it sets its limits, drops its capabilities, restricts itself with
+//! Landlock and seccomp, and execs the bin. Nothing of the runtime is copied (as posix_spawn, no page tables),
+//! and nothing is applied to the runtime itself. Then the output is capped and the whole call is killed at the
+//! deadline, and when the child exits.
+
+use cap_std::fs::Dir;
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::{Confinement, LayerName};
+
+/// What to run.
+pub struct Spawn<'a> {
+    pub program: &'a Path,
+    pub argv: &'a [String],
+    /// The working directory, handed over as an open directory (fchdir), never a path.
+    pub cwd: &'a Dir,
+    pub env: &'a [(String, String)],
+    pub timeout: Duration,
+    pub max_output: u64,
+    /// The confinement and the Landlock ABI to apply; `None` runs the child with only a fresh environment
+    /// (`hcpx wrap` reading a CLI's `--help` on the user's behalf).
+    pub confine: Option<(&'a Confinement, u8)>,
+}
+
+/// How it ended.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub truncated: bool,
+}
+
+impl Finished {
+    /// A short description of a non-zero or signalled end.
+    pub fn describe_exit(&self) -> String {
+        match (self.status.code(), self.status.signal()) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("killed by signal {s}{}", signal_hint(s)),
+            _ => "ended abnormally".into(),
+        }
+    }
+}
+
+fn signal_hint(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGXFSZ => " (SIGXFSZ: a file grew past max_file_mb in sandbox.json)",
+        libc::SIGXCPU => " (SIGXCPU: CPU time ran out)",
+        libc::SIGSYS => " (SIGSYS: a system call the sandbox refuses)",
+        _ => "",
+    }
+}
+
+/// Why the child could not be started.
+#[derive(Debug)]
+pub struct SpawnError {
+    /// The step that failed, in words.
+    pub stage: &'static str,
+    pub error: io::Error,
+    /// The program was missing or not executable (a `sandbox_denied`, not a crash).
+    pub not_runnable: bool,
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.stage, crate::pack::io_reason(&self.error))
+    }
+}
+
+const STAGES: &[&str] = &[
+    "",
+    "cannot cap the call's processes (pid_max)",
+    "cannot set up the mount namespace",
+    "cannot set the resource limits",
+    "cannot enter the working directory",
+    "cannot connect the standard streams",
+    "cannot drop capabilities",
+    "cannot set no_new_privs",
+    "cannot apply Landlock",
+    "cannot apply the seccomp filter",
+    "cannot start the program",
+];
+const STAGE_EXEC: i32 = 10;
+
+/// Everything the child reads, prepared by the parent: the child only makes system calls.
+struct ChildArgs {
+    program: CString,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: RawFd,
+    stdio: [RawFd; 3],
+    pid_max: Option<(CString, Vec<u8>)>,
+    /// (path, read-only, extra mount flags kept from the mount it sits on)
+    mounts: Vec<(CString, bool, libc::c_ulong)>,
+    rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+    drop_caps: Option<u32>,
+    nnp: bool,
+    landlock: RawFd,
+    filters: Vec<libc::sock_fprog>,
+    empty_mask: libc::sigset_t,
+    stage: AtomicI32,
+    errno: AtomicI32,
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+/// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked off.
+const SECURE_BITS: libc::c_ulong = 0xEF;
+const STACK_BYTES: usize = 256 * 1024;
+
+/// Runs the child to completion or to the deadline.
+pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
+    let (out_r, out_w) = pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
+    let (err_r, err_w) = pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
+    let null = File::open("/dev/null").map_err(|e| SpawnError { stage: "cannot open /dev/null", error: e, not_runnable: false })?;
+    let pid = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
+    drop((out_w, err_w, null));
+    let cap = spec.max_output;
+    let (tx_out, rx_out) = mpsc::channel();
+    let (tx_err, rx_err) = mpsc::channel();
+    let out_file = File::from(out_r);
+    let err_file = File::from(err_r);
+    std::thread::spawn(move || {
+        let _ = tx_out.send(read_capped(out_file, cap));
+    });
+    std::thread::spawn(move || {
+        let _ = tx_err.send(read_capped(err_file, cap));
+    });
+    // Wait without reaping, so neither the process group id nor the namespace can be reused before the kill.
+    let (tx_exit, rx_exit) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx_exit.send(wait_no_reap(pid));
+    });
+    let timed_out = match rx_exit.recv_timeout(spec.timeout) {
+        Ok(_) => false,
+        Err(_) => {
+            kill_call(pid);
+            let _ = rx_exit.recv();
+            true
+        }
+    };
+    kill_call(pid);
+    let status = reap(pid).map_err(|e| SpawnError { stage: "cannot wait for the program", error: e, not_runnable: false })?;
+    let grace = Duration::from_millis(500);
+    // Without a PID namespace a process that left the group may still hold the pipes: give up on them after a
+    // grace period, and say the output is incomplete.
+    let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or((Vec::new(), true));
+    let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or((Vec::new(), true));
+    Ok(Finished { status, timed_out, stdout, stderr, truncated: t1 || t2 })
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here only.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
+    CString::new(s.as_bytes()).map_err(|_| SpawnError {
+        stage: "cannot pass an argument",
+        error: io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the program, an argument or the environment"),
+        not_runnable: false,
+    })
+}
+
+/// Prepares the child's arguments and clones it; returns its pid once it has exec'd.
+fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError> {
+    let program = cstring(spec.program.as_os_str())?;
+    let argv_c: Vec<CString> = std::iter::once(Ok(program.clone())).chain(spec.argv.iter().map(|a| cstring(OsStr::new(a)))).collect::<Result<_, _>>()?;
+    let env_c: Vec<CString> = spec.env.iter().map(|(k, v)| cstring(OsStr::new(&format!("{k}={v}")))).collect::<Result<_, _>>()?;
+    let fail = |stage: &'static str, error: io::Error| SpawnError { stage, error, not_runnable: false };
+
+    let mut pidns = false;
+    let mut mountns = false;
+    let mut landlock_fd: Option<OwnedFd> = None;
+    let mut programs = None;
+    let mut args = ChildArgs {
+        program,
+        argv: argv_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
+        envp: env_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
+        cwd: spec.cwd.as_fd().as_raw_fd(),
+        stdio,
+        pid_max: None,
+        mounts: Vec::new(),
+        rlimits: Vec::new(),
+        drop_caps: None,
+        nnp: false,
+        landlock: -1,
+        filters: Vec::new(),
+        // SAFETY: an all-zero sigset_t is a valid value; sigemptyset below makes it the empty set.
+        empty_mask: unsafe { std::mem::zeroed() },
+        stage: AtomicI32::new(0),
+        errno: AtomicI32::new(0),
+    };
+    // SAFETY: `empty_mask` is a valid sigset_t.
+    unsafe { libc::sigemptyset(&mut args.empty_mask) };
+    if let Some((c, abi)) = spec.confine {
+        let probe = super::KernelProbe::get();
+        pidns = c.applies(LayerName::PidNamespace);
+        if pidns && c.applies(LayerName::ProcessLimit) && probe.root {
+            let n = c.limits.max_processes.max(300) + 1;
+            args.pid_max = Some((CString::from(c"/proc/sys/kernel/pid_max"), n.to_string().into_bytes()));
+        }
+        if c.applies(LayerName::MountNamespace) {
+            mountns = true;
+            for (p, ro) in c.pin.iter().map(|p| (p, false)).chain(c.protect.iter().map(|p| (p, true))) {
+                args.mounts.push((cstring(p.as_os_str())?, ro, mount_flags(p)));
+            }
+        }
+        if c.applies(LayerName::Rlimits) {
+            let l = &c.limits;
+            let r = |v: u64| libc::rlimit { rlim_cur: v as libc::rlim_t, rlim_max: v as libc::rlim_t };
+            args.rlimits = vec![
+                (libc::RLIMIT_CORE, r(0)),
+                (libc::RLIMIT_NOFILE, r(l.max_open_files)),
+                (libc::RLIMIT_FSIZE, r(l.max_file_bytes)),
+                (libc::RLIMIT_DATA, r(l.memory_bytes)),
+                (libc::RLIMIT_CPU, r(l.cpu_seconds)),
+            ];
+        }
+        if c.applies(LayerName::ProcessLimit) && !probe.root {
+            args.rlimits.push((libc::RLIMIT_NPROC, libc::rlimit { rlim_cur: c.limits.max_processes as libc::rlim_t, rlim_max: c.limits.max_processes as libc::rlim_t }));
+        }
+        if c.applies(LayerName::Capabilities) && probe.cap_eff != 0 {
+            args.drop_caps = Some(probe.cap_last);
+        }
+        args.nnp = c.applies(LayerName::NoNewPrivs) || c.applies(LayerName::Landlock) || c.applies(LayerName::Seccomp);
+        landlock_fd = super::landlock_rules::build(c, abi).map_err(|e| fail("cannot prepare Landlock", io::Error::other(e)))?;
+        args.landlock = landlock_fd.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+        if c.applies(LayerName::Seccomp) {
+            let p = super::seccomp::programs(&c.network).map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
+            args.filters = p.iter().map(|prog| libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter }).collect();
+            programs = Some(p);
+        }
+    }
+
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    if pidns {
+        flags |= libc::CLONE_NEWPID;
+    }
+    if mountns {
+        flags |= libc::CLONE_NEWNS;
+    }
+    let mut stack = vec![0u8; STACK_BYTES];
+    // SAFETY: the top of the buffer, aligned down to 16 bytes; the stack grows down into the buffer.
+    let top = unsafe { stack.as_mut_ptr().add(STACK_BYTES) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    // SAFETY: every signal is blocked while the child shares this memory, so no handler of the runtime runs on
+    // the child's stack; the child resets handlers and unblocks before exec; the mask is restored below.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: plain signal-set calls on local values.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    // SAFETY: `child_main` only makes system calls on `args`, which outlives the child's use of it: with
+    // CLONE_VFORK this thread resumes only once the child has exec'd or exited.
+    let pid = unsafe { libc::clone(child_main, top, flags, &args as *const ChildArgs as *mut libc::c_void) };
+    let clone_err = io::Error::last_os_error();
+    // SAFETY: restores this thread's own mask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+    drop(stack);
+    drop(programs);
+    drop(landlock_fd);
+    if pid < 0 {
+        return Err(fail(if pidns || mountns { "cannot start the call's namespaces" } else { "cannot start the program" }, clone_err));
+    }
+    let stage = args.stage.load(Ordering::SeqCst);
+    if stage != 0 {
+        let _ = reap(pid);
+        let error = io::Error::from_raw_os_error(args.errno.load(Ordering::SeqCst));
+        let not_runnable = stage == STAGE_EXEC && matches!(error.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied);
+        return Err(SpawnError { stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"), error, not_runnable });
+    }
+    Ok(pid)
+}
+
+/// The flags of the mount `path` sits on that a read-only bind remount must keep (nosuid, nodev, noexec).
+fn mount_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return 0 };
+    // SAFETY: statvfs fills a plain struct for a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` a valid out-parameter.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let mut f = 0;
+    for (st_flag, ms_flag) in [(libc::ST_NOSUID, libc::MS_NOSUID), (libc::ST_NODEV, libc::MS_NODEV), (libc::ST_NOEXEC, libc::MS_NOEXEC), (libc::ST_NOATIME, libc::MS_NOATIME), (libc::ST_NODIRATIME, libc::MS_NODIRATIME), (libc::ST_RELATIME, libc::MS_RELATIME)] {
+        if st.f_flag & st_flag != 0 {
+            f |= ms_flag;
+        }
+    }
+    f
+}
+
+/// The child: system calls only (it shares the runtime's memory until exec), each failure reported by stage.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` points at the parent's `ChildArgs`, alive and unchanged while this child runs.
+    let a = unsafe { &*(arg as *const ChildArgs) };
+    let fail = |stage: i32| -> libc::c_int {
+        a.errno.store(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL), Ordering::SeqCst);
+        a.stage.store(stage, Ordering::SeqCst);
+        // SAFETY: _exit ends only this child, without running the runtime's exit handlers.
+        unsafe { libc::_exit(127) }
+    };
+    // SAFETY: every call below is a plain system call on this child's own state (its own signal handlers,
+    // descriptor table, credentials and namespaces: none is shared with the runtime without CLONE_FILES,
+    // CLONE_SIGHAND, CLONE_FS or CLONE_THREAD) or on memory the parent prepared.
+    unsafe {
+        for sig in 1..libc::SIGRTMAX() {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                continue;
+            }
+            let mut cur: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut cur) == 0 && (cur.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE) {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
+        libc::setpgid(0, 0);
+        if let Some((path, value)) = &a.pid_max {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 || libc::write(fd, value.as_ptr() as *const libc::c_void, value.len()) != value.len() as isize {
+                return fail(1);
+            }
+            libc::close(fd);
+        }
+        if !a.mounts.is_empty() {
+            if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+                return fail(2);
+            }
+            for (p, ro, keep) in &a.mounts {
+                if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
+                    return fail(2);
+                }
+                if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
+                    return fail(2);
+                }
+            }
+        }
+        for (res, lim) in &a.rlimits {
+            if libc::setrlimit(*res, lim) != 0 {
+                return fail(3);
+            }
+        }
+        if libc::fchdir(a.cwd) != 0 {
+            return fail(4);
+        }
+        for (i, fd) in a.stdio.iter().enumerate() {
+            if libc::dup2(*fd, i as libc::c_int) < 0 {
+                return fail(5);
+            }
+        }
+        if let Some(last) = a.drop_caps {
+            for cap in 0..=last {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 {
+                    return fail(6);
+                }
+            }
+            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
+                return fail(6);
+            }
+            if libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
+                return fail(6);
+            }
+            let header = CapHeader { version: CAP_VERSION_3, pid: 0 };
+            let data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+            if libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) != 0 {
+                return fail(6);
+            }
+        }
+        if a.nnp && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return fail(7);
+        }
+        if a.landlock >= 0 && libc::syscall(libc::SYS_landlock_restrict_self, a.landlock, 0u32) != 0 {
+            return fail(8);
+        }
+        for f in &a.filters {
+            if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0u32, f as *const libc::sock_fprog) != 0 {
+                return fail(9);
+            }
+        }
+        // Nothing of the runtime's descriptors reaches the program but the three streams.
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        libc::sigprocmask(libc::SIG_SETMASK, &a.empty_mask, std::ptr::null_mut());
+        libc::execve(a.program.as_ptr(), a.argv.as_ptr(), a.envp.as_ptr());
+        fail(STAGE_EXEC)
+    }
+}
+
+fn read_capped(mut r: impl Read, cap: u64) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = (cap as usize).saturating_sub(kept.len());
+                if n > room {
+                    truncated = true;
+                }
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    (kept, truncated)
+}
+
+fn wait_no_reap(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: waitid with WNOWAIT only observes the child's state; `info` is a plain out-parameter.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn reap(pid: libc::pid_t) -> io::Result<ExitStatus> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, `status` a plain out-parameter.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            return Ok(ExitStatus::from_raw(status));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Kills the child and its process group; in its own PID namespace, killing the child kills everything in it.
+fn kill_call(pid: libc::pid_t) {
+    // SAFETY: kill has no memory effects; a group or process already gone gives ESRCH, which is fine. The
+    // child is not reaped yet, so neither id can have been reused.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+}

@@ -54,6 +54,7 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
                     format!("pack {} runs in the caller's project (workspace mode project), and this runtime has no project directory; run it from a project or set HCP_PROJECT_DIR", pack.id),
                 ));
             };
+            refuse_store_overlap(store, project)?;
             (project.to_path_buf(), home_for(project)?)
         }
         WorkspaceMode::Ephemeral => {
@@ -83,6 +84,21 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
         }
     };
     Ok(Workdir { path, dir, home, tmpdir, remove })
+}
+
+/// A project that holds the store (its credentials, grants, other packs) or lies inside it is refused for
+/// both adapters: the call would be handed the store as its working directory.
+fn refuse_store_overlap(store: &Store, project: &Path) -> Result<(), (Code, String)> {
+    let (Ok(p), Ok(home)) = (fs::canonicalize(project), fs::canonicalize(store.home())) else {
+        return Err((Code::NoProject, format!("the project directory {} cannot be resolved; run from an existing project or set HCP_PROJECT_DIR", project.display())));
+    };
+    if home.starts_with(&p) {
+        return Err((Code::NoProject, format!("the project directory {} holds the runtime's store ({}); run from the project itself or set HCP_PROJECT_DIR", p.display(), home.display())));
+    }
+    if p.starts_with(&home) {
+        return Err((Code::NoProject, format!("the project directory {} is inside the runtime's store; run from a project outside {} or set HCP_PROJECT_DIR", p.display(), home.display())));
+    }
+    Ok(())
 }
 
 fn ensure(p: &Path) -> std::io::Result<PathBuf> {

@@ -39,6 +39,17 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     if let Err(e) = store.audit() {
         add("audit", "error", e.to_string());
     }
+    // Each confinement layer a wrap call gets on this kernel under this sandbox.json.
+    let cfg = sandbox.as_ref().map(|s| (**s).clone()).unwrap_or_default();
+    let layers = hcpx::sandbox::KernelProbe::get().doctor_layers(&cfg);
+    for l in &layers {
+        let level = match l.status {
+            hcpx::sandbox::LayerStatus::Enforced => "ok",
+            _ if cfg.requires_full() => "error",
+            _ => "warning",
+        };
+        add(&format!("sandbox {}", l.name.as_str()), level, format!("{}: {}", status_word(l.status), l.detail));
+    }
     if let (Ok(state), Ok(_)) = (&state, &sandbox) {
         // The same four flags every face reports (Runtime::availability), for the local Principal.
         let principal = super::exec::local_principal(&store)?;
@@ -64,7 +75,7 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         "ok"
     };
     if p.json {
-        p.json_doc(&json!({ "ok": worst != "error", "status": worst, "checks": checks }));
+        p.json_doc(&json!({ "ok": worst != "error", "status": worst, "checks": checks, "sandbox_layers": layers }));
     } else {
         for c in &checks {
             p.data(&format!("{:<8} {}: {}", c["status"].as_str().unwrap_or(""), c["check"].as_str().unwrap_or(""), c["detail"].as_str().unwrap_or("")));
@@ -75,4 +86,12 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         "warning" => exit::WARNING,
         _ => exit::OK,
     })
+}
+
+fn status_word(s: hcpx::sandbox::LayerStatus) -> &'static str {
+    match s {
+        hcpx::sandbox::LayerStatus::Enforced => "enforced",
+        hcpx::sandbox::LayerStatus::Partial => "partial",
+        hcpx::sandbox::LayerStatus::Unavailable => "unavailable",
+    }
 }

@@ -149,6 +149,8 @@ pub struct Confinement {
     pub protect: Vec<PathBuf>,
     /// `.git` directories pinned in place (bind-mounted on themselves).
     pub pin: Vec<PathBuf>,
+    /// The working directory (entered by path inside a mount namespace).
+    pub workdir: PathBuf,
     pub limits: ChildLimits,
     /// The layers that apply, with what the kernel gives.
     pub layers: Vec<Layer>,
@@ -238,7 +240,7 @@ impl Confinement {
             memory_bytes: l.wrap_memory_mb.saturating_mul(1 << 20),
             cpu_seconds: view.timeout_ms.div_ceil(1000) + 1,
         };
-        let mut c = Confinement { read, write, network, protect, pin, limits, layers: Vec::new() };
+        let mut c = Confinement { read, write, network, protect, pin, workdir: view.workdir.to_path_buf(), limits, layers: Vec::new() };
         c.layers = probe.layers_for(&c, cfg);
         Ok(c)
     }

@@ -75,6 +75,7 @@ impl KernelProbe {
             network: Vec::new(),
             protect: vec![std::path::PathBuf::from(".git/config")],
             pin: Vec::new(),
+            workdir: std::path::PathBuf::new(),
             limits: super::ChildLimits { max_processes: cfg.limits().max_processes, max_open_files: 0, max_file_bytes: 0, memory_bytes: 0, cpu_seconds: 0 },
             layers: Vec::new(),
         };

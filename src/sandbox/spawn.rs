@@ -100,6 +100,9 @@ struct ChildArgs {
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     cwd: RawFd,
+    /// In a new mount namespace the working directory is entered by path, so it is reached through that
+    /// namespace's mounts (a descriptor opened outside still points at the old ones).
+    cwd_path: Option<CString>,
     stdio: [RawFd; 3],
     pid_max: Option<(CString, Vec<u8>)>,
     /// (path, read-only, extra mount flags kept from the mount it sits on)
@@ -208,6 +211,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         argv: argv_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
         envp: env_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
         cwd: spec.cwd.as_fd().as_raw_fd(),
+        cwd_path: None,
         stdio,
         pid_max: None,
         mounts: Vec::new(),
@@ -232,6 +236,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         }
         if c.applies(LayerName::MountNamespace) {
             mountns = true;
+            args.cwd_path = Some(cstring(c.workdir.as_os_str())?);
             for (p, ro) in c.pin.iter().map(|p| (p, false)).chain(c.protect.iter().map(|p| (p, true))) {
                 args.mounts.push((cstring(p.as_os_str())?, ro, mount_flags(p)));
             }
@@ -376,7 +381,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 return fail(3);
             }
         }
-        if libc::fchdir(a.cwd) != 0 {
+        let entered = match &a.cwd_path {
+            Some(p) => libc::chdir(p.as_ptr()),
+            None => libc::fchdir(a.cwd),
+        };
+        if entered != 0 {
             return fail(4);
         }
         for (i, fd) in a.stdio.iter().enumerate() {

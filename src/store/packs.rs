@@ -44,20 +44,70 @@ pub struct PackState {
     pub files_sha256: Option<String>,
 }
 
-/// The digest of a pack's own files, in a fixed order.
+/// At most this many bytes of an installed pack are hashed; past it the digest cannot match.
+const MAX_DIGEST_BYTES: u64 = 512 << 20;
+/// At most this many entries of an installed pack are hashed; past it the digest cannot match.
+const MAX_DIGEST_ENTRIES: usize = 20_000;
+
+/// The digest of every entry of an installed pack (path, kind, executable bit and bytes, in path order), so a
+/// changed manifest, Policy, Skill or bin, and an added or removed file, are all seen. Links, FIFOs and devices
+/// are recorded by kind and never opened; files are opened without following links and without blocking.
 pub fn pack_files_digest(dir: &Path) -> String {
     use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for name in ["surface.json", "policy.json", "HARNESS.md", "hcp.eval.json"] {
-        h.update(name.as_bytes());
-        h.update([0u8]);
-        match fs::read(dir.join(name)) {
-            Ok(bytes) => {
-                h.update((bytes.len() as u64).to_le_bytes());
-                h.update(&bytes);
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut entries = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(rd) = fs::read_dir(dir.join(&rel)) else { continue };
+        for e in rd.flatten() {
+            let r = rel.join(e.file_name());
+            if let Ok(t) = e.file_type() {
+                if t.is_dir() {
+                    stack.push(r.clone());
+                }
+                entries.push((r, t));
             }
-            Err(_) => h.update(u64::MAX.to_le_bytes()),
+            if entries.len() > MAX_DIGEST_ENTRIES {
+                return "too-many-entries".into();
+            }
         }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut h = Sha256::new();
+    let mut total = 0u64;
+    for (rel, t) in entries {
+        h.update(rel.as_os_str().as_encoded_bytes());
+        h.update([0u8]);
+        if t.is_dir() {
+            h.update(b"d");
+            continue;
+        }
+        if !t.is_file() {
+            h.update(if t.is_symlink() { b"l" } else { b"o" });
+            continue;
+        }
+        let opened = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(dir.join(&rel));
+        let Ok(mut f) = opened else {
+            h.update(b"?");
+            continue;
+        };
+        let meta = f.metadata().ok().filter(|m| m.is_file());
+        let Some(meta) = meta else {
+            h.update(b"o");
+            continue;
+        };
+        total += meta.len();
+        if total > MAX_DIGEST_BYTES {
+            return "too-large".into();
+        }
+        h.update(if meta.permissions().mode() & 0o111 != 0 { b"x" } else { b"f" });
+        let mut bytes = Vec::new();
+        if std::io::Read::read_to_end(&mut f, &mut bytes).is_err() {
+            h.update(b"?");
+            continue;
+        }
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -94,12 +144,16 @@ impl Store {
         }
         let Some(record) = self.state()?.packs.get(id).cloned() else { return Ok(None) };
         let dir = self.pack_dir(id);
-        if let Some(want) = &record.files_sha256 {
-            if pack_files_digest(&dir) != *want {
-                return Err(StoreError::Refused(format!(
-                    "the files of installed pack {id} changed since install; it is not loaded: reinstall it with `hcpx install DIR`"
-                )));
-            }
+        // Fail closed: a record without its digest (edited, or from an older hcpx) is refused, not trusted.
+        let Some(want) = &record.files_sha256 else {
+            return Err(StoreError::Refused(format!(
+                "installed pack {id} has no digest of its files in state.json, so it cannot be checked; it is not loaded: reinstall it with `hcpx install DIR`"
+            )));
+        };
+        if pack_files_digest(&dir) != *want {
+            return Err(StoreError::Refused(format!(
+                "the files of installed pack {id} changed since install; it is not loaded: reinstall it with `hcpx install DIR`"
+            )));
         }
         Pack::load(&dir).map(Some).map_err(|e| {
             StoreError::Refused(format!("installed pack {id} no longer loads ({e}); reinstall it with `hcpx install DIR`"))

@@ -222,9 +222,20 @@ fn workspace_mode_project_runs_in_the_callers_project() {
     let mut f = probe_fixture(&h.marker);
     f.surface["wrap"]["workspace"] = json!({ "mode": "project" });
     h.install(&f, "probe");
-    // The caller's cwd (the test dir) …
-    let r = look(&h, &[]);
-    assert_eq!(r["cwd"], fs::canonicalize(h.t.path()).unwrap().display().to_string());
+    // The caller's cwd (a directory of the test that does not hold the store) …
+    let work = h.t.join("work");
+    fs::create_dir_all(&work).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcpx"))
+        .args(["exec", "probe", "look", "--json"])
+        .env("HCP_HOME", h.store())
+        .env_remove("HCP_PROJECT_DIR")
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let r = &crate::helpers::stdout_json(&out)["result"];
+    assert_eq!(r["cwd"], fs::canonicalize(&work).unwrap().display().to_string(), "{r}");
+    // … but never one that holds the store …
+    assert_eq!(h.exec("probe", "look", &[]).1["code"], "no_project");
     // … unless HCP_PROJECT_DIR says otherwise.
     let proj = h.t.join("project");
     fs::create_dir_all(&proj).unwrap();

@@ -20,7 +20,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{workspace, Adapter, AdapterResult, Call};
-use crate::pack::{Pack, WorkspaceMode};
+use crate::pack::Pack;
 use crate::store::config::SandboxConfig;
 use crate::runtime::Code;
 pub use cache::sha256_hex;
@@ -260,19 +260,6 @@ impl Adapter for CompositeAdapter {
             Ok(x) => x,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
-        if call.pack.workspace == WorkspaceMode::Project {
-            if let Some(project) = call.project_dir {
-                let (p, home) = (std::fs::canonicalize(project), std::fs::canonicalize(call.store.home()));
-                if let (Ok(p), Ok(home)) = (p, home) {
-                    if home.starts_with(&p) {
-                        return AdapterResult::fail(
-                            Code::NoProject,
-                            format!("the project directory {} holds the runtime's store; run from the project itself or set HCP_PROJECT_DIR", p.display()),
-                        );
-                    }
-                }
-            }
-        }
         let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
             Ok(w) => w,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
@@ -282,7 +269,8 @@ impl Adapter for CompositeAdapter {
             Err(e) => return fail(e),
         };
         let limits = call.sandbox.limits();
-        let writable = call.pack.workspace != WorkspaceMode::None;
+        // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
+        let writable = crate::adapter::wrap::workdir_writable(call.pack.workspace, call.write);
         let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();

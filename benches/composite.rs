@@ -117,13 +117,28 @@ fn bench(c: &mut Criterion) {
             out
         })
     });
-    group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
-        b.iter(|| {
-            let out = rt.exec(&principal, &ping);
-            assert!(out.ok);
-            out
-        })
-    });
+    // The same call under each sandbox.json setting, side by side: every layer, every layer off, and each
+    // costly layer off alone (docs/perf.md). The store's read cache sees each rewrite of sandbox.json.
+    let all_off = r#"{ "disable": ["landlock", "landlock-net", "landlock-scope", "seccomp", "capabilities", "no-new-privs", "pid-namespace", "mount-namespace", "rlimits", "process-limit"] }"#;
+    let settings = [
+        ("Runtime::exec (full pipeline, warm, every layer)", "{}"),
+        ("Runtime::exec (full pipeline, warm, every layer off)", all_off),
+        ("Runtime::exec (every layer but landlock)", r#"{ "disable": ["landlock"] }"#),
+        ("Runtime::exec (every layer but seccomp)", r#"{ "disable": ["seccomp"] }"#),
+        ("Runtime::exec (every layer but the PID namespace)", r#"{ "disable": ["pid-namespace", "process-limit"] }"#),
+        ("Runtime::exec (every layer but capabilities)", r#"{ "disable": ["capabilities"] }"#),
+    ];
+    for (label, sandbox) in settings {
+        rt.store().write_atomic("sandbox.json", sandbox.as_bytes()).expect("sandbox.json");
+        assert!(rt.exec(&principal, &ping).ok, "warm-up {label}");
+        group.bench_function(label, |b| {
+            b.iter(|| {
+                let out = rt.exec(&principal, &ping);
+                assert!(out.ok);
+                out
+            })
+        });
+    }
     group.finish();
 }
 

@@ -48,6 +48,8 @@ pub struct EvalReport {
     pub p50_ms: u64,
     pub p95_ms: u64,
     pub cases: Vec<CaseResult>,
+    /// Where the cases ran.
+    pub ran_in: String,
 }
 
 /// Approximate token count of `text`.
@@ -79,7 +81,7 @@ pub fn run_cases(trial: &Trial, pack: &Pack, cases: &[RawEvalCase], progress: &d
     let times: Vec<u64> = results.iter().filter(|r| r.ran).map(|r| r.ms).collect();
     let (p50_ms, p95_ms) = (percentile(&times, 50), percentile(&times, 95));
     let passed = results.iter().filter(|r| r.passed).count();
-    EvalReport { ok: passed == results.len(), pack_id: pack.id.clone(), passed, failed: results.len() - passed, p50_ms, p95_ms, cases: results }
+    EvalReport { ok: passed == results.len(), pack_id: pack.id.clone(), passed, failed: results.len() - passed, p50_ms, p95_ms, cases: results, ran_in: trial.ran_in(pack.workspace) }
 }
 
 /// The `p`th percentile (nearest rank, rounding up) of `values`; 0 when empty.

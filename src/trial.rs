@@ -98,6 +98,17 @@ impl Trial {
         TrialCall { ms: started.elapsed().as_millis() as u64, exit_code: hook.0.get(), out }
     }
 
+    /// Where calls run, in words, for `hcpx eval` and `hcpx check` to print.
+    pub fn ran_in(&self, mode: WorkspaceMode) -> String {
+        match (mode, &self.project_dir) {
+            (WorkspaceMode::Project, Some(p)) => format!("the project {} (read-only for reads, under the same confinement as hcpx exec)", p.display()),
+            (WorkspaceMode::Project, None) => "no project: project-mode calls are refused".to_string(),
+            (WorkspaceMode::None, _) => format!("the installed pack, read-only, in a throw-away store {}", self.home.display()),
+            (WorkspaceMode::Workspace, _) => format!("the pack's workspace in a throw-away store {}", self.home.display()),
+            (WorkspaceMode::Ephemeral, _) => "a fresh directory per call, removed after it".to_string(),
+        }
+    }
+
     /// The directory a command of this pack works in, when it is the same for every call
     /// (`None` for `ephemeral`, or `project` without a project).
     pub fn workdir(&self, mode: WorkspaceMode) -> Option<PathBuf> {

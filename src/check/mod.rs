@@ -164,6 +164,9 @@ pub struct CheckReport {
     pub evals: Option<EvalReport>,
     /// Layers that did not run, and why.
     pub skipped: Vec<String>,
+    /// Where probes and eval cases ran, when either did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_in: Option<String>,
 }
 
 /// Progress while probes and eval cases run: `(layer, n, m, title)`.
@@ -173,9 +176,10 @@ pub type Progress<'a> = &'a dyn Fn(&str, usize, usize, &str);
 pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> CheckReport {
     let analysis = crate::pack::analyze(dir);
     let mut skipped = Vec::new();
+    let mut ran_in = None;
     let (pack, findings, probes, evals) = match analysis.pack {
         Some(pack) if analysis.issues.is_empty() => {
-            let (findings, probes, evals) = check_pack(dir, &pack, opts, progress, &mut skipped);
+            let (findings, probes, evals) = check_pack(dir, &pack, opts, progress, &mut skipped, &mut ran_in);
             (Some(pack), findings, probes, evals)
         }
         _ => {
@@ -183,7 +187,9 @@ pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> Che
             (None, analysis.issues.iter().map(lint_finding).collect(), None, None)
         }
     };
-    report(dir, pack.map(|p| p.id).or(analysis.pack_id), findings, probes, evals, skipped)
+    let mut r = report(dir, pack.map(|p| p.id).or(analysis.pack_id), findings, probes, evals, skipped);
+    r.ran_in = r.evals.as_ref().map(|e| e.ran_in.clone()).or(ran_in.take());
+    r
 }
 
 fn check_pack(
@@ -192,12 +198,16 @@ fn check_pack(
     opts: &CheckOptions,
     progress: Progress<'_>,
     skipped: &mut Vec<String>,
+    ran_in: &mut Option<String>,
 ) -> (Vec<Finding>, Option<Vec<ProbeRecord>>, Option<EvalReport>) {
     let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
     let mut trial = None;
     if opts.probe || wants_eval {
         match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox) {
-            Ok(t) => trial = Some(t),
+            Ok(t) => {
+                *ran_in = Some(t.ran_in(pack.workspace));
+                trial = Some(t)
+            }
             Err(e) => skipped.push(format!("probe and eval layers: cannot set up a trial store: {e}")),
         }
     }
@@ -291,5 +301,6 @@ fn report(
         probes,
         evals,
         skipped,
+        ran_in: None,
     }
 }

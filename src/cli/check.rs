@@ -63,6 +63,9 @@ fn human(p: &Printer, r: &CheckReport) {
     if let Some(e) = &r.evals {
         p.data(&format!("evals: {} of {} case(s) passed; p50 {} ms, p95 {} ms", e.passed, e.cases.len(), e.p50_ms, e.p95_ms));
     }
+    if let Some(dir) = &r.ran_in {
+        p.message(&format!("probes and cases ran in {dir}"));
+    }
     for s in &r.skipped {
         p.message(&format!("skipped {s}"));
     }

@@ -28,6 +28,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
             }
         }
         p.data(&format!("{}: {} of {} case(s) passed; p50 {} ms, p95 {} ms", report.pack_id, report.passed, report.cases.len(), report.p50_ms, report.p95_ms));
+        p.message(&format!("cases ran in {}", report.ran_in));
     }
     Ok(if report.ok { exit::OK } else { exit::FAILURE })
 }

@@ -237,6 +237,9 @@ fn project_mode_probes_run_in_the_callers_directory() {
     let report = stdout_json(&out);
     let list = report["probes"].as_array().unwrap().iter().find(|p| p["verb"] == "list").cloned().unwrap();
     assert_eq!(list["exit_code"], 0, "the probe ran in the directory check started from (it read here.json): {report}");
+    let canonical = fs::canonicalize(&project).unwrap();
+    let ran_in = report["ran_in"].as_str().unwrap();
+    assert!(ran_in.contains(&canonical.display().to_string()) || ran_in.contains(&project.display().to_string()), "check says where probes run: {report}");
     if !crate::escape::layer("landlock") {
         return;
     }

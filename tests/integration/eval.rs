@@ -50,6 +50,7 @@ fn failing_slow_text_and_verbose_commands_fail_their_cases() {
     assert!(by["over budget"]["reason"].as_str().unwrap().contains("over max_tokens 5000"), "{v:#}");
     assert_eq!(by["still a todo"]["ran"], json!(false));
     assert_eq!((v["passed"].clone(), v["failed"].clone()), (json!(2), json!(5)));
+    assert!(v["ran_in"].as_str().unwrap().contains("the installed pack, read-only, in a throw-away store"), "{v}");
     // The TODO case never ran the bin: 5 runs for the 6 cases that ran minus the gated one.
     assert_eq!(h.runs(), 5);
     let text = h.run(&["eval", dir.to_str().unwrap(), "--timeout", "400"]);

@@ -8,7 +8,7 @@ use super::workspace;
 use super::{Adapter, AdapterResult, Call};
 use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
 use crate::sandbox::spawn::{self, Spawn};
-use crate::sandbox::{Confinement, KernelProbe, WrapView};
+use crate::sandbox::{workdir_writable, Confinement, KernelProbe, WrapView};
 use crate::store::config::SandboxConfig;
 use crate::render::{cli_selects_json, render_argv};
 use crate::runtime::Code;
@@ -175,16 +175,6 @@ fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path, mod
     env.retain(|(name, _)| name != "HCP_SANDBOX");
     env.push(("HCP_SANDBOX".to_string(), mode.to_string()));
     env
-}
-
-/// Whether the call may write its working directory (decisions.md §13): the pack's own directories
-/// (`workspace`, `ephemeral`) always, the caller's project only for a `write` row, the installed pack never.
-pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
-    match mode {
-        WorkspaceMode::Workspace | WorkspaceMode::Ephemeral => true,
-        WorkspaceMode::Project => write,
-        WorkspaceMode::None => false,
-    }
 }
 
 /// The exact command, shell-quoted for display only (it never runs through a shell).

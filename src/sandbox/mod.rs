@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::pack::NetKind;
+use crate::pack::{NetKind, WorkspaceMode};
 use crate::store::config::SandboxConfig;
 pub use probe::KernelProbe;
 
@@ -177,6 +177,17 @@ pub struct WrapView<'a> {
     pub timeout_ms: u64,
 }
 
+/// Whether the call may write its working directory (decisions.md §13), for a wrap's
+/// working directory and a composite's preopen alike: the pack's own directories
+/// (`workspace`, `ephemeral`) always, the caller's project only for a `write` row, the installed pack never.
+pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
+    match mode {
+        WorkspaceMode::Workspace | WorkspaceMode::Ephemeral => true,
+        WorkspaceMode::Project => write,
+        WorkspaceMode::None => false,
+    }
+}
+
 /// A call that cannot be confined as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);
@@ -286,4 +297,100 @@ pub struct SandboxReport {
     /// `sandbox` when every layer held, `native-local` otherwise (the child's `HCP_SANDBOX`).
     pub mode: String,
     pub layers: BTreeMap<LayerName, LayerStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::config::PackSandbox;
+
+    fn probe(abi: u8, root: bool) -> KernelProbe {
+        KernelProbe { landlock_abi: abi, seccomp: true, cap_eff: if root { u64::MAX >> 23 } else { 0 }, cap_last: 40, pid_max_per_ns: true, root }
+    }
+
+    fn view<'a>(workdir: &'a Path, writable: bool, network: &'a [NetKind]) -> WrapView<'a> {
+        WrapView {
+            pack_id: "demo",
+            pack_dir: Path::new("/store/packs/demo"),
+            program: Path::new("/usr/bin/demo"),
+            workdir,
+            workdir_writable: writable,
+            home: Path::new("/store/workspaces/demo"),
+            tmpdir: Path::new("/tmp/hcpx-call-1"),
+            network,
+            project: true,
+            timeout_ms: 1500,
+        }
+    }
+
+    #[test]
+    fn a_read_gets_its_project_read_only_and_a_write_gets_it_writable() {
+        let p = Path::new("/work/project");
+        let cfg = SandboxConfig::default();
+        let read = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
+        assert!(read.read.contains(&p.to_path_buf()) && !read.write.contains(&p.to_path_buf()));
+        let write = Confinement::for_wrap(&view(p, true, &[]), &cfg, &probe(7, true)).unwrap();
+        assert!(write.write.contains(&p.to_path_buf()));
+        for c in [&read, &write] {
+            assert!(c.write.contains(&PathBuf::from("/tmp/hcpx-call-1")));
+            assert!(!c.write.iter().chain(&c.read).any(|x| x == Path::new("/store") || x == Path::new("/tmp")));
+            assert_eq!(c.limits.cpu_seconds, 3);
+        }
+        assert!(workdir_writable(WorkspaceMode::Workspace, false) && !workdir_writable(WorkspaceMode::None, true));
+        assert!(workdir_writable(WorkspaceMode::Project, true) && !workdir_writable(WorkspaceMode::Project, false));
+    }
+
+    #[test]
+    fn network_needs_the_pack_to_ask_and_the_operator_to_grant() {
+        let p = Path::new("/work/project");
+        let mut cfg = SandboxConfig::default();
+        let refused = Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap_err();
+        assert!(refused.0.contains("hcpx allow-network demo netlink"), "{}", refused.0);
+        cfg.packs.insert("demo".into(), PackSandbox { network: vec![NetKind::Netlink, NetKind::Inet], ..Default::default() });
+        let granted = Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap();
+        assert_eq!(granted.network, vec![NetKind::Netlink], "a kind granted but not asked for gives nothing");
+        let none = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
+        assert!(none.network.is_empty());
+        assert!(none.enforces(LayerName::LandlockNet));
+    }
+
+    #[test]
+    fn operator_paths_must_be_absolute() {
+        let mut cfg = SandboxConfig::default();
+        cfg.packs.insert("demo".into(), PackSandbox { write: vec![PathBuf::from("relative/dir")], ..Default::default() });
+        let e = Confinement::for_wrap(&view(Path::new("/p"), false, &[]), &cfg, &probe(7, true)).unwrap_err();
+        assert!(e.0.contains("not absolute"), "{}", e.0);
+    }
+
+    #[test]
+    fn every_layer_on_a_full_kernel_is_enforced_and_says_sandbox() {
+        let c = Confinement::for_wrap(&view(Path::new("/p"), false, &[]), &SandboxConfig::default(), &probe(7, true)).unwrap();
+        assert!(c.full(), "{:?}", c.missing());
+        assert_eq!(c.mode(), "sandbox");
+        assert!(c.layers.iter().all(|l| l.name != LayerName::MountNamespace), "no .git here, so no mount namespace");
+    }
+
+    #[test]
+    fn an_older_kernel_or_a_disabled_layer_is_native_local() {
+        let p = Path::new("/p");
+        let c = Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(3, true)).unwrap();
+        assert_eq!(c.mode(), "native-local");
+        assert!(c.enforces(LayerName::Landlock) && !c.applies(LayerName::LandlockNet) && !c.applies(LayerName::LandlockScope));
+        let cfg = SandboxConfig { disable: vec![LayerName::Seccomp], ..Default::default() };
+        let c = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
+        assert!(!c.applies(LayerName::Seccomp) && c.missing().iter().any(|m| m.contains("seccomp")));
+        let c = Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(0, false)).unwrap();
+        assert!(!c.applies(LayerName::Landlock) && !c.applies(LayerName::PidNamespace));
+        assert_eq!(c.layers.iter().find(|l| l.name == LayerName::ProcessLimit).map(|l| l.status), Some(LayerStatus::Partial));
+    }
+
+    #[test]
+    fn a_landlock_abi_cap_in_sandbox_json_lowers_what_is_used() {
+        let cfg = SandboxConfig { landlock_abi: Some(2), ..Default::default() };
+        assert_eq!(probe(7, true).landlock_abi(&cfg), 2);
+        let c = Confinement::for_wrap(&view(Path::new("/p"), false, &[]), &cfg, &probe(7, true)).unwrap();
+        let l = c.layers.iter().find(|l| l.name == LayerName::Landlock).unwrap();
+        assert_eq!(l.status, LayerStatus::Partial);
+        assert!(l.detail.contains("capped"), "{}", l.detail);
+    }
 }

@@ -270,7 +270,7 @@ impl Adapter for CompositeAdapter {
         };
         let limits = call.sandbox.limits();
         // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
-        let writable = crate::adapter::wrap::workdir_writable(call.pack.workspace, call.write);
+        let writable = crate::sandbox::workdir_writable(call.pack.workspace, call.write);
         let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();

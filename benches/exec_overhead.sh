@@ -29,10 +29,14 @@ for dir in "$P" packs/transit packs/transit-composite; do
   "$HCPX" install "$dir" --json > /dev/null
   "$HCPX" activate "$id" > /dev/null 2>&1
 done
+# The same store with every confinement layer turned off, to show what the layers cost side by side.
+OFF="$TMP/home-off"
+cp -a "$HCP_HOME" "$OFF"
+echo '{"disable":["landlock","landlock-net","landlock-scope","seccomp","capabilities","no-new-privs","pid-namespace","mount-namespace","rlimits","process-limit"]}' > "$OFF/sandbox.json"
 
-python3 - "$N" "$HCPX" "$HCP_HOME" <<'PY'
+python3 - "$N" "$HCPX" "$HCP_HOME" "$OFF" <<'PY'
 import os, statistics, subprocess, sys, time
-n, hcpx, home = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+n, hcpx, home, off = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 # (label, pack id, bin, argv hcpx renders, hcpx exec words)
 cases = [
     ("trivial `ping`", "trivial", "bin/trivial", ["ping"], ["ping", "--json"]),
@@ -48,8 +52,8 @@ def run(argv, cwd, env=None):
 
 print(f"{time.strftime('%Y-%m-%d')}, nproc {os.cpu_count()}, {n} interleaved pairs per case, "
       f"`BENCH_N={n} benches/exec_overhead.sh`\n")
-print("| case | direct p50 | hcpx p50 | direct mean | hcpx mean | ratio p50 | ratio mean | added p50 |")
-print("|------|-----------:|---------:|------------:|----------:|----------:|-----------:|----------:|")
+print("| case | direct p50 | hcpx p50 | hcpx, layers off, p50 | direct mean | hcpx mean | ratio p50 | added p50 | layers add p50 |")
+print("|------|-----------:|---------:|----------------------:|------------:|----------:|----------:|----------:|---------------:|")
 for label, pid, bin_, argv, words in cases:
     pack = os.path.join(home, "packs", pid)
     direct_cmd = [os.path.join(pack, bin_)] + argv
@@ -58,16 +62,18 @@ for label, pid, bin_, argv, words in cases:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(home, "workspaces", pid),
            "TMPDIR": os.path.join(home, "tmp"), "HCP_SANDBOX": "native-local"}
     hcpx_cmd = [hcpx, "exec", pid] + words
+    off_env = dict(os.environ, HCP_HOME=off)
     for _ in range(5):  # warm up caches, not counted
-        run(direct_cmd, pack, env); run(hcpx_cmd, pack)
-    d, h = [], []
-    for _ in range(n):  # interleaved so machine noise hits both alike
+        run(direct_cmd, pack, env); run(hcpx_cmd, pack); run(hcpx_cmd, pack, off_env)
+    d, h, o = [], [], []
+    for _ in range(n):  # interleaved so machine noise hits all three alike
         d.append(run(direct_cmd, pack, env))
         h.append(run(hcpx_cmd, pack))
-    dp, hp = statistics.median(d), statistics.median(h)
+        o.append(run(hcpx_cmd, pack, off_env))
+    dp, hp, op = statistics.median(d), statistics.median(h), statistics.median(o)
     dm, hm = statistics.fmean(d), statistics.fmean(h)
-    print(f"| {label} | {dp:.2f} ms | {hp:.2f} ms | {dm:.2f} ms | {hm:.2f} ms "
-          f"| {hp / dp:.2f}× | {hm / dm:.2f}× | {hp - dp:+.2f} ms |")
+    print(f"| {label} | {dp:.2f} ms | {hp:.2f} ms | {op:.2f} ms | {dm:.2f} ms | {hm:.2f} ms "
+          f"| {hp / dp:.2f}× | {hp - dp:+.2f} ms | {hp - op:+.2f} ms |")
 
 # A composite has no direct run: report the whole `hcpx exec` process, warm (its cache filled).
 cmd = [hcpx, "exec", "transit-composite", "plan", "--json", "--", "from=A", "to=B"]

@@ -1,6 +1,7 @@
 //! The seccomp-bpf programs a wrap's child loads before exec: socket families beyond `AF_UNIX` (and the kinds
-//! the pack was granted) fail with `EACCES`; calls no CLI needs and sandboxes are escaped through fail with
-//! `EPERM`; `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so libc falls back to `clone`.
+//! the pack was granted), and calls no CLI needs and sandboxes are escaped through, fail with `EPERM`;
+//! `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so libc falls back to `clone`. Two programs,
+//! not one per rule: the kernel compiles each program it loads, and that is most of this layer's cost.
 
 use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
 use std::collections::{BTreeMap, HashMap};
@@ -8,11 +9,30 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::pack::NetKind;
 
-/// Calls refused outright.
+/// Calls refused outright, whatever else holds.
 const DENIED: &[libc::c_long] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
+    libc::SYS_unshare,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_syslog,
+    libc::SYS_name_to_handle_at,
+];
+
+/// Calls that need a capability the child no longer holds once the capabilities layer held (and, for the
+/// mount family, that Landlock refuses too); refused here as well when that layer is off. Each call in a
+/// program costs at every spawn (the kernel walks the program once per system call number to build its
+/// cache), so they are left out when they cannot succeed anyway.
+const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_kexec_load,
     libc::SYS_kexec_file_load,
     libc::SYS_init_module,
@@ -25,28 +45,16 @@ const DENIED: &[libc::c_long] = &[
     libc::SYS_umount2,
     libc::SYS_pivot_root,
     libc::SYS_chroot,
-    libc::SYS_unshare,
     libc::SYS_setns,
-    libc::SYS_bpf,
-    libc::SYS_perf_event_open,
-    libc::SYS_userfaultfd,
-    libc::SYS_keyctl,
-    libc::SYS_add_key,
-    libc::SYS_request_key,
     libc::SYS_acct,
     libc::SYS_quotactl,
     libc::SYS_open_by_handle_at,
-    libc::SYS_name_to_handle_at,
-    libc::SYS_io_uring_setup,
-    libc::SYS_io_uring_enter,
-    libc::SYS_io_uring_register,
     libc::SYS_fsopen,
     libc::SYS_fsmount,
     libc::SYS_fsconfig,
     libc::SYS_move_mount,
     libc::SYS_open_tree,
     libc::SYS_mount_setattr,
-    libc::SYS_syslog,
 ];
 
 /// Namespace flags `clone` may not carry.
@@ -60,21 +68,24 @@ const CLONE_NS: &[u64] = &[
     libc::CLONE_NEWCGROUP as u64,
 ];
 
-/// The programs for a call granted `network`, compiled once per process and set of kinds.
-pub fn programs(network: &[NetKind]) -> Result<Arc<Vec<BpfProgram>>, String> {
-    static CACHE: OnceLock<Mutex<HashMap<Vec<NetKind>, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
+/// The programs for a call granted `network`, with the privileged calls too when `caps_dropped` is false;
+/// compiled once per process and setting.
+pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfProgram>>, String> {
+    type Key = (Vec<NetKind>, bool);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(p) = cache.lock().ok().and_then(|m| m.get(network).cloned()) {
+    let key = (network.to_vec(), caps_dropped);
+    if let Some(p) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(p);
     }
-    let built = Arc::new(build(network).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
+    let built = Arc::new(build(network, caps_dropped).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
     if let Ok(mut m) = cache.lock() {
-        m.insert(network.to_vec(), built.clone());
+        m.insert(key, built.clone());
     }
     Ok(built)
 }
 
-fn build(network: &[NetKind]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+fn build(network: &[NetKind], caps_dropped: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let dword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v);
     let qword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, v);
@@ -88,14 +99,9 @@ fn build(network: &[NetKind]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
         allowed.push(libc::AF_NETLINK as u64);
     }
     let not_allowed = allowed.iter().map(|d| dword(0, SeccompCmpOp::Ne, *d)).collect::<Result<Vec<_>, _>>()?;
-    let sockets = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_socket, vec![SeccompRule::new(not_allowed)?])]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
-        arch,
-    )?;
-
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().map(|n| (*n, Vec::new())).collect();
+    let privileged: &[libc::c_long] = if caps_dropped { &[] } else { PRIVILEGED };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().chain(privileged).map(|n| (*n, Vec::new())).collect();
+    rules.insert(libc::SYS_socket, vec![SeccompRule::new(not_allowed)?]);
     let ns = CLONE_NS
         .iter()
         .map(|f| Ok(SeccompRule::new(vec![qword(0, SeccompCmpOp::MaskedEq(*f), *f)?])?))
@@ -105,5 +111,5 @@ fn build(network: &[NetKind]) -> Result<Vec<BpfProgram>, seccompiler::Error> {
 
     let clone3 = SeccompFilter::new(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
 
-    Ok(vec![sockets.try_into()?, denied.try_into()?, clone3.try_into()?])
+    Ok(vec![denied.try_into()?, clone3.try_into()?])
 }

@@ -262,7 +262,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         landlock_fd = super::landlock_rules::build(c, abi).map_err(|e| fail("cannot prepare Landlock", io::Error::other(e)))?;
         args.landlock = landlock_fd.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
         if c.applies(LayerName::Seccomp) {
-            let p = super::seccomp::programs(&c.network).map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
+            let p = super::seccomp::programs(&c.network, c.enforces(LayerName::Capabilities)).map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
             args.filters = p.iter().map(|prog| libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter }).collect();
             programs = Some(p);
         }

@@ -53,8 +53,13 @@ pub(crate) fn open_dir(dir: &Path, issues: &mut Issues) -> Option<Dir> {
 
 /// Reads `name` from the pack. `None` (with an issue when `required`) when it is absent or unreadable.
 pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Issues) -> Option<String> {
-    let meta = match root.metadata(name) {
-        Ok(m) => m,
+    // Opened first, never through a link and without blocking (a FIFO put in a file's place cannot hang the
+    // runtime), then checked on the open file itself, so nothing can be swapped in between.
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true);
+    cap_std::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = match root.open_with(name, &opts) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if required {
                 issues.push(
@@ -68,13 +73,20 @@ pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Iss
             return None;
         }
         Err(e) => {
-            issues.push(
-                LintKind::FileUnreadable,
-                name,
-                "",
-                format!("{name} cannot be read: {}", io_reason(&e)),
-                format!("make {name} a plain file inside the pack, not a link out of it"),
-            );
+            let link = e.raw_os_error() == Some(libc::ELOOP) || root.symlink_metadata(name).is_ok_and(|m| m.is_symlink());
+            let (what, fix) = if link {
+                (format!("{name} is a link"), format!("make {name} a plain file inside the pack, not a link"))
+            } else {
+                (format!("{name} cannot be read: {}", io_reason(&e)), format!("make {name} a plain file inside the pack, not a link out of it"))
+            };
+            issues.push(LintKind::FileUnreadable, name, "", what, fix);
+            return None;
+        }
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => {
+            issues.push(LintKind::FileUnreadable, name, "", format!("{name} cannot be read: {}", io_reason(&e)), format!("make {name} a plain file"));
             return None;
         }
     };
@@ -99,9 +111,7 @@ pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Iss
         return None;
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    let read = root
-        .open(name)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes));
+    let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes);
     if let Err(e) = read {
         issues.push(
             LintKind::FileUnreadable,

@@ -1037,3 +1037,24 @@ fn a_state_entry_without_its_digest_is_refused() {
     assert!(v["error"].as_str().unwrap().contains("no digest"), "{v}");
     assert_eq!(h.runs(), 0);
 }
+
+#[test]
+fn pack_files_are_never_read_through_a_fifo_or_a_link() {
+    let h = Home::new();
+    let f = probe_fixture(&h.marker);
+    let dir = f.write(&h.t.join("src"));
+    fs::remove_file(dir.join("policy.json")).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(dir.join("policy.json")).status().unwrap().success());
+    let started = Instant::now();
+    let out = h.run(&["lint", dir.to_str().unwrap(), "--json"]);
+    assert!(started.elapsed() < Duration::from_secs(5), "a FIFO blocked the loader");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["issues"].to_string().contains("policy.json is not a regular file"), "{v}");
+    fs::remove_file(dir.join("policy.json")).unwrap();
+    // Even a link that stays inside the pack: the file read must be the file named.
+    fs::write(dir.join("real-policy.json"), serde_json::to_string(&f.policy).unwrap()).unwrap();
+    std::os::unix::fs::symlink("real-policy.json", dir.join("policy.json")).unwrap();
+    let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("policy.json is a link"), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -192,21 +192,25 @@ pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);
 
+/// Refuses a pack that declares a network kind `sandbox.json` does not grant it (naming the command that would).
+pub fn network_granted(pack_id: &str, declared: &[NetKind], cfg: &SandboxConfig) -> Result<(), Refusal> {
+    let granted: &[NetKind] = cfg.for_pack(pack_id).map(|e| e.network.as_slice()).unwrap_or_default();
+    match declared.iter().find(|k| !granted.contains(k)) {
+        None => Ok(()),
+        Some(missing) => Err(Refusal(format!(
+            "sandbox: pack {pack_id} needs {} network access (wrap.network), which sandbox.json does not grant it; if you trust it, run hcpx allow-network {pack_id} {}",
+            missing.as_str(),
+            missing.as_str()
+        ))),
+    }
+}
+
 impl Confinement {
     /// Plans a wrap call's confinement. Refuses a pack that asks for network `sandbox.json` does not grant it,
     /// and an operator path that is not absolute.
     pub fn for_wrap(view: &WrapView<'_>, cfg: &SandboxConfig, probe: &KernelProbe) -> Result<Confinement, Refusal> {
         let extra = cfg.for_pack(view.pack_id);
-        let granted: Vec<NetKind> = extra.map(|e| e.network.clone()).unwrap_or_default();
-        if let Some(missing) = view.network.iter().find(|k| !granted.contains(k)) {
-            return Err(Refusal(format!(
-                "sandbox: pack {} needs {} network access (wrap.network), which sandbox.json does not grant it; if you trust it, run hcpx allow-network {} {}",
-                view.pack_id,
-                missing.as_str(),
-                view.pack_id,
-                missing.as_str()
-            )));
-        }
+        network_granted(view.pack_id, view.network, cfg)?;
         let network: Vec<NetKind> = view.network.to_vec();
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();

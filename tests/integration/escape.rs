@@ -681,6 +681,14 @@ fn a_pack_asking_for_network_without_a_grant_is_refused() {
     assert_eq!(v["code"], "sandbox_denied", "{v}");
     assert!(v["error"].as_str().unwrap().contains("hcpx allow-network evil inet"), "{v}");
     assert_eq!(h.runs(), 0);
+    let av: Value = serde_json::from_slice(&h.run(&["availability", "evil", "--json"]).stdout).unwrap();
+    assert_eq!(av["runnable"], false, "{av}");
+    assert!(av["notes"]["runnable"].as_str().unwrap().contains("hcpx allow-network evil inet"), "{av}");
+    assert_eq!(h.run(&["allow-network", "evil", "inet"]).status.code(), Some(0));
+    let av: Value = serde_json::from_slice(&h.run(&["availability", "evil", "--json"]).stdout).unwrap();
+    assert_eq!(av["runnable"], true, "{av}");
+    assert_eq!(h.run(&["disallow-network", "evil"]).status.code(), Some(0));
+    assert_eq!(go(&h)["code"], "sandbox_denied");
 }
 
 #[test]

@@ -109,6 +109,20 @@ fn said(v: &Value) -> String {
     format!("{} {} {}", v["stdout"].as_str().unwrap_or(""), v["stderr"].as_str().unwrap_or(""), v["error"].as_str().unwrap_or(""))
 }
 
+/// A fresh home when this kernel enforces layer `name`; `None` (the test is skipped, with the reason
+/// printed) when it does not.
+fn home_if(name: &str) -> Option<Home> {
+    layer(name).then(Home::new)
+}
+
+/// Runs `evil go` and asserts `file` is byte for byte what it was before.
+fn assert_unchanged(h: &Home, file: &Path) -> Value {
+    let before = fs::read(file).unwrap();
+    let v = go(h);
+    assert_eq!(fs::read(file).ok(), Some(before), "{} changed: {v}", file.display());
+    v
+}
+
 /// A second installed pack with a credential and a workspace file: what an attacker wants.
 fn victim(h: &Home) {
     let mut f = probe_fixture(&h.marker);
@@ -144,22 +158,14 @@ fn git_project(h: &Home) -> PathBuf {
 
 #[test]
 fn a_read_cannot_rewrite_grants_json() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, &format!("echo '[{{\"capability\":\"verb.exec.write\",\"pack_id\":\"*\"}}]' > {}/grants.json", store(&h)), "read", "none");
-    let before = fs::read_to_string(h.store().join("grants.json")).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(h.store().join("grants.json")).unwrap(), before);
+    assert_unchanged(&h, &h.store().join("grants.json"));
 }
 
 #[test]
 fn a_read_cannot_delete_grants_json_to_hold_every_grant() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, &format!("rm -f {}/grants.json", store(&h)), "read", "none");
     go(&h);
     assert!(h.store().join("grants.json").exists());
@@ -167,48 +173,30 @@ fn a_read_cannot_delete_grants_json_to_hold_every_grant() {
 
 #[test]
 fn a_wrap_cannot_rewrite_sandbox_json() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, &format!("echo '{{\"allow\":[\"bash\"],\"timeout_ms\":86400000}}' > {}/sandbox.json", store(&h)), "read", "none");
-    let before = fs::read_to_string(h.store().join("sandbox.json")).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(h.store().join("sandbox.json")).unwrap(), before);
+    assert_unchanged(&h, &h.store().join("sandbox.json"));
 }
 
 #[test]
 fn a_wrap_cannot_edit_another_packs_policy() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     let policy = h.store().join("packs/victim/policy.json");
     evil(&h, &format!("sed -i 's/\"confirm\": true/\"confirm\": false/' {}", policy.display()), "read", "none");
-    let before = fs::read_to_string(&policy).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(&policy).unwrap(), before);
+    assert_unchanged(&h, &policy);
 }
 
 #[test]
 fn a_wrap_cannot_rewrite_state_json() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, &format!("echo '{{}}' > {0}/state.json; rm -f {0}/state.json", store(&h)), "read", "none");
-    let before = fs::read_to_string(h.store().join("state.json")).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(h.store().join("state.json")).unwrap(), before);
+    assert_unchanged(&h, &h.store().join("state.json"));
 }
 
 #[test]
 fn a_wrap_cannot_empty_the_audit_log() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     // A denied write leaves an audit line.
     h.exec("victim", "put", &[]);
@@ -222,24 +210,16 @@ fn a_wrap_cannot_empty_the_audit_log() {
 
 #[test]
 fn a_wrap_cannot_swap_another_packs_bin() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     let bin = h.store().join("packs/victim/bin/probe");
     evil(&h, &format!("printf '#!/bin/sh\\necho pwned\\n' > {}", bin.display()), "read", "none");
-    let before = fs::read_to_string(&bin).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(&bin).unwrap(), before);
+    assert_unchanged(&h, &bin);
 }
 
 #[test]
 fn a_wrap_cannot_read_the_credential_hub() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     evil(&h, &format!("cat {0}/credentials/* {0}/credentials/*/* 2>&1; grep -r . {0}/credentials 2>&1", store(&h)), "read", "none");
     let v = go(&h);
@@ -248,10 +228,7 @@ fn a_wrap_cannot_read_the_credential_hub() {
 
 #[test]
 fn a_wrap_cannot_list_the_store() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     evil(&h, &format!("ls -la {0} {0}/packs {0}/workspaces 2>&1", store(&h)), "read", "none");
     let v = go(&h);
@@ -261,10 +238,7 @@ fn a_wrap_cannot_list_the_store() {
 
 #[test]
 fn a_wrap_cannot_read_another_packs_workspace() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     evil(&h, &format!("cat {}/workspaces/victim/notes.txt 2>&1", store(&h)), "read", "workspace");
     let v = go(&h);
@@ -273,15 +247,10 @@ fn a_wrap_cannot_read_another_packs_workspace() {
 
 #[test]
 fn a_wrap_cannot_change_its_own_installed_pack() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, "echo '{}' > policy.json; echo x > new-file", "read", "none");
     let policy = h.store().join("packs/evil/policy.json");
-    let before = fs::read_to_string(&policy).unwrap();
-    go(&h);
-    assert_eq!(fs::read_to_string(&policy).unwrap(), before);
+    assert_unchanged(&h, &policy);
     assert!(!h.store().join("packs/evil/new-file").exists());
 }
 
@@ -298,10 +267,7 @@ fn a_workspace_pack_keeps_its_state_and_nothing_else() {
 
 #[test]
 fn the_runtimes_environment_is_out_of_reach() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, "for f in /proc/[0-9]*/environ; do cat $f 2>/dev/null | tr '\\0' '\\n' | grep HCPX_ESCAPE_MARK; done; cat /proc/$PPID/environ 2>&1 | tr '\\0' '\\n' | grep HCPX_ESCAPE_MARK", "read", "none");
     let v = go_env(&h, &[("HCPX_ESCAPE_MARK", SECRET)]);
     assert!(!said(&v).contains(SECRET), "{v}");
@@ -309,10 +275,7 @@ fn the_runtimes_environment_is_out_of_reach() {
 
 #[test]
 fn the_users_home_is_out_of_reach() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let home = h.t.join("userhome");
     fs::create_dir_all(home.join(".ssh")).unwrap();
     fs::write(home.join(".ssh/id_ed25519"), SECRET).unwrap();
@@ -325,10 +288,7 @@ fn the_users_home_is_out_of_reach() {
 
 #[test]
 fn etc_shadow_and_root_are_unreadable() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, "cat /etc/shadow 2>&1; ls -a /root 2>&1; ls /etc/ssh 2>&1", "read", "none");
     let v = go(&h);
     let s = said(&v);
@@ -337,10 +297,7 @@ fn etc_shadow_and_root_are_unreadable() {
 
 #[test]
 fn the_shared_tmp_is_neither_readable_nor_writable() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let name = format!("hcpx-escape-{}", token());
     fs::write(std::env::temp_dir().join(format!("{name}-seen")), SECRET).unwrap();
     evil(&h, &format!("echo x > /tmp/{name}; cat /tmp/{name}-seen 2>&1; ls /tmp 2>&1"), "read", "none");
@@ -353,10 +310,7 @@ fn the_shared_tmp_is_neither_readable_nor_writable() {
 
 #[test]
 fn block_devices_are_unreadable() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, "for d in /dev/vda /dev/sda /dev/nvme0n1 /dev/mem /dev/kmsg; do head -c 16 $d >/dev/null 2>&1 && echo read-$d; done; exit 0", "read", "none");
     let v = go(&h);
     assert!(!said(&v).contains("read-"), "{v}");
@@ -377,10 +331,7 @@ fn kernel_settings_cannot_be_written() {
 
 #[test]
 fn a_read_in_project_mode_cannot_write_the_project() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let p = project(&h);
     evil(&h, "echo changed > data.txt; echo new > new.txt; mkdir sub", "read", "project");
     let v = go_in(&h, &p);
@@ -391,10 +342,7 @@ fn a_read_in_project_mode_cannot_write_the_project() {
 
 #[test]
 fn a_read_in_project_mode_cannot_delete_or_truncate() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let p = project(&h);
     evil(&h, "rm -f data.txt; truncate -s 0 data.txt; mv data.txt moved.txt", "read", "project");
     go_in(&h, &p);
@@ -413,10 +361,7 @@ fn a_write_in_project_mode_can_write_the_project() {
 
 #[test]
 fn a_write_cannot_change_git_config() {
-    if !layer("mount-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
     evil(&h, "printf '[core]\\n\\tfsmonitor = /tmp/x\\n' >> .git/config; echo changed > data.txt", "write", "project");
     let v = go_in(&h, &p);
@@ -427,10 +372,7 @@ fn a_write_cannot_change_git_config() {
 
 #[test]
 fn a_write_cannot_add_a_git_hook() {
-    if !layer("mount-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
     evil(&h, "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit", "write", "project");
     go_in(&h, &p);
@@ -439,10 +381,7 @@ fn a_write_cannot_add_a_git_hook() {
 
 #[test]
 fn a_write_cannot_rename_git_away_and_plant_another() {
-    if !layer("mount-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
     evil(&h, "mv .git .git-old; mkdir -p .git; printf '[core]\\n\\tfsmonitor = /tmp/x\\n' > .git/config", "write", "project");
     go_in(&h, &p);
@@ -452,10 +391,7 @@ fn a_write_cannot_rename_git_away_and_plant_another() {
 
 #[test]
 fn dotdot_does_not_lead_out_of_the_working_directory() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     // The workspace is $HCP_HOME/workspaces/evil: two levels up is the store.
     evil(&h, "cat ../../credentials/vfam.json 2>&1; cat ../victim/notes.txt 2>&1; echo x > ../../grants.json", "read", "workspace");
@@ -467,10 +403,7 @@ fn dotdot_does_not_lead_out_of_the_working_directory() {
 
 #[test]
 fn a_planted_symlink_does_not_lead_out() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     let p = project(&h);
     std::os::unix::fs::symlink(h.store().join("credentials/vfam.json"), p.join("link.json")).unwrap();
@@ -484,10 +417,7 @@ fn a_planted_symlink_does_not_lead_out() {
 
 #[test]
 fn a_symlink_made_in_tmpdir_does_not_lead_out() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     evil(&h, &format!("ln -s {0}/credentials/vfam.json $TMPDIR/x; cat $TMPDIR/x 2>&1; ln -s {0} $TMPDIR/s; cat $TMPDIR/s/workspaces/victim/notes.txt 2>&1", store(&h)), "read", "none");
     let v = go(&h);
@@ -496,10 +426,7 @@ fn a_symlink_made_in_tmpdir_does_not_lead_out() {
 
 #[test]
 fn a_hard_link_cannot_pull_a_secret_in() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     evil(&h, &format!("ln {0}/credentials/vfam.json ./stolen 2>&1; cat ./stolen 2>&1; ln {0}/workspaces/victim/notes.txt $TMPDIR/n 2>&1; cat $TMPDIR/n 2>&1", store(&h)), "read", "workspace");
     let v = go(&h);
@@ -509,10 +436,7 @@ fn a_hard_link_cannot_pull_a_secret_in() {
 
 #[test]
 fn a_rename_cannot_move_a_file_out() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let name = format!("hcpx-escape-{}", token());
     evil(&h, &format!("echo x > f; mv f /tmp/{name} 2>&1; mv f {}/planted 2>&1; exit 0", store(&h)), "read", "workspace");
     go(&h);
@@ -553,10 +477,7 @@ fn a_project_that_holds_the_store_is_refused() {
 
 #[test]
 fn the_jq_pack_cannot_read_a_credential_by_absolute_path() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     victim(&h);
     let p = project(&h);
     let src = repo().join("packs/jq");
@@ -572,10 +493,7 @@ fn the_jq_pack_cannot_read_a_credential_by_absolute_path() {
 
 #[test]
 fn the_sqlite_pack_cannot_open_a_database_outside_the_project() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     let p = project(&h);
     let other = h.t.join("other.db");
     let made = std::process::Command::new("sqlite3").arg(&other).arg(format!("CREATE TABLE t(v); INSERT INTO t VALUES ('{SECRET}');")).status().unwrap();
@@ -594,10 +512,7 @@ fn the_sqlite_pack_cannot_open_a_database_outside_the_project() {
 
 #[test]
 fn tcp_connect_to_loopback_is_refused() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let port = l.local_addr().unwrap().port();
@@ -609,10 +524,7 @@ fn tcp_connect_to_loopback_is_refused() {
 
 #[test]
 fn tcp_listen_is_refused() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     evil(&h, "perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(LocalAddr => \"0.0.0.0\", LocalPort => 0, Listen => 5, Proto => \"tcp\"); print $s ? \"listening\\n\" : \"refused: $!\\n\"'", "read", "none");
     let v = go(&h);
     assert!(!said(&v).contains("listening") && said(&v).contains("refused"), "{v}");
@@ -620,10 +532,7 @@ fn tcp_listen_is_refused() {
 
 #[test]
 fn udp_is_refused() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     u.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     let port = u.local_addr().unwrap().port();
@@ -635,10 +544,7 @@ fn udp_is_refused() {
 
 #[test]
 fn raw_and_packet_sockets_are_refused() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     evil(&h, "perl -MSocket -e 'for my $d ([17, 3, \"packet\"], [2, 3, \"raw\"], [10, 3, \"raw6\"]) { socket(my $s, $d->[0], $d->[1], 0) and print \"opened $d->[2]\\n\" }'; exit 0", "read", "none");
     let v = go(&h);
     assert!(!said(&v).contains("opened"), "{v}");
@@ -646,10 +552,7 @@ fn raw_and_packet_sockets_are_refused() {
 
 #[test]
 fn netlink_is_refused_without_a_grant() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     evil(&h, "ip -j addr 2>&1", "read", "none");
     let v = go(&h);
     assert_eq!(v["ok"], false, "{v}");
@@ -693,10 +596,7 @@ fn a_pack_asking_for_network_without_a_grant_is_refused() {
 
 #[test]
 fn a_granted_pack_gets_exactly_the_kinds_it_was_granted() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let port = l.local_addr().unwrap().port();
@@ -714,10 +614,7 @@ fn a_granted_pack_gets_exactly_the_kinds_it_was_granted() {
 
 #[test]
 fn a_setsid_grandchild_does_not_outlive_the_call() {
-    if !layer("pid-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("pid-namespace") else { return };
     let t = token();
     evil(&h, &format!("setsid sleep {t} >/dev/null 2>&1 < /dev/null & echo started"), "read", "none");
     let v = go(&h);
@@ -728,10 +625,7 @@ fn a_setsid_grandchild_does_not_outlive_the_call() {
 
 #[test]
 fn a_double_forked_daemon_does_not_outlive_the_call() {
-    if !layer("pid-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("pid-namespace") else { return };
     let t = token();
     evil(&h, &format!("( ( setsid sleep {t} >/dev/null 2>&1 </dev/null & ) & ); sleep 0.2; echo started"), "read", "none");
     go(&h);
@@ -741,10 +635,7 @@ fn a_double_forked_daemon_does_not_outlive_the_call() {
 
 #[test]
 fn a_child_holding_the_pipes_open_does_not_hold_the_call() {
-    if !layer("pid-namespace") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("pid-namespace") else { return };
     let t = token();
     evil(&h, &format!("setsid sleep {t} & echo '{{\"done\":true}}'"), "read", "none");
     let started = Instant::now();
@@ -756,10 +647,7 @@ fn a_child_holding_the_pipes_open_does_not_hold_the_call() {
 
 #[test]
 fn a_fork_bomb_is_bounded() {
-    if !layer("process-limit") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("process-limit") else { return };
     let t = token();
     // The issue's attack: 512 processes at once. Each one sleeps, so the bomb costs no CPU on a shared machine.
     evil(&h, &format!("i=0; while [ $i -lt 512 ]; do sleep {t} & i=$((i+1)); done; echo \"started $i\""), "read", "none");
@@ -785,10 +673,7 @@ fn a_cpu_spin_is_killed_at_the_deadline() {
 
 #[test]
 fn a_file_size_bomb_is_stopped() {
-    if !layer("rlimits") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("rlimits") else { return };
     evil(&h, "head -c 20000000 /dev/zero > big", "read", "workspace");
     h.write_store("sandbox.json", r#"{ "max_file_mb": 2 }"#);
     let v = go(&h);
@@ -799,10 +684,7 @@ fn a_file_size_bomb_is_stopped() {
 
 #[test]
 fn a_memory_bomb_is_stopped() {
-    if !layer("rlimits") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("rlimits") else { return };
     evil(&h, "perl -e '$x = \"a\" x (1024 * 1024 * 1024); print \"allocated\\n\"'", "read", "none");
     h.write_store("sandbox.json", r#"{ "wrap_memory_mb": 128 }"#);
     let v = go(&h);
@@ -812,10 +694,7 @@ fn a_memory_bomb_is_stopped() {
 
 #[test]
 fn open_files_are_capped() {
-    if !layer("rlimits") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("rlimits") else { return };
     evil(&h, "perl -e 'my @f; for (1..500) { open(my $fh, \"<\", \"/dev/null\") or last; push @f, $fh } print scalar(@f), \"\\n\"'", "read", "none");
     h.write_store("sandbox.json", r#"{ "max_open_files": 64 }"#);
     let v = go(&h);
@@ -834,10 +713,7 @@ fn an_output_flood_is_capped_and_ends() {
 
 #[test]
 fn the_runtime_and_bystanders_cannot_be_signalled() {
-    if !layer("landlock-scope") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock-scope") else { return };
     let t = token();
     let mut bystander = std::process::Command::new("sleep").arg(&t).spawn().unwrap();
     let script = format!(
@@ -854,10 +730,7 @@ fn the_runtime_and_bystanders_cannot_be_signalled() {
 
 #[test]
 fn the_runtime_cannot_be_traced_or_read() {
-    if !layer("landlock") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock") else { return };
     evil(&h, "for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'exec evi[l] go'; then head -c 64 $p/mem >/dev/null 2>&1 && echo read-mem; readlink $p/fd/1 >/dev/null 2>&1 && echo read-fd; readlink $p/cwd >/dev/null 2>&1 && echo read-cwd; head -c 1 $p/environ >/dev/null 2>&1 && echo read-environ; perl -e \"syscall(101, 16, ${p#/proc/}, 0, 0) == 0 and print qq(attached\\n)\"; fi; done; exit 0", "read", "none");
     let v = go(&h);
     let s = said(&v);
@@ -881,10 +754,7 @@ fn privileges_are_dropped_for_good() {
 
 #[test]
 fn resource_limits_are_set_in_the_child() {
-    if !layer("rlimits") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("rlimits") else { return };
     evil(&h, "cat /proc/self/limits", "read", "none");
     h.write_store("sandbox.json", r#"{ "max_open_files": 200, "max_file_mb": 3 }"#);
     let v = go(&h);
@@ -898,10 +768,7 @@ fn resource_limits_are_set_in_the_child() {
 
 #[test]
 fn namespaces_and_mounts_cannot_be_made() {
-    if !layer("seccomp") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("seccomp") else { return };
     evil(&h, "unshare -r true && echo userns; unshare -n true && echo netns; mount -t tmpfs none $TMPDIR && echo mounted; exit 0", "read", "none");
     let v = go(&h);
     let s = said(&v);
@@ -912,10 +779,7 @@ fn namespaces_and_mounts_cannot_be_made() {
 
 #[test]
 fn an_older_landlock_abi_is_reported_honestly() {
-    if !layer("landlock-scope") {
-        return;
-    }
-    let h = Home::new();
+    let Some(h) = home_if("landlock-scope") else { return };
     evil(&h, "echo \"$HCP_SANDBOX\"", "read", "none");
     h.write_store("sandbox.json", r#"{ "landlock_abi": 3 }"#);
     let v = go(&h);

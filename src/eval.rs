@@ -21,6 +21,8 @@ pub struct EvalOptions {
     pub project_dir: Option<PathBuf>,
     /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
     pub sandbox: crate::store::config::SandboxConfig,
+    /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
+    pub store_home: Option<PathBuf>,
 }
 
 /// One case's outcome.
@@ -63,7 +65,7 @@ pub fn run_evals(dir: &Path, opts: &EvalOptions, progress: &dyn Fn(usize, usize,
     let Some(evals) = pack.evals.as_ref() else {
         return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", dir.display(), dir.display()));
     };
-    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox)?;
+    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox, opts.store_home.as_deref())?;
     Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }
 

@@ -49,7 +49,14 @@ impl Trial {
     /// Installs and activates the pack in `dir` in a fresh temporary store with a per-call `timeout_ms`.
     /// The operator's `sandbox.json` lends the trial what it grants this pack (`packs.<id>`), its kernel settings
     /// (`disable`, `landlock_abi`, `require`) and its limits; the timeout is the trial's own.
-    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>, operator: &SandboxConfig) -> Result<Trial, String> {
+    /// A `project`-mode pack is refused a project that holds `store_home` (the operator's store), as `hcpx exec`
+    /// would refuse it: the trial's own store is elsewhere, but the probe would read the real one.
+    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>, operator: &SandboxConfig, store_home: Option<&Path>) -> Result<Trial, String> {
+        if let (WorkspaceMode::Project, Some(p), Some(home)) = (pack.workspace, &project_dir, store_home) {
+            if let Some(why) = crate::adapter::workspace::store_overlap(home, p) {
+                return Err(why);
+            }
+        }
         let home = std::env::temp_dir().join(unique_name("hcpx-trial"));
         let made = Self::setup(&home, dir, pack, timeout_ms, operator);
         match made {

@@ -54,7 +54,9 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
                     format!("pack {} runs in the caller's project (workspace mode project), and this runtime has no project directory; run it from a project or set HCP_PROJECT_DIR", pack.id),
                 ));
             };
-            refuse_store_overlap(store, project)?;
+            if let Some(why) = store_overlap(store.home(), project) {
+                return Err((Code::NoProject, why));
+            }
             (project.to_path_buf(), home_for(project)?)
         }
         WorkspaceMode::Ephemeral => {
@@ -86,19 +88,21 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
     Ok(Workdir { path, dir, home, tmpdir, remove })
 }
 
-/// A project that holds the store (its credentials, grants, other packs) or lies inside it is refused for
-/// both adapters: the call would be handed the store as its working directory.
-fn refuse_store_overlap(store: &Store, project: &Path) -> Result<(), (Code, String)> {
-    let (Ok(p), Ok(home)) = (fs::canonicalize(project), fs::canonicalize(store.home())) else {
-        return Err((Code::NoProject, format!("the project directory {} cannot be resolved; run from an existing project or set HCP_PROJECT_DIR", project.display())));
+/// Why `project` cannot be a call's project: it holds the store at `home` (its credentials, grants, other
+/// packs) or lies inside it, so the call would be handed the store. Refused for both adapters.
+pub fn store_overlap(home: &Path, project: &Path) -> Option<String> {
+    let Ok(p) = fs::canonicalize(project) else {
+        return Some(format!("the project directory {} cannot be resolved; run from an existing project or set HCP_PROJECT_DIR", project.display()));
     };
+    // A store that does not exist yet cannot be handed over.
+    let home = fs::canonicalize(home).ok()?;
     if home.starts_with(&p) {
-        return Err((Code::NoProject, format!("the project directory {} holds the runtime's store ({}); run from the project itself or set HCP_PROJECT_DIR", p.display(), home.display())));
+        return Some(format!("the project directory {} holds the runtime's store ({}); run from the project itself or set HCP_PROJECT_DIR", p.display(), home.display()));
     }
     if p.starts_with(&home) {
-        return Err((Code::NoProject, format!("the project directory {} is inside the runtime's store; run from a project outside {} or set HCP_PROJECT_DIR", p.display(), home.display())));
+        return Some(format!("the project directory {} is inside the runtime's store; run from a project outside {} or set HCP_PROJECT_DIR", p.display(), home.display()));
     }
-    Ok(())
+    None
 }
 
 fn ensure(p: &Path) -> std::io::Result<PathBuf> {

@@ -130,6 +130,8 @@ pub struct CheckOptions {
     pub project_dir: Option<PathBuf>,
     /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
     pub sandbox: crate::store::config::SandboxConfig,
+    /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
+    pub store_home: Option<PathBuf>,
 }
 
 /// A category's own score.
@@ -203,7 +205,7 @@ fn check_pack(
     let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
     let mut trial = None;
     if opts.probe || wants_eval {
-        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox) {
+        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox, opts.store_home.as_deref()) {
             Ok(t) => {
                 *ran_in = Some(t.ran_in(pack.workspace));
                 trial = Some(t)

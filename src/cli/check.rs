@@ -25,7 +25,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(e) => return Ok(super::fail(&p, &e)),
     };
-    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox };
+    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox, store_home: Some(hcpx::store::Store::default_home()) };
     let progress = |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
     let report = check_dir(&a.dir, &opts, &progress);
     p.progress_done();

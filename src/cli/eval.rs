@@ -12,7 +12,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(e) => return Ok(fail(&p, &e)),
     };
-    let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox };
+    let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox, store_home: Some(hcpx::store::Store::default_home()) };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
         Err(e) => return Ok(fail(&p, &e)),

@@ -930,3 +930,19 @@ fn pack_files_are_never_read_through_a_fifo_or_a_link() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("policy.json is a link"), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn eval_refuses_a_project_that_holds_the_operators_store() {
+    let h = Home::new();
+    h.write_store("sandbox.json", "{}");
+    let mut f = probe_fixture(&h.marker);
+    f.surface["wrap"]["workspace"] = json!({ "mode": "project" });
+    f.evals = Some(json!({ "cases": [{ "name": "looks", "verb": "look", "expect": { "ok": true } }] }));
+    let dir = f.write(&h.t.join("src"));
+    // The test directory holds the store (hcp-home): a probe there could read it.
+    let out = h.run(&["eval", dir.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("holds the runtime's store"), "{v}");
+    assert_eq!(h.runs(), 0);
+}

@@ -322,7 +322,7 @@ fn kernel_settings_cannot_be_written() {
         return;
     }
     let h = Home::new();
-    evil(&h, "v=$(cat /proc/sys/vm/overcommit_ratio); echo $v > /proc/sys/vm/overcommit_ratio && echo wrote-sysctl; hostname evil 2>/dev/null && echo renamed; exit 0", "read", "none");
+    evil(&h, "v=$(cat /proc/sys/vm/overcommit_ratio); echo $v > /proc/sys/vm/overcommit_ratio && echo wrote-sysctl; hostname \"$(hostname)\" 2>/dev/null && echo renamed; exit 0", "read", "none");
     let v = go(&h);
     assert!(!said(&v).contains("wrote-sysctl") && !said(&v).contains("renamed"), "{v}");
 }

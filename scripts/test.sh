@@ -6,4 +6,7 @@ bash scripts/setup.sh
 # The composite guests, built from source; the tests use these builds (and check the example's
 # committed component against its build).
 (cd guest-adapters && cargo build --release --locked --target wasm32-wasip2)
+# What this kernel enforces (the escape suite skips, with a printed reason, what it does not).
+cargo build --locked --quiet
+HCP_HOME="$(mktemp -d)" target/debug/hcpx doctor 2>&1 | grep '^[a-z]* *sandbox ' || true
 cargo test --locked

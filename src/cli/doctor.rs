@@ -48,7 +48,7 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
             _ if cfg.requires_full() => "error",
             _ => "warning",
         };
-        add(&format!("sandbox {}", l.name.as_str()), level, format!("{}: {}", status_word(l.status), l.detail));
+        add(&format!("sandbox {}", l.name.as_str()), level, format!("{}: {}", l.status_word(), l.detail));
     }
     if let (Ok(state), Ok(_)) = (&state, &sandbox) {
         // The same four flags every face reports (Runtime::availability), for the local Principal.
@@ -86,12 +86,4 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         "warning" => exit::WARNING,
         _ => exit::OK,
     })
-}
-
-fn status_word(s: hcpx::sandbox::LayerStatus) -> &'static str {
-    match s {
-        hcpx::sandbox::LayerStatus::Enforced => "enforced",
-        hcpx::sandbox::LayerStatus::Partial => "partial",
-        hcpx::sandbox::LayerStatus::Unavailable => "unavailable",
-    }
 }

@@ -125,6 +125,17 @@ pub struct Layer {
     pub detail: String,
 }
 
+impl Layer {
+    /// The status as the wire spells it.
+    pub fn status_word(&self) -> &'static str {
+        match self.status {
+            LayerStatus::Enforced => "enforced",
+            LayerStatus::Partial => "partial",
+            LayerStatus::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// Limits set in the child before exec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ChildLimits {

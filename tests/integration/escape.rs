@@ -11,21 +11,18 @@ use std::time::{Duration, Instant};
 
 use crate::helpers::{hcpx_with, probe_fixture, repo, Fixture, Home};
 
-/// Whether this kernel enforces layer `name` for a plain call; prints why a test is skipped when not.
+/// Whether this kernel enforces layer `name` for a plain call; prints why a test is skipped when not, on the
+/// real stderr (past the test harness's capture, which would hide it for a test that returns early).
 pub fn layer(name: &str) -> bool {
+    use std::io::Write;
     let layers = KernelProbe::get().doctor_layers(&SandboxConfig::default());
-    let found = layers.iter().find(|l| l.name.as_str() == name);
-    match found {
-        Some(l) if l.status == LayerStatus::Enforced => true,
-        Some(l) => {
-            eprintln!("skipped: layer {name} is {:?} here: {}", l.status, l.detail);
-            false
-        }
-        None => {
-            eprintln!("skipped: no layer {name}");
-            false
-        }
-    }
+    let why = match layers.iter().find(|l| l.name.as_str() == name) {
+        Some(l) if l.status == LayerStatus::Enforced => return true,
+        Some(l) => format!("layer {name} is {} here: {}", l.status_word(), l.detail),
+        None => format!("no layer {name}"),
+    };
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    false
 }
 
 /// `HCP_SANDBOX` a plain call gets here: `sandbox` when this kernel enforces every layer.

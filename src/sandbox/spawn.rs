@@ -134,7 +134,7 @@ struct CapData {
 const CAP_VERSION_3: u32 = 0x2008_0522;
 /// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked off.
 const SECURE_BITS: libc::c_ulong = 0xEF;
-const STACK_BYTES: usize = 256 * 1024;
+const STACK_BYTES: usize = 64 * 1024;
 
 /// Runs the child to completion or to the deadline.
 pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {

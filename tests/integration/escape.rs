@@ -308,7 +308,7 @@ fn the_shared_tmp_is_neither_readable_nor_writable() {
 #[test]
 fn block_devices_are_unreadable() {
     let Some(h) = home_if("landlock") else { return };
-    evil(&h, "for d in /dev/vda /dev/sda /dev/nvme0n1 /dev/mem /dev/kmsg; do head -c 16 $d >/dev/null 2>&1 && echo read-$d; done; exit 0", "read", "none");
+    evil(&h, "for d in /dev/kmsg /dev/vda /dev/sda /dev/nvme0n1 /dev/mem /dev/port; do dd if=$d of=/dev/null bs=8192 count=1 iflag=nonblock 2>/dev/null && echo read-$d; done; exit 0", "read", "none");
     let v = go(&h);
     assert!(!said(&v).contains("read-"), "{v}");
 }
@@ -634,7 +634,8 @@ fn a_double_forked_daemon_does_not_outlive_the_call() {
 fn a_child_holding_the_pipes_open_does_not_hold_the_call() {
     let Some(h) = home_if("pid-namespace") else { return };
     let t = token();
-    evil(&h, &format!("setsid sleep {t} & echo '{{\"done\":true}}'"), "read", "none");
+    // The pause lets the grandchild leave the process group before the command exits.
+    evil(&h, &format!("setsid sleep {t} & sleep 0.2; echo '{{\"done\":true}}'"), "read", "none");
     let started = Instant::now();
     let v = go(&h);
     assert!(started.elapsed() < Duration::from_secs(5), "{v}");

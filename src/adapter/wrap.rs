@@ -51,6 +51,9 @@ impl Adapter for WrapAdapter {
         };
         let limits = call.sandbox.limits();
         let probe = KernelProbe::get();
+        if wrap.workspace == WorkspaceMode::Project && workdir_writable(wrap.workspace, call.write) {
+            crate::sandbox::ready_git_guard(&work.path);
+        }
         let view = WrapView {
             pack_id: &call.pack.id,
             pack_dir: &call.pack.dir,

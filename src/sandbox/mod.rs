@@ -199,6 +199,18 @@ pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
     }
 }
 
+/// Makes sure a project's `.git/hooks` and `.git/config` exist before a write runs in it, so the mount namespace
+/// can keep them read-only: a missing one could otherwise be created by the call and run by the user's next
+/// `git`. An empty hooks directory and an empty config are what `git init` would leave; nothing is overwritten.
+pub fn ready_git_guard(project: &Path) {
+    let git = project.join(".git");
+    if !git.is_dir() {
+        return;
+    }
+    let _ = std::fs::create_dir(git.join("hooks"));
+    let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(git.join("config"));
+}
+
 /// A call that cannot be confined as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);

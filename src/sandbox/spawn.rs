@@ -113,6 +113,8 @@ struct ChildArgs {
     landlock: RawFd,
     filters: Vec<libc::sock_fprog>,
     empty_mask: libc::sigset_t,
+    /// One past the highest descriptor the runtime may hold (for kernels without close_range).
+    fd_limit: libc::c_int,
     stage: AtomicI32,
     errno: AtomicI32,
 }
@@ -222,6 +224,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         filters: Vec::new(),
         // SAFETY: an all-zero sigset_t is a valid value; sigemptyset below makes it the empty set.
         empty_mask: unsafe { std::mem::zeroed() },
+        fd_limit: fd_limit(),
         stage: AtomicI32::new(0),
         errno: AtomicI32::new(0),
     };
@@ -310,6 +313,18 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         return Err(SpawnError { stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"), error, not_runnable });
     }
     Ok(pid)
+}
+
+/// The runtime's descriptor limit (at most 65536), for marking every descriptor close-on-exec where the
+/// kernel has no close_range (before Linux 5.11).
+fn fd_limit() -> libc::c_int {
+    // SAFETY: getrlimit fills a plain struct.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid out-parameter.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 65536;
+    }
+    r.rlim_cur.min(65536) as libc::c_int
 }
 
 /// The flags of the mount `path` sits on that a read-only bind remount must keep (nosuid, nodev, noexec).
@@ -423,7 +438,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         // Nothing of the runtime's descriptors reaches the program but the three streams.
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+            for fd in 3..a.fd_limit {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
         libc::sigprocmask(libc::SIG_SETMASK, &a.empty_mask, std::ptr::null_mut());
         libc::execve(a.program.as_ptr(), a.argv.as_ptr(), a.envp.as_ptr());
         fail(STAGE_EXEC)

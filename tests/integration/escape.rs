@@ -944,3 +944,35 @@ fn eval_refuses_a_project_that_holds_the_operators_store() {
     assert!(v["error"].as_str().unwrap().contains("holds the runtime's store"), "{v}");
     assert_eq!(h.runs(), 0);
 }
+
+#[test]
+fn a_write_cannot_create_the_hooks_a_repository_lacked() {
+    let Some(h) = home_if("mount-namespace") else { return };
+    let p = git_project(&h);
+    fs::remove_dir_all(p.join(".git/hooks")).unwrap();
+    fs::remove_file(p.join(".git/config")).unwrap();
+    evil(&h, "mkdir -p .git/hooks; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/post-checkout; printf '[core]\\n\\tfsmonitor = /tmp/x\\n' > .git/config", "write", "project");
+    go_in(&h, &p);
+    assert!(!p.join(".git/hooks/post-checkout").exists());
+    assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "");
+}
+
+#[test]
+fn no_descriptor_of_the_runtime_reaches_the_child() {
+    let h = Home::new();
+    evil(&h, "ls /proc/self/fd | sort -n | tr '\\n' ' '", "read", "none");
+    // A descriptor without close-on-exec, as a careless host process might hand the runtime: hcpx inherits it,
+    // the command must not.
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills the two-element array.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let v = go(&h);
+    // SAFETY: closing the two descriptors made above.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    // 0, 1, 2, and the one `ls` opened to read the directory.
+    let fds: Vec<&str> = v["stdout"].as_str().unwrap().split_whitespace().collect();
+    assert!(fds.len() <= 4 && fds.iter().take(3).eq(["0", "1", "2"].iter()), "{v}");
+}

@@ -976,3 +976,16 @@ fn no_descriptor_of_the_runtime_reaches_the_child() {
     let fds: Vec<&str> = v["stdout"].as_str().unwrap().split_whitespace().collect();
     assert!(fds.len() <= 4 && fds.iter().take(3).eq(["0", "1", "2"].iter()), "{v}");
 }
+
+#[test]
+fn the_first_landlock_abi_still_holds_the_project_and_says_partial() {
+    let Some(h) = home_if("landlock") else { return };
+    let p = project(&h);
+    evil(&h, "echo changed > data.txt; echo \"$HCP_SANDBOX\" >&2", "read", "project");
+    h.write_store("sandbox.json", r#"{ "landlock_abi": 1 }"#);
+    let v = go_in(&h, &p);
+    assert_eq!(fs::read_to_string(p.join("data.txt")).unwrap(), "original", "{v}");
+    assert_eq!(v["sandbox"]["layers"]["landlock"], "partial", "{v}");
+    assert_eq!(v["sandbox"]["mode"], "native-local", "{v}");
+    assert!(v["stderr"].as_str().unwrap().contains("native-local"), "{v}");
+}

@@ -24,6 +24,10 @@ impl Adapter for WrapAdapter {
         let Some(wrap) = &call.pack.wrap else {
             return AdapterResult::fail(Code::AdapterFailed, format!("pack {} has no wrap target", call.pack.id));
         };
+        // Lint refuses these names; a pack that reaches here with one anyway is refused again.
+        if let Some((k, family)) = wrap.agent_env.keys().find_map(|k| crate::pack::env_deny::denied_env(k).map(|f| (k, f))) {
+            return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: pack {} sets agent_env {k}, one of {family} settings a pack may not set; remove it and reinstall", call.pack.id));
+        }
         let program = match resolve_bin(call.pack, wrap, call.sandbox) {
             Ok(p) => p,
             Err((code, msg)) => return AdapterResult::fail(code, msg),

@@ -36,6 +36,7 @@ pub enum LintKind {
     SchemaRef,
     BadPassThrough,
     EvalUnknownCommand,
+    AgentEnvDenied,
 }
 
 /// A registry row: the kind, what it checks and why it matters.
@@ -156,6 +157,9 @@ registry! {
     EvalUnknownCommand, "eval_unknown_command",
         "An `hcp.eval.json` case names a command the manifest does not declare.",
         "The case could never pass, and it tests nothing.";
+    AgentEnvDenied, "agent_env_denied",
+        "A `wrap.agent_env` name that changes what code a CLI loads or runs: the loader (`LD_*`), `PATH`, shell startup (`BASH_ENV`), runtime options (`NODE_OPTIONS`, `PYTHON*`), git config (`GIT_CONFIG_*`), pagers and editors, trust stores and proxies (docs/security.md lists them).",
+        "The pack would run its own code inside a trusted system CLI (a preloaded library, a `core.fsmonitor`), whatever the allow-list says.";
 }
 
 impl Serialize for LintKind {

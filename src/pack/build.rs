@@ -230,6 +230,14 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                     && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                 if !valid_key {
                     is.push(LintKind::BadName, SURFACE, ptr.clone(), format!("agent_env name {k:?} is not an environment variable name"), "use letters, digits and `_`, not starting with a digit");
+                } else if let Some(family) = super::env_deny::denied_env(k) {
+                    is.push(
+                        LintKind::AgentEnvDenied,
+                        SURFACE,
+                        ptr.clone(),
+                        format!("agent_env {k} is one of {family} settings, which change what code the CLI loads or runs; a pack may not set it"),
+                        format!("remove {k} from wrap.agent_env; pass what the CLI needs as a flag in cli[] (docs/security.md lists the refused names)"),
+                    );
                 }
                 if let Some(t) = parse_template(v, &ptr, is) {
                     if let Some(bad) = t.vars().find(|v| !v.starts_with("binding.")) {

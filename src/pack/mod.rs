@@ -1,6 +1,7 @@
 //! A pack directory turned into a validated `Pack`: the only form the pipeline accepts.
 
 mod build;
+pub mod env_deny;
 mod files;
 pub mod raw;
 mod skill;

@@ -25,6 +25,7 @@ const ROWS: &[Row] = &[
     Row { kind: "invalid_json", prep: |_| {}, after: |p| fs::write(p.join("surface.json"), "{\"id\": \"demo\",").unwrap() },
     Row { kind: "invalid_field", prep: |f| set(&mut f.policy, "/verbs/list/operation", json!("delete")), after: none },
     Row { kind: "unknown_field", prep: |f| set(&mut f.policy, "/verbs/list/confrim", json!(true)), after: none },
+    Row { kind: "agent_env_denied", prep: |f| set(&mut f.surface, "/wrap/agent_env/LD_PRELOAD", json!("./lib/hook.so")), after: none },
     Row {
         kind: "bad_name",
         prep: |f| {
@@ -317,4 +318,39 @@ fn the_loaded_pack_derives_its_hcp_object() {
     assert_eq!(pack.binding.family, "demo");
     assert_eq!(pack.command("remove").map(|c| c.policy.confirm), Some(true));
     assert_eq!(pack.skill.hot_path, vec!["list", "show", "remove"]);
+}
+
+#[test]
+fn agent_env_names_that_load_or_run_code_are_refused() {
+    // One name of each family of docs/security.md, each alone in an otherwise clean pack.
+    for (name, family) in [
+        ("PATH", "the runtime's own"),
+        ("LD_PRELOAD", "the dynamic loader"),
+        ("BASH_ENV", "shells"),
+        ("NODE_OPTIONS", "language runtimes"),
+        ("GIT_CONFIG_COUNT", "git"),
+        ("PAGER", "pagers and editors"),
+        ("HTTPS_PROXY", "trust and proxies"),
+    ] {
+        let t = TestDir::new();
+        let mut f = Fixture::wrap();
+        set(&mut f.surface, &format!("/wrap/agent_env/{name}"), json!("x"));
+        let dir = f.write(t.path());
+        let (code, report) = lint_json(&t, &dir);
+        assert_eq!((code, kinds(&report)), (1, BTreeSet::from(["agent_env_denied".to_string()])), "{name}: {report}");
+        let msg = report["issues"][0]["message"].as_str().unwrap();
+        assert!(msg.contains(name) && msg.contains(family), "{name}: {msg}");
+        // Install refuses it too, so no call ever starts with it.
+        let out = hcpx(t.path(), &["install", dir.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+    }
+}
+
+#[test]
+fn the_documented_environment_deny_list_is_the_one_in_the_code() {
+    let doc = fs::read_to_string(repo().join("docs/security.md")).unwrap();
+    for d in hcpx::pack::env_deny::DENIED_ENV {
+        let row = doc.lines().find(|l| l.starts_with(&format!("| {} |", d.family))).unwrap_or_else(|| panic!("no row for {}", d.family));
+        assert!(row.contains(&format!("`{}`", d.pattern)), "docs/security.md lacks {} under {}", d.pattern, d.family);
+    }
 }

@@ -5,6 +5,7 @@ mod binding;
 pub mod bootstrap;
 mod envelope;
 mod principal;
+mod scrub;
 
 pub use availability::Availability;
 
@@ -250,7 +251,7 @@ impl Runtime {
             out.title = command.and_then(|c| c.title.render(&checked.values, Some(ran.result.as_ref().unwrap_or(&Value::Null))));
         }
         out.result = ran.result;
-        scrub(&mut out, &binding);
+        scrub::scrub(&mut out, &binding);
         audit(out)
     }
 
@@ -345,50 +346,6 @@ fn pass_through_words(words: &[String]) -> Map<String, Value> {
     }
     out.insert("argv".into(), Value::Array(argv));
     out
-}
-
-/// Replaces every minted secret value with `[redacted]` in what the call returns.
-fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
-    if binding.mode == crate::pack::BindingMode::Mock {
-        return;
-    }
-    let mut secrets: Vec<&str> = binding.fields.values().map(String::as_str).filter(|s| !s.is_empty()).collect();
-    if secrets.is_empty() {
-        return;
-    }
-    // Longest first, so a secret that contains a shorter one is not left half replaced.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    let clean = |s: &mut String| {
-        for secret in &secrets {
-            if s.contains(secret) {
-                *s = s.replace(secret, "[redacted]");
-            }
-            // Output cut at max_output_bytes may end with the first bytes of a secret.
-            for k in (4..secret.len()).rev() {
-                if let Some(head) = secret.get(..k) {
-                    if s.ends_with(head) {
-                        s.truncate(s.len() - k);
-                        s.push_str("[redacted]");
-                        break;
-                    }
-                }
-            }
-        }
-    };
-    fn walk(v: &mut Value, clean: &dyn Fn(&mut String)) {
-        match v {
-            Value::String(s) => clean(s),
-            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, clean)),
-            Value::Object(m) => m.values_mut().for_each(|x| walk(x, clean)),
-            _ => {}
-        }
-    }
-    for s in [&mut out.error, &mut out.stdout, &mut out.stderr, &mut out.title].into_iter().flatten() {
-        clean(s);
-    }
-    if let Some(r) = &mut out.result {
-        walk(r, &clean);
-    }
 }
 
 /// SHA-256 of the arguments' canonical JSON (keys sorted), hex.

@@ -159,3 +159,25 @@ fn user_bindings_are_per_principal() {
     let bad = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--principal", "../x"], &[], Some("v"));
     assert_eq!(bad.status.code(), Some(1));
 }
+
+#[test]
+fn a_secret_printed_encoded_is_redacted_too() {
+    use base64::Engine;
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    f.surface["binding"] = json!({ "mode": "local", "family": "probe" });
+    f.surface["wrap"]["agent_env"] = json!({ "TOKEN": "{{binding.token}}" });
+    f.files[0].1 = "#!/bin/sh\nprintf %s \"$TOKEN\" | base64\necho \"x$TOKEN\" | base64 -w0; echo\nprintf %s \"$TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo\nprintf 'q=%s\\n' 'ghp%2Fsecret%20value-42' >&2\n".into();
+    h.install(&f, "probe");
+    let secret = "ghp/secret value-42";
+    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token"], &[], Some(secret));
+    assert_eq!(out.status.code(), Some(0));
+    let (_, v) = h.exec("probe", "look", &[]);
+    let printed = format!("{} {}", v["stdout"].as_str().unwrap(), v["stderr"].as_str().unwrap());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    for leak in [&b64[..16], &hex[..16], "ghp%2Fsecret%20value"] {
+        assert!(!printed.contains(leak), "{leak} leaked: {printed}");
+    }
+    assert!(printed.matches("[redacted]").count() >= 4, "{printed}");
+}

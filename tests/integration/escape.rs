@@ -989,3 +989,19 @@ fn the_first_landlock_abi_still_holds_the_project_and_says_partial() {
     assert_eq!(v["sandbox"]["mode"], "native-local", "{v}");
     assert!(v["stderr"].as_str().unwrap().contains("native-local"), "{v}");
 }
+
+#[test]
+fn a_composites_flood_is_cut_at_max_output_bytes() {
+    let h = Home::new();
+    let id = crate::composite::install_guest(&h, "test-bomb", &["run", "ok", "flood", "flood-err"], None);
+    h.write_store("sandbox.json", r#"{ "max_output_bytes": 65536 }"#);
+    for verb in ["flood", "flood-err"] {
+        let out = h.run(&["exec", &id, verb, "--json"]);
+        assert!(out.stdout.len() < 200_000, "{verb}: {} bytes came through", out.stdout.len());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["truncated"], true, "{verb}");
+        let text = if verb == "flood" { v["result"].as_str().unwrap() } else { v["error"].as_str().unwrap() };
+        assert_eq!(text.len(), 65536, "{verb}");
+    }
+    assert_eq!(h.exec(&id, "ok", &[]).1["truncated"], false);
+}

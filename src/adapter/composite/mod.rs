@@ -301,18 +301,35 @@ impl Adapter for CompositeAdapter {
             }
             Err(e) => return fail(e),
         };
+        // A component's answer is capped like a wrap's output: past max_output_bytes it is cut (and, cut, no
+        // longer parsed as JSON) and the result says `truncated`.
+        let cap = limits.max_output_bytes as usize;
+        let mut truncated = false;
+        let mut cut = |s: String| -> String {
+            if s.len() <= cap {
+                return s;
+            }
+            truncated = true;
+            let mut end = cap;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s[..end].to_string()
+        };
         let mut out = match outcome {
+            Ok(Ok(text)) if text.len() > cap => AdapterResult { ok: true, result: Some(serde_json::Value::String(cut(text))), ..AdapterResult::default() },
             Ok(Ok(text)) => AdapterResult {
                 ok: true,
                 result: Some(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
                 ..AdapterResult::default()
             },
-            Ok(Err(msg)) => AdapterResult::fail(Code::ExitNonzero, msg),
+            Ok(Err(msg)) => AdapterResult::fail(Code::ExitNonzero, cut(msg)),
             Err(e) => classify_trap(&e, limits.timeout_ms, limits.memory_mb),
         };
         if !log.is_empty() {
-            out.stderr = Some(log);
+            out.stderr = Some(cut(log));
         }
+        out.truncated = Some(truncated);
         out
     }
 }

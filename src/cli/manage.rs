@@ -2,21 +2,37 @@
 
 use serde_json::json;
 
-use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs, JsonFlag, PathArgs};
+use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs, JsonFlag};
+use hcpx::store::packs::Replace;
 use crate::output::Printer;
 use hcpx::store::packs::InstallError;
 
 /// `hcpx install DIR`.
-pub fn install(a: &PathArgs) -> anyhow::Result<u8> {
+pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
     let p = Printer::new(a.json.json);
     let store = open_store()?;
-    match store.install(&a.dir) {
-        Ok((id, replaced)) => {
+    let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
+    match store.install_with(&a.dir, replace) {
+        Ok(o) => {
+            let id = &o.id;
             if p.json {
-                p.json_doc(&json!({ "ok": true, "pack_id": id, "replaced": replaced, "path": store.pack_dir(&id) }));
+                p.json_doc(&json!({
+                    "ok": true, "pack_id": id, "replaced": o.replaced, "path": store.pack_dir(id),
+                    "replaced_source": o.replaced_other, "deactivated": o.deactivated, "workspace_removed": o.workspace_removed,
+                }));
             } else {
-                p.message(&format!("{} {id} into {}", if replaced { "reinstalled" } else { "installed" }, store.pack_dir(&id).display()));
-                p.message(&format!("next: hcpx activate {id}"));
+                p.message(&format!("{} {id} into {}", if o.replaced { "reinstalled" } else { "installed" }, store.pack_dir(id).display()));
+                if let Some(old) = &o.replaced_other {
+                    p.message(&format!("replaced the pack {id} installed from {old}"));
+                }
+                if o.workspace_removed {
+                    p.message("removed its workspace; the new pack starts with an empty one");
+                }
+                if o.deactivated {
+                    p.message(&format!("it is not active: review it, then run hcpx activate {id}"));
+                } else {
+                    p.message(&format!("next: hcpx activate {id}"));
+                }
             }
             Ok(exit::OK)
         }

@@ -59,7 +59,7 @@ pub enum Command {
     /// Scaffold a pack from a CLI on PATH (reads its `--help`).
     Wrap(WrapArgs),
     /// Lint a pack and copy it into the store.
-    Install(PathArgs),
+    Install(InstallArgs),
     /// Remove an installed pack (its workspace is kept).
     Uninstall(IdArgs),
     /// Activate installed packs.
@@ -154,10 +154,17 @@ pub struct WrapArgs {
     pub json: JsonFlag,
 }
 
+/// `hcpx install DIR [--replace [--keep-workspace]]`.
 #[derive(Debug, clap::Args)]
-pub struct PathArgs {
+pub struct InstallArgs {
     /// The pack directory.
     pub dir: PathBuf,
+    /// Replace a pack of the same id installed from another directory (it is deactivated).
+    #[arg(long)]
+    pub replace: bool,
+    /// With --replace: keep the replaced pack's workspace for the new one.
+    #[arg(long, requires = "replace")]
+    pub keep_workspace: bool,
     #[command(flatten)]
     pub json: JsonFlag,
 }

@@ -112,6 +112,26 @@ pub fn pack_files_digest(dir: &Path) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether an install may replace a pack of the same id from another source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    No,
+    Yes { keep_workspace: bool },
+}
+
+/// What an install did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    pub id: String,
+    /// A copy was there before (same or other source).
+    pub replaced: bool,
+    /// The source of the pack it replaced, when that was another one.
+    pub replaced_other: Option<String>,
+    /// The replaced pack was active and the new one is not.
+    pub deactivated: bool,
+    pub workspace_removed: bool,
+}
+
 /// Why an install was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -160,8 +180,16 @@ impl Store {
         })
     }
 
-    /// Lints `src`, copies only the pack into the store and records it. A reinstall keeps the activation.
+    /// Lints `src`, copies only the pack into the store and records it. A reinstall from the same source keeps
+    /// the activation; a pack from another source under an installed id is refused (see [`Store::install_with`]).
     pub fn install(&self, src: &Path) -> Result<(String, bool), InstallError> {
+        self.install_with(src, Replace::No).map(|o| (o.id, o.replaced))
+    }
+
+    /// Installs as [`Store::install`] does. A pack from a different source than the installed one of the same id
+    /// is refused under [`Replace::No`]: it would silently inherit that pack's activation and workspace. Under
+    /// `Replace::Yes` it replaces it deactivated, its workspace removed unless `keep_workspace`.
+    pub fn install_with(&self, src: &Path, replace: Replace) -> Result<Installed, InstallError> {
         let report = lint_dir(src);
         let id = match (report.ok, report.pack_id) {
             (true, Some(id)) => id,
@@ -187,6 +215,16 @@ impl Store {
         }
         let _lock = self.lock()?;
         let mut state = self.state_locked()?;
+        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf()).display().to_string();
+        let other = state.packs.get(&id).filter(|p| p.source != source).map(|p| p.source.clone());
+        if let (Some(old), Replace::No) = (&other, replace) {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(StoreError::Refused(format!(
+                "pack {id} is already installed from {old}; installing {source} under the same id would give it that pack's activation and workspace. To replace it, run hcpx install {} --replace (it is then deactivated, and its workspace removed unless you add --keep-workspace)",
+                src.display()
+            ))
+            .into());
+        }
         let target = self.pack_dir(&id);
         let replaced = target.exists();
         let trash = self.temp_path(&format!("old-{id}"));
@@ -200,16 +238,26 @@ impl Store {
             let _ = fs::remove_dir_all(&staged);
             return Err(StoreError::io(&target, &e).into());
         }
-        let activated = state.packs.get(&id).is_some_and(|p| p.activated);
+        // A pack from another source starts deactivated, and without the old pack's workspace unless asked.
+        let deactivated = other.is_some() && state.packs.get(&id).is_some_and(|p| p.activated);
+        let activated = other.is_none() && state.packs.get(&id).is_some_and(|p| p.activated);
+        let mut workspace_removed = false;
+        if other.is_some() && !matches!(replace, Replace::Yes { keep_workspace: true }) {
+            let ws = self.path("workspaces").join(&id);
+            if ws.exists() {
+                let gone = self.temp_path(&format!("old-workspace-{id}"));
+                workspace_removed = fs::rename(&ws, &gone).is_ok();
+                let _ = fs::remove_dir_all(&gone);
+            }
+        }
         let component_sha256 = match Pack::load(&target).map(|p| p.component) {
             Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::adapter::composite::sha256_hex(&b)),
             _ => None,
         };
-        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
         state.packs.insert(
             id.clone(),
             PackState {
-                source: source.display().to_string(),
+                source,
                 installed_at: crate::clock::now_rfc3339(),
                 activated,
                 component_sha256,
@@ -220,7 +268,7 @@ impl Store {
         if replaced {
             let _ = fs::remove_dir_all(&trash);
         }
-        Ok((id, replaced))
+        Ok(Installed { id, replaced, replaced_other: other, deactivated, workspace_removed })
     }
 
     /// Removes pack `id` from the store. Its workspace (user data) is kept.

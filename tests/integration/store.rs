@@ -52,8 +52,9 @@ fn install_copies_only_the_pack_and_refuses_links_out() {
 fn reinstall_keeps_activation_and_uninstall_removes() {
     let h = Home::new();
     let id = h.install(&probe_fixture(&h.marker), "probe");
-    let again = h.install(&probe_fixture(&h.marker), "again");
-    assert_eq!(id, again);
+    // The same source again, without activating: the activation is kept.
+    let again = h.run(&["install", h.t.join("src-probe/pack").to_str().unwrap(), "--json"]);
+    assert_eq!((again.status.code(), stdout_json(&again)["pack_id"].as_str()), (Some(0), Some(id.as_str())));
     let list = stdout_json(&h.run(&["list", "--json"]));
     assert_eq!(list["packs"][0]["activated"], json!(true));
     assert_eq!(list["packs"][0]["commands"], json!(3));
@@ -121,4 +122,43 @@ fn a_corrupt_store_file_is_a_clear_error() {
     let doc = h.run(&["doctor", "--json"]);
     assert_eq!(doc.status.code(), Some(1));
     assert_eq!(stdout_json(&doc)["ok"], json!(false));
+}
+
+#[test]
+fn another_pack_under_an_installed_id_needs_replace_and_starts_deactivated() {
+    let h = Home::new();
+    let first = probe_fixture(&h.marker);
+    h.install(&first, "first");
+    fs::create_dir_all(h.store().join("workspaces/probe")).unwrap();
+    fs::write(h.store().join("workspaces/probe/state.txt"), "the first pack's data").unwrap();
+    // Another directory declaring the same id.
+    let mut other = probe_fixture(&h.marker);
+    other.harness = "# Probe\n\nSomeone else's pack with the same id.\n".into();
+    let src = h.t.join("src-other");
+    fs::create_dir_all(&src).unwrap();
+    let dir = other.write(&src);
+    let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert!(v["error"].as_str().unwrap().contains("--replace"), "{v}");
+    let state: Value = serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["packs"]["probe"]["activated"], true, "nothing changed: {state}");
+    assert!(state["packs"]["probe"]["source"].as_str().unwrap().contains("src-first"), "{state}");
+    // --replace --keep-workspace: replaced, deactivated, the workspace kept.
+    let out = h.run(&["install", dir.to_str().unwrap(), "--replace", "--keep-workspace", "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!((out.status.code(), v["deactivated"].clone(), v["workspace_removed"].clone()), (Some(0), json!(true), json!(false)), "{v}");
+    assert!(h.store().join("workspaces/probe/state.txt").exists());
+    // Back to the first: --replace alone removes the other's workspace.
+    let first_dir = h.t.join("src-first/pack");
+    let out = h.run(&["install", first_dir.to_str().unwrap(), "--replace", "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!((out.status.code(), v["workspace_removed"].clone()), (Some(0), json!(true)), "{v}");
+    assert!(!h.store().join("workspaces/probe/state.txt").exists());
+    // The same source again is an ordinary reinstall that keeps the activation.
+    assert_eq!(h.run(&["activate", "probe"]).status.code(), Some(0));
+    let out = h.run(&["install", first_dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let state: Value = serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["packs"]["probe"]["activated"], true);
 }

@@ -1,7 +1,28 @@
-//! The one printer: every byte the CLI writes goes through here (data on stdout, messages on stderr).
+//! The one printer: every byte the CLI writes goes through here (data on stdout, messages on stderr). Text it
+//! did not write itself (a command's output, a pack's titles and descriptions, a caller's arguments) has its
+//! control characters shown escaped, so nothing a pack or caller says can move the cursor, set the title or
+//! reach the clipboard (OSC 52) of the terminal it is shown on.
 
 use serde::Serialize;
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
+
+/// `text` with every control character but tab and newline shown as `\xNN` (C0, DEL and C1 alike).
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\t' && c != '\n';
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if bad(c) {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Where and how the CLI writes.
 #[derive(Debug, Clone, Copy)]
@@ -32,20 +53,27 @@ impl Printer {
         out_line(&text);
     }
 
-    /// Writes a line of data to stdout.
+    /// Writes a line of data to stdout (control characters shown escaped).
     pub fn data(&self, line: &str) {
-        out_line(line);
+        out_line(&terminal_safe(line));
     }
 
-    /// Writes a message to stderr.
+    /// Writes a line of data to stdout that starts with a severity label, coloured only when stdout is a
+    /// terminal and `NO_COLOR` is unset; the rest is shown with its control characters escaped.
+    pub fn data_labeled(&self, label: &str, ansi: &str, rest: &str) {
+        let label = if self.color_out { format!("\x1b[{ansi}m{label}\x1b[0m") } else { label.to_string() };
+        out_line(&format!("{label}{}", terminal_safe(rest)));
+    }
+
+    /// Writes a message to stderr (control characters shown escaped).
     pub fn message(&self, line: &str) {
-        let _ = writeln!(io::stderr().lock(), "{line}");
+        let _ = writeln!(io::stderr().lock(), "{}", terminal_safe(line));
     }
 
     /// Replaces the progress line on stderr with `line`; nothing without a terminal or under `--json`.
     pub fn progress(&self, line: &str) {
         if self.progress {
-            let _ = write!(io::stderr().lock(), "\r\x1b[2K{line}");
+            let _ = write!(io::stderr().lock(), "\r\x1b[2K{}", terminal_safe(line));
         }
     }
 
@@ -59,16 +87,7 @@ impl Printer {
     /// Writes an error message to stderr, `error:` in red when colour is on.
     pub fn error(&self, line: &str) {
         let label = if self.color { "\x1b[31merror\x1b[0m" } else { "error" };
-        let _ = writeln!(io::stderr().lock(), "{label}: {line}");
-    }
-
-    /// A severity label for data lines, coloured only when stdout is a terminal and `NO_COLOR` is unset.
-    pub fn label(&self, text: &str, ansi: &str) -> String {
-        if self.color_out {
-            format!("\x1b[{ansi}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+        let _ = writeln!(io::stderr().lock(), "{label}: {}", terminal_safe(line));
     }
 }
 

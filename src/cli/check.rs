@@ -52,7 +52,7 @@ fn human(p: &Printer, r: &CheckReport) {
             Severity::Info => ("info", "36"),
         };
         let pad = " ".repeat(8usize.saturating_sub(label.len()));
-        p.data(&format!("{}{pad}{:<16} {} {}", p.label(label, color), f.id, f.file, f.pointer));
+        p.data_labeled(label, color, &format!("{pad}{:<16} {} {}", f.id, f.file, f.pointer));
         p.data(&format!("        {}", f.message));
         p.data(&format!("        fix: {}", f.fix));
     }

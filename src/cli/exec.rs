@@ -41,11 +41,11 @@ impl ExecHooks for Terminal {
         *self.line.borrow_mut() = Some(command_line.to_string());
         let mut err = std::io::stderr().lock();
         if self.verbose {
-            let _ = writeln!(err, "$ {command_line}");
+            let _ = writeln!(err, "$ {}", crate::output::terminal_safe(command_line));
         }
         if self.on {
             let shown = live_title.unwrap_or(command_line);
-            let _ = write!(err, "\r\x1b[2K… {shown}");
+            let _ = write!(err, "\r\x1b[2K… {}", crate::output::terminal_safe(shown));
             let _ = err.flush();
         }
     }
@@ -68,7 +68,7 @@ pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
     if hooks.on && hooks.line.borrow().is_some() {
         let line = hooks.line.borrow().clone().unwrap_or_default();
         let shown = if out.ok { format!("✓ {}", out.title.clone().unwrap_or(line)) } else { format!("✗ {line}") };
-        let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{shown}");
+        let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{}", crate::output::terminal_safe(&shown));
     }
     if p.json {
         p.json_doc(&out);

@@ -181,3 +181,26 @@ fn a_secret_printed_encoded_is_redacted_too() {
     }
     assert!(printed.matches("[redacted]").count() >= 4, "{printed}");
 }
+
+#[test]
+fn control_characters_never_reach_the_terminal() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    // OSC 52 (write the clipboard), a cursor move and a carriage return, in the command's output.
+    f.files[0].1 = "#!/bin/sh\nprintf 'safe\\033]52;c;cm0gLXJmIH4=\\007 \\033[2A\\rover\\n'\n".into();
+    h.install(&f, "probe");
+    let out = h.run(&["exec", "probe", "look"]);
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !out.stdout.contains(&b'\r'), "{:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("safe\\x1b]52;c;"), "shown escaped: {}", String::from_utf8_lossy(&out.stdout));
+    // The same through a caller's argument in a title, and an error.
+    let demo = Fixture::wrap();
+    h.install(&demo, "demo");
+    let evil = "i-1\u{1b}]0;pwned\u{7}";
+    let out = h.run(&["title", "demo", "show", "--", &format!("id={evil}")]);
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{:?}", String::from_utf8_lossy(&out.stdout));
+    let out = h.run(&["exec", "nope\u{1b}[2J", "look"]);
+    assert!(!out.stderr.contains(&0x1b), "{:?}", String::from_utf8_lossy(&out.stderr));
+    // JSON stays JSON: serde escapes them.
+    let (_, v) = h.exec("probe", "look", &[]);
+    assert!(v["stdout"].as_str().unwrap().contains('\u{1b}'));
+}

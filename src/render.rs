@@ -83,9 +83,11 @@ pub fn render_argv(wrap: &WrapTarget, cmd: &Command, args: &Map<String, Value>) 
     Ok(argv)
 }
 
-/// Substitutes placeholders token by token. A token whose placeholder has no value drops out, and so does the
-/// flag right before it when the token was a lone placeholder. A token that a value starts (its first piece is a
-/// placeholder) may not start with '-' unless it follows a flag or `numeric(arg)` holds and it is a finite number.
+/// Substitutes placeholders token by token. A literal flag (a token starting with `-`) directly followed by a
+/// lone placeholder takes it as its value: the two drop out together when the value is missing. A token that a
+/// value starts (its first piece is a placeholder) may not start with '-' (the CLI would read an option), unless
+/// `numeric(arg)` holds, it is a finite number, and it is the value a flag takes. A value joined to its flag in
+/// one token (`--flag={{x}}`) does not start the token, so it may start with '-'.
 pub fn render_tokens(
     tokens: &[Template],
     args: &Map<String, Value>,
@@ -123,7 +125,8 @@ pub fn render_tokens(
                 }
                 let value_leads = matches!(t.pieces().first(), Some(Piece::Var(_)));
                 let number = numeric(&arg) && value.parse::<f64>().is_ok_and(f64::is_finite);
-                if value_leads && prev_flag.is_none() && value.starts_with('-') && !number {
+                let a_flags_number = prev_flag.is_some() && t.sole_var().is_some() && number;
+                if value_leads && value.starts_with('-') && !a_flags_number {
                     return Err(RenderError::LooksLikeFlag { arg, value });
                 }
                 prev_flag = None;

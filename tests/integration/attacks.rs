@@ -204,3 +204,22 @@ fn control_characters_never_reach_the_terminal() {
     let (_, v) = h.exec("probe", "look", &[]);
     assert!(v["stdout"].as_str().unwrap().contains('\u{1b}'));
 }
+
+#[test]
+fn a_value_after_a_flag_that_takes_none_cannot_become_an_option() {
+    // The shipped jq pack: `--args {{path}}` with path=-h reached jq as its help option.
+    let h = Home::new();
+    let src = crate::helpers::repo().join("packs/jq");
+    assert_eq!(h.run(&["install", src.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "jq"]).status.code(), Some(0));
+    assert_eq!(h.run(&["allow", "jq"]).status.code(), Some(0));
+    let proj = h.t.join("proj");
+    fs::create_dir_all(&proj).unwrap();
+    fs::write(proj.join("x.json"), "{\"a\":1}").unwrap();
+    for bad in ["path=-h", "path=--run-tests", "path=-5"] {
+        let (rc, v) = h.exec_env("jq", "keys", &["file=x.json", bad], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
+        assert_eq!((rc, v["code"].as_str()), (1, Some("invalid_args")), "{bad}: {v}");
+    }
+    let (rc, v) = h.exec_env("jq", "keys", &["file=x.json"], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
+    assert_eq!((rc, v["result"].clone()), (0, json!(["a"])), "{v}");
+}

@@ -194,17 +194,27 @@ fn argv_template_expands_verb_to_the_command_tail() {
 fn a_positional_value_that_looks_like_a_flag_is_refused() {
     let r = rendered(wrap(), "plan", Some(json!(["transit", "plan", "{{from}}", "{{to}}"])), json!({ "from": "--help", "to": "B" }));
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "from"), "{r:?}");
-    // A negative number is a value where the argument is declared a number, and a flag's own value may start with '-'.
-    let cmd = json!({ "description": "d.", "cli": ["t", "move", "{{by}}"], "args": { "type": "object", "properties": { "by": { "type": "integer" } } } });
-    assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move -5 --json");
+    // A negative number passes only as the value a flag takes (`--by {{by}}`) or joined to it (`--by={{by}}`):
+    // alone it is an option to many CLIs (`head -5`, `git log -5`).
+    let by = json!({ "type": "object", "properties": { "by": { "type": "integer" } } });
+    let cmd = json!({ "description": "d.", "cli": ["t", "move", "{{by}}"], "args": by });
+    assert!(matches!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })), Err(RenderError::LooksLikeFlag { .. })));
+    let cmd = json!({ "description": "d.", "cli": ["t", "move", "--by", "{{by}}"], "args": by });
+    assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move --by -5 --json");
+    let cmd = json!({ "description": "d.", "cli": ["t", "move", "--by={{by}}"], "args": by });
+    assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move --by=-5 --json");
     // A string that spells a negative number is an option to many CLIs (`ip -6`): refused.
     let r = rendered(wrap(), "route", Some(json!(["ip", "route", "get", "{{destination}}"])), json!({ "destination": "-6" }));
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "destination"), "{r:?}");
     // A token that starts with a placeholder is the value's to start, whatever follows it.
     let r = rendered(wrap(), "resolve", Some(json!(["git", "rev-parse", "{{ref}}^{commit}"])), json!({ "ref": "--output=x" }));
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "ref"), "{r:?}");
+    // A string after a flag is refused too: the template cannot say that flag takes a value (`--verbose {{name}}`,
+    // jq's `--args {{path}}` with path=-h), so the value could be read as an option of its own.
     let r = rendered(wrap(), "find", Some(json!(["t", "find", "--q", "{{q}}"])), json!({ "q": "-x" }));
-    assert_eq!(r.unwrap(), "t find --q -x --json");
+    assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "q"), "{r:?}");
+    let r = rendered(wrap(), "find", Some(json!(["t", "find", "--q={{q}}"])), json!({ "q": "-x" }));
+    assert_eq!(r.unwrap(), "t find --q=-x --json");
 }
 
 #[test]

@@ -329,6 +329,12 @@ fn check_pass_through(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issu
             is.push(LintKind::BadPassThrough, SURFACE, format!("/pass_through/allowedSubcommands/{i}"), format!("allowed subcommand {s:?} is not a single plain word"), "list bare subcommand names such as \"status\"");
         }
     }
+    for (i, o) in p.allowed_options.iter().enumerate() {
+        let ok = o.starts_with('-') && o.len() > 1 && !o.contains(char::is_whitespace);
+        if !ok {
+            is.push(LintKind::BadPassThrough, SURFACE, format!("/pass_through/allowedOptions/{i}"), format!("allowed option {o:?} is not an option word"), "list options as the CLI spells them, such as \"--oneline\" or \"--format=\" (a trailing = allows any value)");
+        }
+    }
     let mut rows = IndexMap::new();
     for s in &p.allowed_subcommands {
         if m.verbs.contains_key(s) {
@@ -342,7 +348,7 @@ fn check_pass_through(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issu
             None => {}
         }
     }
-    Some(PassThrough { allowed_subcommands: p.allowed_subcommands.clone(), max_argv: p.max_argv, policy: rows })
+    Some(PassThrough { allowed_subcommands: p.allowed_subcommands.clone(), max_argv: p.max_argv, allowed_options: p.allowed_options.clone(), policy: rows })
 }
 
 fn parse_template(src: &str, ptr: &str, is: &mut Issues) -> Option<Template> {

@@ -82,11 +82,20 @@ pub enum Bin {
     Path(String),
 }
 
+impl PassThrough {
+    /// Whether the argv word `w` may be passed: a non-option, or an option the pack lists.
+    pub fn allows_word(&self, w: &str) -> bool {
+        !w.starts_with('-') || self.allowed_options.iter().any(|o| o == w || (o.ends_with('=') && w.starts_with(o.as_str())))
+    }
+}
+
 /// `pass_through`: a bootstrap over a few literal subcommands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PassThrough {
     pub allowed_subcommands: Vec<String>,
     pub max_argv: u32,
+    /// Option words a caller may pass; a listed word ending in `=` allows any value after it.
+    pub allowed_options: Vec<String>,
     /// The Policy row of each allowed subcommand.
     pub policy: IndexMap<String, PolicyRow>,
 }

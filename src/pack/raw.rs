@@ -227,6 +227,10 @@ pub struct RawPassThrough {
     pub allowed_subcommands: Vec<String>,
     #[serde(rename = "maxArgv")]
     pub max_argv: u32,
+    /// The option words a caller may pass (`--oneline`; `--format=` allows every `--format=…`); any other
+    /// word starting with `-` is refused.
+    #[serde(rename = "allowedOptions", default)]
+    pub allowed_options: Vec<String>,
 }
 
 /// `component`: the WASI component of a composite pack.

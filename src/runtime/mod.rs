@@ -314,6 +314,11 @@ fn pass_through_args(pack: &Pack, target: &str, args: &Map<String, Value>) -> Re
                 if s.contains('\0') {
                     return Err(format!("argument `argv` for {target} holds a NUL byte"));
                 }
+                if !pack.pass_through.as_ref().is_some_and(|p| p.allows_word(s)) {
+                    return Err(format!(
+                        "argument `argv` for {target}: {s:?} is an option the pack does not list in pass_through.allowedOptions (an option such as `--output=FILE` could make a read write); pass only the listed options, or ask the pack's author to name the command"
+                    ));
+                }
                 argv.push(s.to_string());
             }
         } else if GATE_ARGS.contains(&k.as_str()) || k == "mode" {

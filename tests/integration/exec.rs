@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::helpers::{probe_fixture, Home};
+use crate::helpers::{probe_fixture, stdout_json, Home};
 
 fn code(v: &Value) -> &str {
     v["code"].as_str().unwrap_or("")
@@ -410,4 +410,32 @@ fn the_envelope_alias_surface_id_is_accepted() {
     let env: hcpx::Envelope = serde_json::from_value(json!({ "surface_id": "ledger", "verb_key": "list" })).unwrap();
     assert_eq!(env.pack_id, "ledger");
     assert!(serde_json::from_value::<hcpx::Envelope>(json!({ "pack_id": "a", "verb_key": "b", "argz": {} })).is_err());
+}
+
+#[test]
+fn pass_through_refuses_option_words_the_pack_does_not_list() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    f.surface["verbs"] = json!({});
+    f.surface["pass_through"] = json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["--oneline", "--format="] });
+    f.policy["verbs"] = json!({ "log": { "operation": "read" } });
+    h.install(&f, "probe");
+    // The attack: a read row forwarding `log --output=FILE` to git, which writes a file.
+    for bad in ["--output=notes.txt", "-o", "--one", "--formats"] {
+        let (rc, out) = h.exec("probe", "log", &[bad]);
+        assert_eq!((rc, code(&out)), (1, "invalid_args"), "{bad}: {out}");
+        assert!(out["error"].as_str().unwrap().contains("allowedOptions"), "{out}");
+    }
+    assert_eq!(h.runs(), 0);
+    let (rc, out) = h.exec("probe", "log", &["--oneline", "--format=%h", "main"]);
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(out["result"]["argv"], "log --oneline --format=%h main");
+    // An allowed option must be an option word.
+    let t = crate::helpers::TestDir::new();
+    let mut g = probe_fixture(&h.marker);
+    g.surface["verbs"] = json!({});
+    g.surface["pass_through"] = json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["oneline"] });
+    g.policy["verbs"] = json!({ "log": { "operation": "read" } });
+    let out = crate::helpers::hcpx(t.path(), &["lint", g.write(t.path()).to_str().unwrap(), "--json"]);
+    assert_eq!(stdout_json(&out)["issues"][0]["kind"], "bad_pass_through");
 }

@@ -18,12 +18,17 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
             }
             let value = value.strip_suffix('\n').unwrap_or(&value);
             let value = value.strip_suffix('\r').unwrap_or(value);
+            // A family only `user`-mode packs use is stored per Principal: the local one unless another is named.
+            let principal = principal.clone().or_else(|| user_only_family(&store, family).then(|| hcpx::runtime::Principal::local(hcpx::grants::Grants::All, hcpx::runtime::Invoker::Cli).id));
             match store.credential_set(family, principal.as_deref(), field, value) {
                 Ok(()) => {
                     if p.json {
-                        p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
+                        p.json_doc(&json!({ "ok": true, "family": family, "field": field, "principal": principal }));
                     } else {
-                        p.message(&format!("stored {family}.{field}"));
+                        match &principal {
+                            Some(who) => p.message(&format!("stored {family}.{field} for principal {who} (user Binding)")),
+                            None => p.message(&format!("stored {family}.{field}")),
+                        }
                     }
                     Ok(exit::OK)
                 }
@@ -38,6 +43,21 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
                     } else {
                         p.message(&format!("removed {family}{}", field.as_ref().map(|f| format!(".{f}")).unwrap_or_default()));
+                    }
+                    Ok(exit::OK)
+                }
+                Err(e) => Ok(fail(&p, &e.to_string())),
+            }
+        }
+        CredentialCmd::Allow { family, packs, json } | CredentialCmd::Disallow { family, packs, json } => {
+            let p = Printer::new(json.json);
+            let allow = matches!(c, CredentialCmd::Allow { .. });
+            match store.edit_family(family, packs, allow) {
+                Ok(list) => {
+                    if p.json {
+                        p.json_doc(&json!({ "ok": true, "family": family, "allowed": list }));
+                    } else {
+                        p.message(&format!("family {family} may be used by: {}", list.join(", ")));
                     }
                     Ok(exit::OK)
                 }
@@ -61,4 +81,18 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
             }
         }
     }
+}
+
+/// Whether every installed pack that uses `family` uses it with a `user` Binding (and at least one does).
+fn user_only_family(store: &hcpx::store::Store, family: &str) -> bool {
+    use hcpx::pack::BindingMode;
+    let Ok(state) = store.state() else { return false };
+    let modes: Vec<BindingMode> = state
+        .packs
+        .keys()
+        .filter_map(|id| store.load_pack(id).ok().flatten())
+        .filter(|p| p.binding.family == family && matches!(p.binding.mode, BindingMode::Local | BindingMode::User))
+        .map(|p| p.binding.mode)
+        .collect();
+    !modes.is_empty() && modes.iter().all(|m| *m == BindingMode::User)
 }

@@ -15,12 +15,26 @@ pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
     match store.install_with(&a.dir, replace) {
         Ok(o) => {
             let id = &o.id;
+            // Which credential family the pack asks for, and who else may use it.
+            let family = store.load_pack(id).ok().flatten().filter(|pk| matches!(pk.binding.mode, hcpx::pack::BindingMode::Local | hcpx::pack::BindingMode::User)).map(|pk| {
+                let allowed = store.family_allowed(&pk.binding.family).unwrap_or_default();
+                (pk.binding.family.clone(), allowed.contains(id), allowed)
+            });
             if p.json {
                 p.json_doc(&json!({
                     "ok": true, "pack_id": id, "replaced": o.replaced, "path": store.pack_dir(id),
                     "replaced_source": o.replaced_other, "deactivated": o.deactivated, "workspace_removed": o.workspace_removed,
+                    "credential_family": family.as_ref().map(|(f, ok, allowed)| json!({ "family": f, "allowed": ok, "packs": allowed })),
                 }));
             } else {
+                match &family {
+                    Some((f, true, allowed)) => p.message(&format!("{id} uses credential family {f} (packs that may use it: {})", allowed.join(", "))),
+                    Some((f, false, allowed)) => p.message(&format!(
+                        "{id} asks for credential family {f}, which belongs to {}; it gets none of them unless you run hcpx credential allow {f} {id}",
+                        allowed.join(", ")
+                    )),
+                    None => {}
+                }
                 p.message(&format!("{} {id} into {}", if o.replaced { "reinstalled" } else { "installed" }, store.pack_dir(id).display()));
                 if let Some(old) = &o.replaced_other {
                     p.message(&format!("replaced the pack {id} installed from {old}"));

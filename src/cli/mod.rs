@@ -280,6 +280,22 @@ pub enum CredentialCmd {
     },
     /// Families and field names (never values).
     List(JsonFlag),
+    /// Let packs use FAMILY's credentials (the pack named like the family owns it already).
+    Allow {
+        family: String,
+        #[arg(required = true)]
+        packs: Vec<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Stop packs from using FAMILY's credentials.
+    Disallow {
+        family: String,
+        #[arg(required = true)]
+        packs: Vec<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 /// Opens the store at `$HCP_HOME` (or `~/.hcp`).

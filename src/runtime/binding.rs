@@ -56,6 +56,13 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
             if pack.binding.hub == Some(Hub::Keyring) {
                 return Err(format!("pack {} names the keyring hub, which this runtime does not have; use \"hub\": \"local-credential\"", pack.id));
             }
+            // A family belongs to the packs a person allowed; declaring it grants nothing.
+            if !store.family_allows(family, &pack.id).map_err(|e| format!("the credential hub cannot be read: {e}"))? {
+                return Err(format!(
+                    "pack {} asks for credential family {family}, which belongs to other packs; if you trust {} with them, run `hcpx credential allow {family} {}`",
+                    pack.id, pack.id, pack.id
+                ));
+            }
             let rel = if pack.binding.mode == BindingMode::User {
                 let id = &principal.id;
                 if !crate::naming::is_arg_name(id) {
@@ -69,8 +76,9 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
         }
     };
     if let Some(missing) = needed.iter().find(|f| !fields.contains_key(*f)) {
+        let who = if pack.binding.mode == BindingMode::User { format!(" --principal {}", principal.id) } else { String::new() };
         return Err(format!(
-            "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}` (the value is read from stdin)"
+            "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}{who}` (the value is read from stdin)"
         ));
     }
     // A wrap receives only the fields its agent_env names; a composite gets every field of its family, as

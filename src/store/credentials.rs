@@ -102,3 +102,55 @@ fn check(family: &str, field: Option<&str>) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+/// `$HCP_HOME/families.json`: which packs a person allowed to use each credential family, beyond the pack
+/// named like the family, which owns it by default. Declaring a family in a manifest grants nothing.
+const FAMILIES: &str = "families.json";
+
+impl Store {
+    /// The packs allowed to use `family`: the one named like it, and those allowed with `hcpx credential allow`.
+    pub fn family_allowed(&self, family: &str) -> Result<Vec<String>, StoreError> {
+        let all: BTreeMap<String, Vec<String>> = self.read_json(FAMILIES)?.unwrap_or_default();
+        let mut out = vec![family.to_string()];
+        for p in all.get(family).into_iter().flatten() {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether pack `id` may receive `family`'s credentials.
+    pub fn family_allows(&self, family: &str, id: &str) -> Result<bool, StoreError> {
+        Ok(self.family_allowed(family)?.iter().any(|p| p == id))
+    }
+
+    /// Allows (`allow = true`) or stops packs from using `family`; returns the packs allowed after the change.
+    pub fn edit_family(&self, family: &str, packs: &[String], allow: bool) -> Result<Vec<String>, StoreError> {
+        check(family, None)?;
+        for p in packs {
+            if !is_pack_id(p) {
+                return Err(StoreError::Refused(format!("{p:?} is not a pack id")));
+            }
+            if !allow && p == family {
+                return Err(StoreError::Refused(format!("pack {p} owns the family named like it; to stop it, remove the family's credentials with `hcpx credential rm {family}`")));
+            }
+        }
+        let _lock = self.lock()?;
+        let mut all: BTreeMap<String, Vec<String>> = self.read_json(FAMILIES)?.unwrap_or_default();
+        let entry = all.entry(family.to_string()).or_default();
+        for p in packs {
+            if allow && !entry.contains(p) && p != family {
+                entry.push(p.clone());
+            } else if !allow {
+                entry.retain(|x| x != p);
+            }
+        }
+        if entry.is_empty() {
+            all.remove(family);
+        }
+        self.write_json(FAMILIES, &all)?;
+        drop(_lock);
+        self.family_allowed(family)
+    }
+}

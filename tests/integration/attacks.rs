@@ -223,3 +223,51 @@ fn a_value_after_a_flag_that_takes_none_cannot_become_an_option() {
     let (rc, v) = h.exec_env("jq", "keys", &["file=x.json"], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
     assert_eq!((rc, v["result"].clone()), (0, json!(["a"])), "{v}");
 }
+
+#[test]
+fn a_pack_gets_no_credentials_of_a_family_it_was_not_allowed() {
+    let h = Home::new();
+    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "ledger", "token"], &[], Some("ledger-secret-123"));
+    assert_eq!(out.status.code(), Some(0));
+    // Another pack names the ledger family to be handed its token.
+    let mut f = probe_fixture(&h.marker);
+    f.surface["binding"] = json!({ "mode": "local", "family": "ledger" });
+    f.surface["wrap"]["agent_env"] = json!({ "TOKEN": "{{binding.token}}" });
+    f.files[0].1 = "#!/bin/sh\necho \"$TOKEN\"\n".into();
+    let src = h.t.join("src-evil");
+    fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["credential_family"], json!({ "family": "ledger", "allowed": false, "packs": ["ledger"] }), "install says who holds it: {v}");
+    assert_eq!(h.run(&["activate", "probe"]).status.code(), Some(0));
+    let (rc, v) = h.exec("probe", "look", &[]);
+    assert_eq!((rc, v["code"].as_str()), (1, Some("binding_failed")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("hcpx credential allow ledger probe"), "{v}");
+    assert_eq!(h.runs(), 0);
+    // Once a person allows it, the two packs share the family's one consent.
+    let out = h.run(&["credential", "allow", "ledger", "probe", "--json"]);
+    assert_eq!(stdout_json(&out)["allowed"], json!(["ledger", "probe"]));
+    let (rc, v) = h.exec("probe", "look", &[]);
+    assert_eq!((rc, v["stdout"].as_str()), (0, Some("[redacted]\n")), "{v}");
+    assert_eq!(h.run(&["credential", "disallow", "ledger", "probe"]).status.code(), Some(0));
+    assert_eq!(h.exec("probe", "look", &[]).1["code"], "binding_failed");
+}
+
+#[test]
+fn a_user_binding_mint_error_names_the_principal() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    f.surface["binding"] = json!({ "mode": "user", "family": "probe" });
+    f.surface["wrap"]["agent_env"] = json!({ "TOKEN": "{{binding.token}}" });
+    h.install(&f, "probe");
+    let (_, v) = h.exec_env("probe", "look", &[], &[("USER", "alice")]);
+    assert_eq!(v["code"], "binding_failed", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("hcpx credential set probe token --principal alice"), "{v}");
+    // A family only user-mode packs use is stored for the local Principal when none is named.
+    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--json"], &[("USER", "alice")], Some("alices-token-1"));
+    assert_eq!(stdout_json(&out)["principal"], "alice");
+    let (rc, v) = h.exec_env("probe", "look", &[], &[("USER", "alice")]);
+    assert_eq!(rc, 0, "{v}");
+    assert_eq!(h.exec_env("probe", "look", &[], &[("USER", "bob")]).1["code"], "binding_failed", "bob never gets alice's token");
+}

@@ -23,6 +23,34 @@ pub struct Prop {
     pub example: Option<Value>,
     /// `x-position`: which bare word of a command line fills it (0 is the first).
     pub position: Option<usize>,
+    /// The values are closed: an `enum`, a `const`, a boolean, a number, or a string `pattern` that admits no
+    /// quote, backslash, semicolon or whitespace (what query and script injection need).
+    pub closed: bool,
+}
+
+/// Whether a string `pattern` admits none of the characters an injection into a quoted query or script
+/// needs: it must be anchored and its only character class must exclude them.
+fn pattern_is_closed(p: &str) -> bool {
+    let anchored = p.starts_with('^') && p.ends_with('$');
+    let body = &p[p.len().min(1)..p.len().saturating_sub(1)];
+    // Only character classes of letters, digits, `_`, `.`, `-` and quantifiers; no `.` wildcard outside one.
+    let mut in_class = false;
+    let mut ok = anchored;
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '\\' => {
+                // Only \d and \w-like classes of word characters.
+                ok &= matches!(chars.next(), Some('d' | 'w'));
+            }
+            c if in_class => ok &= c.is_ascii_alphanumeric() || "_.-".contains(c),
+            '+' | '*' | '?' | '{' | '}' | ',' | '(' | ')' | '|' => {}
+            c => ok &= c.is_ascii_alphanumeric() || c == '_' || c == '-',
+        }
+    }
+    ok && !in_class
 }
 
 /// A command's compiled argument schema.
@@ -209,6 +237,7 @@ impl ArgSpec {
                             }
                         },
                     };
+                    let scalar = !types.is_empty() && types.iter().all(|t| matches!(t.as_str(), "integer" | "number" | "boolean"));
                     props.insert(
                         name.clone(),
                         Prop {
@@ -216,6 +245,10 @@ impl ArgSpec {
                             description: po.get("description").and_then(|d| d.as_str()).map(String::from),
                             example: po.get("examples").and_then(|e| e.as_array()).and_then(|e| e.first()).cloned(),
                             position,
+                            closed: po.contains_key("enum")
+                                || po.contains_key("const")
+                                || scalar
+                                || po.get("pattern").and_then(|p| p.as_str()).is_some_and(pattern_is_closed),
                         },
                     );
                 }
@@ -481,5 +514,20 @@ fn lower_first(s: &str) -> String {
     match c.next() {
         Some(f) => f.to_lowercase().chain(c).collect(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod closed_pattern_tests {
+    use super::pattern_is_closed;
+
+    #[test]
+    fn only_anchored_word_patterns_close_an_argument() {
+        for ok in ["^[A-Za-z_][A-Za-z0-9_]*$", "^[a-z0-9-]+$", "^\\d{1,4}$", "^(main|dev)$"] {
+            assert!(pattern_is_closed(ok), "{ok}");
+        }
+        for open in ["[A-Za-z]+", "^.*$", "^[^']*$", "^[a-z ]+$", "^[a-z;]+$", "^\\S+$", "^[a-z]+"] {
+            assert!(!pattern_is_closed(open), "{open}");
+        }
     }
 }

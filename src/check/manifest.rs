@@ -317,6 +317,49 @@ pub fn shell_bin(c: &Ctx, h: &mut Hits) {
     }
 }
 
+/// CLIs whose arguments are code: a value spliced into one of their tokens is code too.
+const INTERPRETERS: &[&str] = &[
+    "sqlite3", "psql", "mysql", "mariadb", "duckdb", "jq", "yq", "gojq", "awk", "gawk", "mawk", "sed", "python", "python3",
+    "perl", "ruby", "node", "deno", "bun", "sh", "bash", "zsh", "dash", "lua", "php", "pwsh",
+];
+
+/// Flags after which the next token is a program (`sh -c`, `node -e`, `python -c`, `sqlite3 -cmd`).
+const CODE_FLAGS: &[&str] = &["-c", "-e", "-E", "--eval", "--command", "-cmd", "--execute"];
+
+/// M027
+pub fn spliced_into_interpreter(c: &Ctx, h: &mut Hits) {
+    let Some(w) = &c.pack.wrap else { return };
+    let pack_bin = match &w.bin {
+        Bin::Name(n) => n.clone(),
+        Bin::Path(p) => p.rsplit('/').next().unwrap_or(p).to_string(),
+    };
+    for (key, cmd) in commands(c) {
+        let tokens: &[Template] = cmd.cli.as_deref().unwrap_or(&w.argv_template);
+        let bin = cmd.cli_bin.clone().unwrap_or_else(|| pack_bin.clone());
+        let interpreter = INTERPRETERS.contains(&bin.as_str());
+        for (i, t) in tokens.iter().enumerate() {
+            if t.is_literal() || t.sole_var().is_some() {
+                continue;
+            }
+            let after_code_flag = i > 0 && tokens[i - 1].is_literal() && CODE_FLAGS.contains(&tokens[i - 1].source());
+            if !(interpreter || after_code_flag) {
+                continue;
+            }
+            for v in t.vars() {
+                let open = cmd.args.props().get(v).is_some_and(|p| !p.closed);
+                if open {
+                    h.push(
+                        SURFACE,
+                        pointer(&["verbs", key, "cli", &(i + 1).to_string()]),
+                        format!("`{key}` splices `{{{{{v}}}}}` into the {bin} code {:?}: a caller's value becomes code there", t.source()),
+                        format!("pass `{v}` to {bin} as data (its own token, read as a value), or close it with `enum` or a `pattern` such as \"^[A-Za-z_][A-Za-z0-9_]*$\""),
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// M026
 pub fn bad_title(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {

@@ -137,6 +137,10 @@ rules! {
         "A title names an unknown argument, uses `{{result…}}` in `live`, or has no plain fallback.",
         "A title must always show and never show an empty slot (command.md, Titles).",
         "Use declared arguments, keep `result` fields in `done`, and end each list with a title without placeholders.";
+    "M027" "spliced-into-interpreter" Error Manifest manifest::spliced_into_interpreter,
+        "A placeholder sits inside a larger token handed to a query or script interpreter (sqlite3, psql, mysql, jq, awk, sed, `python -c`, `sh -c`, `node -e`…), and its argument's values are not closed (an `enum`, a number, or an anchored `pattern` of word characters).",
+        "The value becomes code: `'{{body}}'` in an INSERT lets a caller with a read grant drop the table, and the Policy row says nothing of it.",
+        "Pass the value as data, not code (jq: `--arg name {{x}}`, then `$name`; any CLI: a token of its own that it reads as a value), or close the argument with `enum` or an anchored `pattern` of word characters such as `^[A-Za-z_][A-Za-z0-9_]*$`.";
     "P001" "destructive-read" Error Policy policy::destructive_read,
         "A command named like a write (`delete`, `send`, `transfer`, …) is a read in `policy.json`.",
         "Reads need no write grant and no confirm gate; a mislabelled write slips past both.",

@@ -426,3 +426,34 @@ fn example_and_real_cli_packs_score_90_with_no_errors() {
         assert_consistent(&report, out.status.code().unwrap(), strict);
     }
 }
+
+#[test]
+fn a_value_spliced_into_sql_is_an_error_and_a_closed_one_is_not() {
+    // The attack: a query-language pack that scored 100 while a caller could drop the table through it.
+    let t = TestDir::new();
+    let mut f = crate::helpers::Fixture::wrap();
+    f.surface["cliBin"] = json!("sqlite3");
+    f.surface["wrap"] = json!({ "bin": "sqlite3", "json_flag": ["-json"], "workspace": { "mode": "project" } });
+    f.surface["verbs"] = json!({
+        "add": {
+            "description": "Add one note with the given body text.",
+            "cli": ["sqlite3", "notes.db", "INSERT INTO notes(body) VALUES ('{{body}}')"],
+            "args": { "type": "object", "properties": { "body": { "type": "string", "description": "The note's text", "examples": ["hi"] } }, "required": ["body"] }
+        },
+        "count": {
+            "description": "How many rows one table of the notes database holds.",
+            "cli": ["sqlite3", "notes.db", "SELECT count(*) FROM \"{{table}}\""],
+            "args": { "type": "object", "properties": { "table": { "type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "Table name", "examples": ["notes"] } }, "required": ["table"] }
+        }
+    });
+    f.surface.as_object_mut().unwrap().remove("stimulusTriggers");
+    f.policy = json!({ "surface_id": "demo", "verbs": { "add": { "operation": "write", "confirm": true }, "count": { "operation": "read" } } });
+    f.files.clear();
+    f.harness = "# Notes\n\nA notes database.\n".into();
+    let dir = f.write(t.path());
+    let (_, report) = check(&t, &dir, &["--no-eval"]);
+    let m027: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|x| x["id"] == "M027").collect();
+    assert_eq!(m027.len(), 1, "{report}");
+    assert!(m027[0]["message"].as_str().unwrap().contains("`add` splices `{{body}}`"), "{report}");
+    assert_eq!(m027[0]["severity"], "error");
+}

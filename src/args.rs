@@ -23,6 +23,9 @@ pub struct Prop {
     pub example: Option<Value>,
     /// `x-position`: which bare word of a command line fills it (0 is the first).
     pub position: Option<usize>,
+    /// `x-path`: `Some(true)` when the value names a file or directory beneath the working directory (the
+    /// runtime resolves it there or refuses it), `Some(false)` when a path-like name is not one (a JSON path).
+    pub path: Option<bool>,
     /// The values are closed: an `enum`, a `const`, a boolean, a number, or a string `pattern` that admits no
     /// quote, backslash, semicolon or whitespace (what query and script injection need).
     pub closed: bool,
@@ -95,7 +98,7 @@ fn is_simple(schema: &Map<String, Value>) -> bool {
             props.values().all(|p| {
                 p.as_object().is_some_and(|p| {
                     p.get("type").and_then(Value::as_str).is_some_and(|t| SIMPLE_TYPES.contains(&t))
-                        && p.iter().all(|(k, v)| k == "type" || k == "x-position" || (SIMPLE_ANNOTATIONS.contains(&k.as_str()) && annotation_ok(k, v)))
+                        && p.iter().all(|(k, v)| k == "type" || k == "x-position" || k == "x-path" || (SIMPLE_ANNOTATIONS.contains(&k.as_str()) && annotation_ok(k, v)))
                 })
             })
         }),
@@ -237,6 +240,19 @@ impl ArgSpec {
                             }
                         },
                     };
+                    let path = match po.get("x-path") {
+                        None => None,
+                        Some(Value::Bool(b)) => {
+                            if *b && types.iter().any(|t| t != "string") {
+                                bad(&mut problems, &format!("{ptr}/x-path"), format!("x-path marks `{name}` as a file path, which must be a string"), "give it \"type\": \"string\", or drop x-path");
+                            }
+                            Some(*b)
+                        }
+                        Some(v) => {
+                            bad(&mut problems, &format!("{ptr}/x-path"), format!("x-path of `{name}` must be true or false, not {v}"), "true when the value names a file beneath the working directory, false when it only looks like one");
+                            None
+                        }
+                    };
                     let scalar = !types.is_empty() && types.iter().all(|t| matches!(t.as_str(), "integer" | "number" | "boolean"));
                     props.insert(
                         name.clone(),
@@ -245,6 +261,7 @@ impl ArgSpec {
                             description: po.get("description").and_then(|d| d.as_str()).map(String::from),
                             example: po.get("examples").and_then(|e| e.as_array()).and_then(|e| e.first()).cloned(),
                             position,
+                            path,
                             closed: po.contains_key("enum")
                                 || po.contains_key("const")
                                 || scalar

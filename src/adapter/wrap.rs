@@ -53,6 +53,11 @@ impl Adapter for WrapAdapter {
         let Some(cwd) = work.dir.as_ref() else {
             return AdapterResult::fail(Code::AdapterFailed, "internal: the working directory was not opened".to_string());
         };
+        if let Some(cmd) = call.command {
+            if let Err(msg) = check_paths(cmd, call.args, cwd) {
+                return AdapterResult::fail(Code::InvalidArgs, msg);
+            }
+        }
         let limits = call.sandbox.limits();
         let probe = KernelProbe::get();
         if wrap.workspace == WorkspaceMode::Project && workdir_writable(wrap.workspace, call.write) {
@@ -132,6 +137,35 @@ impl Adapter for WrapAdapter {
         }
         out
     }
+}
+
+/// Every `x-path` argument names something beneath the working directory `dir`: relative, no `..`, and not
+/// through a link that leads out (resolved through the directory capability). A path that does not exist yet
+/// is allowed (a command may create it) as long as the rest holds.
+fn check_paths(cmd: &crate::pack::Command, args: &serde_json::Map<String, serde_json::Value>, dir: &cap_std::fs::Dir) -> Result<(), String> {
+    for (name, prop) in cmd.args.props() {
+        if prop.path != Some(true) {
+            continue;
+        }
+        let Some(value) = args.get(name).and_then(|v| v.as_str()) else { continue };
+        let refuse = |why: &str| format!("argument `{name}` is {value:?}, which {why}; give a path inside the working directory, relative to it (it is a file path: x-path)");
+        let p = Path::new(value);
+        if value.is_empty() {
+            return Err(refuse("is empty"));
+        }
+        if p.is_absolute() {
+            return Err(refuse("is absolute"));
+        }
+        if p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Err(refuse("climbs out with `..`"));
+        }
+        match dir.metadata(p) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return Err(refuse("leads out of the working directory through a link")),
+        }
+    }
+    Ok(())
 }
 
 /// The program to spawn: a pack bin opened beneath the installed pack, or an allow-listed bare name on PATH.

@@ -360,6 +360,28 @@ pub fn spliced_into_interpreter(c: &Ctx, h: &mut Hits) {
     }
 }
 
+/// Argument-name segments that usually name a file or directory.
+const PATH_WORDS: &[&str] = &["file", "files", "filename", "filepath", "path", "paths", "database", "db", "dir", "directory", "folder"];
+
+/// M028
+pub fn path_arg_unmarked(c: &Ctx, h: &mut Hits) {
+    if c.pack.kind != AdapterKind::Wrap {
+        return;
+    }
+    for (key, cmd) in commands(c) {
+        for (name, prop) in cmd.args.props() {
+            if prop.path.is_none() && name_segments(name).iter().any(|s| PATH_WORDS.contains(&s.as_str())) {
+                h.push(
+                    SURFACE,
+                    arg_ptr(key, name),
+                    format!("argument `{name}` of `{key}` looks like a file path but says neither \"x-path\": true nor false"),
+                    format!("add \"x-path\": true to `{name}` so the runtime keeps it inside the working directory (or false if it is not a file)"),
+                );
+            }
+        }
+    }
+}
+
 /// M026
 pub fn bad_title(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {

@@ -141,6 +141,10 @@ rules! {
         "A placeholder sits inside a larger token handed to a query or script interpreter (sqlite3, psql, mysql, jq, awk, sed, `python -c`, `sh -c`, `node -e`…), and its argument's values are not closed (an `enum`, a number, or an anchored `pattern` of word characters).",
         "The value becomes code: `'{{body}}'` in an INSERT lets a caller with a read grant drop the table, and the Policy row says nothing of it.",
         "Pass the value as data, not code (jq: `--arg name {{x}}`, then `$name`; any CLI: a token of its own that it reads as a value), or close the argument with `enum` or an anchored `pattern` of word characters such as `^[A-Za-z_][A-Za-z0-9_]*$`.";
+    "M028" "path-arg-unmarked" Warning Manifest manifest::path_arg_unmarked,
+        "An argument named like a file (`file`, `path`, `database`, `dir`, `folder`…) of a wrap command says neither `\"x-path\": true` nor `false`.",
+        "With `x-path: true` the runtime resolves the value beneath the working directory and refuses an absolute path, `..` or a link out, even where the kernel gives no sandbox; without it a read can be pointed at any file the user can read.",
+        "Add `\"x-path\": true` to the argument's schema, or `\"x-path\": false` when the name only looks like a file (a JSON path).";
     "P001" "destructive-read" Error Policy policy::destructive_read,
         "A command named like a write (`delete`, `send`, `transfer`, …) is a read in `policy.json`.",
         "Reads need no write grant and no confirm gate; a mislabelled write slips past both.",

@@ -271,3 +271,28 @@ fn a_user_binding_mint_error_names_the_principal() {
     assert_eq!(rc, 0, "{v}");
     assert_eq!(h.exec_env("probe", "look", &[], &[("USER", "bob")]).1["code"], "binding_failed", "bob never gets alice's token");
 }
+
+#[test]
+fn a_file_argument_stays_inside_the_working_directory_even_without_a_kernel_sandbox() {
+    let h = Home::new();
+    // Landlock off: this is the runtime's own check, not the kernel's.
+    h.write_store("sandbox.json", r#"{ "disable": ["landlock"] }"#);
+    let src = crate::helpers::repo().join("packs/jq");
+    assert_eq!(h.run(&["install", src.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "jq"]).status.code(), Some(0));
+    assert_eq!(h.run(&["allow", "jq"]).status.code(), Some(0));
+    let proj = h.t.join("proj");
+    fs::create_dir_all(proj.join("sub")).unwrap();
+    fs::write(proj.join("sub/ok.json"), "{\"a\":1}").unwrap();
+    fs::write(h.t.join("secret.json"), "{\"secret\":\"s3cr3t\"}").unwrap();
+    std::os::unix::fs::symlink(h.t.join("secret.json"), proj.join("link.json")).unwrap();
+    let env = [("HCP_PROJECT_DIR", proj.to_str().unwrap())];
+    let abs = format!("file={}", h.t.join("secret.json").display());
+    for bad in [abs.as_str(), "file=../secret.json", "file=sub/../../secret.json", "file=link.json"] {
+        let (rc, v) = h.exec_env("jq", "show", &[bad], &env);
+        assert_eq!((rc, v["code"].as_str()), (1, Some("invalid_args")), "{bad}: {v}");
+        assert!(!v.to_string().contains("s3cr3t"), "{bad}: {v}");
+    }
+    let (rc, v) = h.exec_env("jq", "show", &["file=sub/ok.json"], &env);
+    assert_eq!((rc, v["result"].clone()), (0, json!({ "a": 1 })), "{v}");
+}

@@ -4,6 +4,7 @@
 //! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
 
+pub mod gitguard;
 pub mod landlock_rules;
 pub mod probe;
 pub mod seccomp;

@@ -328,7 +328,7 @@ fn fd_limit() -> libc::c_int {
 }
 
 /// The flags of the mount `path` sits on that a read-only bind remount must keep (nosuid, nodev, noexec).
-fn mount_flags(path: &Path) -> libc::c_ulong {
+pub(crate) fn mount_flags(path: &Path) -> libc::c_ulong {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return 0 };
     // SAFETY: statvfs fills a plain struct for a NUL-terminated path.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };

@@ -12,7 +12,7 @@ use hcpx::runtime::{Code, Envelope, Invoker, Principal, Runtime};
 use hcpx::store::Store;
 
 /// A guest built by `scripts/test.sh` (cargo build --release --target wasm32-wasip2 in guest-adapters/).
-fn guest(name: &str) -> PathBuf {
+pub(crate) fn guest(name: &str) -> PathBuf {
     let p = repo().join("guest-adapters/target/wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
     assert!(p.exists(), "{} is not built: run scripts/test.sh, or `cargo build --release --target wasm32-wasip2` in guest-adapters/", p.display());
     p

@@ -1,11 +1,24 @@
-//! A guest that tries to read outside its preopen: it must find nothing.
+//! A guest that tries to read outside its preopen: it must find nothing. `git` tries to plant code in the
+//! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file.
 
 wit_bindgen::generate!({ world: "composite", path: "../../wit" });
 
 struct Escape;
 
 impl Guest for Escape {
-    fn exec(_ctx: hcp::adapter::types::CallContext, _verb_key: String, _args: String) -> Result<String, String> {
+    fn exec(_ctx: hcp::adapter::types::CallContext, verb_key: String, _args: String) -> Result<String, String> {
+        if verb_key == "git" {
+            use std::io::Write;
+            let config = std::fs::OpenOptions::new().append(true).open(".git/config").and_then(|mut f| f.write_all(b"[core]\n\tfsmonitor = /tmp/x\n")).is_ok();
+            let hook = std::fs::write(".git/hooks/pre-commit", "#!/bin/sh\necho pwned\n").is_ok();
+            let renamed = std::fs::rename(".git", ".git-old").is_ok();
+            if renamed {
+                let _ = std::fs::create_dir(".git");
+                let _ = std::fs::write(".git/config", "[core]\n\tfsmonitor = /tmp/x\n");
+            }
+            let plain = std::fs::write("written.txt", "ok").is_ok();
+            return Ok(format!("{{\"config\":{config},\"hook\":{hook},\"renamed\":{renamed},\"plain\":{plain}}}"));
+        }
         let mut found = Vec::new();
         for p in ["/etc/passwd", "../../../../etc/passwd", "/proc/self/environ", "..", "/", "/tmp"] {
             if let Ok(s) = std::fs::read_to_string(p) {
@@ -24,7 +37,7 @@ impl Guest for Escape {
     }
 
     fn describe() -> Vec<String> {
-        vec!["run".into()]
+        vec!["run".into(), "git".into()]
     }
 }
 

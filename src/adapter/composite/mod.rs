@@ -274,7 +274,18 @@ impl Adapter for CompositeAdapter {
         let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
-        let store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&work.path, writable))) {
+        // A write in the caller's project sees it through a namespace where .git/config and .git/hooks are
+        // read-only (a preopen has no per-path permissions), where the kernel allows namespaces.
+        let guard_wanted = writable
+            && call.pack.workspace == crate::pack::WorkspaceMode::Project
+            && crate::sandbox::KernelProbe::get().namespaces()
+            && !call.sandbox.disable.contains(&crate::sandbox::LayerName::MountNamespace);
+        let guard = match guard_wanted.then(|| crate::sandbox::gitguard::guard_git(&work.path)).transpose() {
+            Ok(g) => g.flatten(),
+            Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}")),
+        };
+        let preopen = guard.as_ref().map(|g| g.path()).unwrap_or_else(|| work.path.clone());
+        let store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&preopen, writable))) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
@@ -290,7 +301,12 @@ impl Adapter for CompositeAdapter {
         }
         let timeout = Duration::from_millis(limits.timeout_ms);
         let answer = self.block_on(timeout, call_component(prepared, store, ctx, call.verb_key, &args));
+        let restored = guard.as_ref().map(|g| g.restore()).unwrap_or(Ok(()));
+        drop(guard);
         drop(work);
+        if let Err(e) = restored {
+            return AdapterResult::fail(Code::AdapterFailed, e);
+        }
         let (outcome, log) = match answer {
             Ok(Some(answer)) => answer,
             Ok(None) => {

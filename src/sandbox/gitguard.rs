@@ -1,0 +1,103 @@
+//! A composite's view of a project that keeps `.git` safe: a WASI preopen has no per-path permissions, so
+//! the project is opened inside a private mount namespace where `.git` is pinned (it cannot be renamed away)
+//! and `.git/config` and `.git/hooks` are read-only, and the component's preopen is that directory. The
+//! runtime's own view of the filesystem is unchanged.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The project seen through the private namespace; the namespace lives as long as this value.
+pub struct GuardedDir {
+    dir: OwnedFd,
+    _namespace: OwnedFd,
+    project: PathBuf,
+    /// The project's `.git`, held open to find it again if it is renamed.
+    git: std::fs::File,
+}
+
+impl GuardedDir {
+    /// A path that opens exactly this directory (its descriptor's magic link), for a WASI preopen.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd()))
+    }
+
+    /// After the call: the pin on `.git` holds only for processes inside the namespace, and a component's
+    /// file calls run on the runtime's threads, outside it. If `.git` was renamed away, it is put back (what was
+    /// left in its place is moved aside) and the call is reported as failed.
+    pub fn restore(&self) -> Result<(), String> {
+        use std::os::unix::fs::MetadataExt;
+        let here = self.project.join(".git");
+        let Ok(orig) = self.git.metadata() else { return Err("the project's .git cannot be checked after the call".into()) };
+        let same = std::fs::symlink_metadata(&here).is_ok_and(|m| m.dev() == orig.dev() && m.ino() == orig.ino());
+        if same {
+            return Ok(());
+        }
+        let now = std::fs::read_link(format!("/proc/self/fd/{}", self.git.as_raw_fd())).map_err(|e| format!("the component moved the project's .git and it cannot be found: {e}"))?;
+        let mut aside = None;
+        if std::fs::symlink_metadata(&here).is_ok() {
+            let to = self.project.join(crate::store::unique_name(".git.planted"));
+            std::fs::rename(&here, &to).map_err(|e| format!("the component replaced the project's .git, and it cannot be moved aside: {e}"))?;
+            aside = Some(to);
+        }
+        std::fs::rename(&now, &here).map_err(|e| format!("the component moved the project's .git to {}, and it cannot be moved back: {e}", now.display()))?;
+        Err(format!(
+            "the component moved the project's .git; hcpx put it back{}",
+            aside.map(|a| format!(", and moved what it left in its place to {}", a.display())).unwrap_or_default()
+        ))
+    }
+}
+
+/// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory.
+pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
+    let git = project.join(".git");
+    if !git.is_dir() {
+        return Ok(None);
+    }
+    super::ready_git_guard(project);
+    let held = std::fs::File::open(&git).map_err(|e| format!("cannot open the project's .git: {e}"))?;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", p.display()));
+    let mounts: Vec<(CString, bool, libc::c_ulong)> = vec![
+        (c(&git)?, false, 0),
+        (c(&git.join("config"))?, true, super::spawn::mount_flags(&git.join("config"))),
+        (c(&git.join("hooks"))?, true, super::spawn::mount_flags(&git.join("hooks"))),
+    ];
+    let dir = c(project)?;
+    // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the
+    // namespace outlives the thread through the descriptor of /proc/thread-self/ns/mnt.
+    let made = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), String> {
+        let err = |what: &str| format!("cannot guard the project's .git ({what}): {}", std::io::Error::last_os_error());
+        // SAFETY: unshare, mount and open act on this thread's own fs and mount namespace and on C strings
+        // prepared above; every descriptor made is owned below.
+        unsafe {
+            if libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) != 0 {
+                return Err(err("a mount namespace"));
+            }
+            if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+                return Err(err("private mounts"));
+            }
+            for (p, ro, keep) in &mounts {
+                if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
+                    return Err(err("a bind mount"));
+                }
+                if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
+                    return Err(err("a read-only bind"));
+                }
+            }
+            let ns = libc::open(c"/proc/thread-self/ns/mnt".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if ns < 0 {
+                return Err(err("the namespace"));
+            }
+            let ns = OwnedFd::from_raw_fd(ns);
+            let d = libc::open(dir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+            if d < 0 {
+                return Err(err("the project"));
+            }
+            Ok((OwnedFd::from_raw_fd(d), ns))
+        }
+    })
+    .join()
+    .map_err(|_| "cannot guard the project's .git: the helper thread failed".to_string())??;
+    Ok(Some(GuardedDir { dir: made.0, _namespace: made.1, project: project.to_path_buf(), git: held }))
+}

@@ -74,16 +74,8 @@ pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
             if libc::unshare(libc::CLONE_FS | libc::CLONE_NEWNS) != 0 {
                 return Err(err("a mount namespace"));
             }
-            if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
-                return Err(err("private mounts"));
-            }
-            for (p, ro, keep) in &mounts {
-                if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
-                    return Err(err("a bind mount"));
-                }
-                if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
-                    return Err(err("a read-only bind"));
-                }
+            if !super::spawn::bind_mounts(&mounts) {
+                return Err(err("read-only binds"));
             }
             let ns = libc::open(c"/proc/thread-self/ns/mnt".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             if ns < 0 {

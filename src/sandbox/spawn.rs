@@ -345,6 +345,30 @@ pub(crate) fn mount_flags(path: &Path) -> libc::c_ulong {
     f
 }
 
+/// In a mount namespace of the caller's own: makes every mount private (nothing propagates back), then binds
+/// each path on itself, read-only where asked, keeping the flags of the mount it sits on. System calls only, so
+/// the clone child may call it. Returns false at the first failure (errno says why).
+///
+/// # Safety
+/// The caller must be alone in a mount namespace it made (after `CLONE_NEWNS` or `unshare`).
+pub(crate) unsafe fn bind_mounts(mounts: &[(CString, bool, libc::c_ulong)]) -> bool {
+    // SAFETY: mount on NUL-terminated paths; the caller's namespace is its own.
+    unsafe {
+        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            return false;
+        }
+        for (p, ro, keep) in mounts {
+            if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
+                return false;
+            }
+            if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// The child: system calls only (it shares the runtime's memory until exec), each failure reported by stage.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` points at the parent's `ChildArgs`, alive and unchanged while this child runs.
@@ -378,18 +402,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             libc::close(fd);
         }
-        if !a.mounts.is_empty() {
-            if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
-                return fail(2);
-            }
-            for (p, ro, keep) in &a.mounts {
-                if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
-                    return fail(2);
-                }
-                if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
-                    return fail(2);
-                }
-            }
+        if !a.mounts.is_empty() && !bind_mounts(&a.mounts) {
+            return fail(2);
         }
         for (res, lim) in &a.rlimits {
             if libc::setrlimit(*res, lim) != 0 {

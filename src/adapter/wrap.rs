@@ -60,7 +60,8 @@ impl Adapter for WrapAdapter {
         }
         let limits = call.sandbox.limits();
         let probe = KernelProbe::get();
-        if wrap.workspace == WorkspaceMode::Project && workdir_writable(wrap.workspace, call.write) {
+        let (project, writable) = (wrap.workspace == WorkspaceMode::Project, workdir_writable(wrap.workspace, call.write));
+        if project && writable {
             crate::sandbox::ready_git_guard(&work.path);
         }
         let view = WrapView {
@@ -68,11 +69,11 @@ impl Adapter for WrapAdapter {
             pack_dir: &call.pack.dir,
             program: &program,
             workdir: &work.path,
-            workdir_writable: workdir_writable(wrap.workspace, call.write),
+            workdir_writable: writable,
             home: &work.home,
             tmpdir: &work.tmpdir,
             network: &wrap.network,
-            project: wrap.workspace == WorkspaceMode::Project,
+            project,
             timeout_ms: limits.timeout_ms,
         };
         let confinement = match Confinement::for_wrap(&view, call.sandbox, &probe) {

@@ -190,7 +190,7 @@ pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> Che
         }
     };
     let mut r = report(dir, pack.map(|p| p.id).or(analysis.pack_id), findings, probes, evals, skipped);
-    r.ran_in = r.evals.as_ref().map(|e| e.ran_in.clone()).or(ran_in.take());
+    r.ran_in = ran_in;
     r
 }
 

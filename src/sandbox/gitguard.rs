@@ -51,19 +51,11 @@ impl GuardedDir {
 
 /// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory.
 pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
-    let git = project.join(".git");
-    if !git.is_dir() {
-        return Ok(None);
-    }
     super::ready_git_guard(project);
+    let Some((git, inside)) = super::git_guard_paths(project) else { return Ok(None) };
     let held = std::fs::File::open(&git).map_err(|e| format!("cannot open the project's .git: {e}"))?;
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", p.display()));
-    let mounts: Vec<(CString, bool, libc::c_ulong)> = vec![
-        (c(&git)?, false, 0),
-        (c(&git.join("config"))?, true, super::spawn::mount_flags(&git.join("config"))),
-        (c(&git.join("hooks"))?, true, super::spawn::mount_flags(&git.join("hooks"))),
-    ];
-    let dir = c(project)?;
+    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside)?;
+    let dir = CString::new(project.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", project.display()))?;
     // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the
     // namespace outlives the thread through the descriptor of /proc/thread-self/ns/mnt.
     let made = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), String> {

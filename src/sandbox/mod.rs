@@ -212,6 +212,18 @@ pub fn ready_git_guard(project: &Path) {
     let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(git.join("config"));
 }
 
+/// What a write in `project` must keep safe: its `.git` directory (pinned, so it cannot be renamed away) and
+/// the files in it that a user's next `git` runs code from (kept read-only, those that exist); `None` without
+/// a `.git` directory. One list for a wrap's mount namespace and a composite's guarded preopen.
+pub fn git_guard_paths(project: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let git = project.join(".git");
+    if !git.is_dir() {
+        return None;
+    }
+    let inside = [git.join("config"), git.join("hooks")].into_iter().filter(|p| p.exists()).collect();
+    Some((git, inside))
+}
+
 /// A call that cannot be confined as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal(pub String);
@@ -261,15 +273,9 @@ impl Confinement {
                 }
             }
         }
-        let (protect, pin) = if view.project && view.workdir_writable {
-            let git = view.workdir.join(".git");
-            if git.is_dir() {
-                (vec![git.join("config"), git.join("hooks")].into_iter().filter(|p| p.exists()).collect(), vec![git])
-            } else {
-                (Vec::new(), Vec::new())
-            }
-        } else {
-            (Vec::new(), Vec::new())
+        let (pin, protect) = match (view.project && view.workdir_writable).then(|| git_guard_paths(view.workdir)).flatten() {
+            Some((git, inside)) => (vec![git], inside),
+            None => (Vec::new(), Vec::new()),
         };
         let l = cfg.limits();
         let limits = ChildLimits {

@@ -240,9 +240,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         if c.applies(LayerName::MountNamespace) {
             mountns = true;
             args.cwd_path = Some(cstring(c.workdir.as_os_str())?);
-            for (p, ro) in c.pin.iter().map(|p| (p, false)).chain(c.protect.iter().map(|p| (p, true))) {
-                args.mounts.push((cstring(p.as_os_str())?, ro, mount_flags(p)));
-            }
+            args.mounts = binds(&c.pin, &c.protect).map_err(|e| SpawnError { stage: "cannot pass a path", error: io::Error::new(io::ErrorKind::InvalidInput, e), not_runnable: false })?;
         }
         if c.applies(LayerName::Rlimits) {
             let l = &c.limits;
@@ -327,8 +325,15 @@ fn fd_limit() -> libc::c_int {
     r.rlim_cur.min(65536) as libc::c_int
 }
 
+/// The bind mounts [`bind_mounts`] makes: each of `pin` on itself, each of `protect` on itself read-only, with
+/// the flags of the mount it sits on.
+pub(crate) fn binds(pin: &[std::path::PathBuf], protect: &[std::path::PathBuf]) -> Result<Vec<(CString, bool, libc::c_ulong)>, String> {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", p.display()));
+    pin.iter().map(|p| (p, false)).chain(protect.iter().map(|p| (p, true))).map(|(p, ro)| Ok((c(p)?, ro, mount_flags(p)))).collect()
+}
+
 /// The flags of the mount `path` sits on that a read-only bind remount must keep (nosuid, nodev, noexec).
-pub(crate) fn mount_flags(path: &Path) -> libc::c_ulong {
+fn mount_flags(path: &Path) -> libc::c_ulong {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else { return 0 };
     // SAFETY: statvfs fills a plain struct for a NUL-terminated path.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };

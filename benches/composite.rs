@@ -2,6 +2,8 @@
 //! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline; and a trivial
 //! wrap bin spawned directly against the same bin through a warm `Runtime::exec` (what a served face pays).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use std::path::PathBuf;
@@ -32,17 +34,30 @@ fn bench(c: &mut Criterion) {
     let adapter = CompositeAdapter::new();
     let (engine, pooled) = adapter.engine().expect("engine");
     eprintln!("pooling allocator: {pooled}");
-    let component = Component::from_file(engine, repo.join("packs/transit-composite/adapter.wasm")).expect("component");
+    let component =
+        Component::from_file(engine, repo.join("packs/transit-composite/adapter.wasm")).expect("component");
     let mut linker: Linker<CallState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("wasi");
     Composite::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s).expect("host");
     let pre = CompositePre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
     let mut sync_linker: Linker<bare::State> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut sync_linker).expect("wasi");
-    bare::Composite::add_to_linker::<bare::State, HasSelf<bare::State>>(&mut sync_linker, |s| s).expect("host");
-    let sync_pre = bare::CompositePre::new(sync_linker.instantiate_pre(&component).expect("pre")).expect("pre");
-    let ctx = CallContext { principal: "bench".into(), tenant: "local".into(), workspace_mode: "none".into(), credentials: vec![] };
-    let sync_ctx = bare::hcp::adapter::types::CallContext { principal: "bench".into(), tenant: "local".into(), workspace_mode: "none".into(), credentials: vec![] };
+    bare::Composite::add_to_linker::<bare::State, HasSelf<bare::State>>(&mut sync_linker, |s| s)
+        .expect("host");
+    let sync_pre =
+        bare::CompositePre::new(sync_linker.instantiate_pre(&component).expect("pre")).expect("pre");
+    let ctx = CallContext {
+        principal: "bench".into(),
+        tenant: "local".into(),
+        workspace_mode: "none".into(),
+        credentials: vec![],
+    };
+    let sync_ctx = bare::hcp::adapter::types::CallContext {
+        principal: "bench".into(),
+        tenant: "local".into(),
+        workspace_mode: "none".into(),
+        credentials: vec![],
+    };
     let args_json = r#"{"from":"A","to":"B"}"#;
     let new_state = || CallState {
         wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
@@ -55,7 +70,10 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("composite read");
     group.bench_function("bare wasmtime instantiate+call (sync)", |b| {
         b.iter(|| {
-            let state = bare::State { wasi: wasmtime_wasi::WasiCtxBuilder::new().build(), table: ResourceTable::new() };
+            let state = bare::State {
+                wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
+                table: ResourceTable::new(),
+            };
             let mut s = wasmtime::Store::new(engine, state);
             s.set_epoch_deadline(1_000_000);
             let inst = sync_pre.instantiate(&mut s).expect("instantiate");
@@ -90,10 +108,15 @@ fn bench(c: &mut Criterion) {
     let pack = tmp.path().join("trivial");
     std::fs::create_dir_all(pack.join("bin")).expect("mkdir");
     std::fs::write(pack.join("surface.json"), r#"{"id":"trivial","kind":"wrap","cliBin":"trivial","binding":{"mode":"public"},"wrap":{"bin":"./bin/trivial","json_flag":[]},"verbs":{"ping":{"description":"Ping.","cli":["trivial","ping"]}}}"#).expect("write");
-    std::fs::write(pack.join("policy.json"), r#"{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}"#).expect("write");
+    std::fs::write(
+        pack.join("policy.json"),
+        r#"{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}"#,
+    )
+    .expect("write");
     std::fs::write(pack.join("HARNESS.md"), "# Trivial\n\nA trivial pack for benchmarks.\n").expect("write");
     std::fs::write(pack.join("bin/trivial"), "#!/bin/sh\nprintf '{\"ok\":true}\\n'\n").expect("write");
-    std::fs::set_permissions(pack.join("bin/trivial"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(pack.join("bin/trivial"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
     rt.store().install(&pack).expect("install trivial");
     rt.store().set_activated(&["trivial".to_string()], true).expect("activate");
     let ping = Envelope::new("trivial", "ping", serde_json::Map::new());
@@ -125,7 +148,10 @@ fn bench(c: &mut Criterion) {
         ("Runtime::exec (full pipeline, warm, every layer off)", all_off),
         ("Runtime::exec (every layer but landlock)", r#"{ "disable": ["landlock"] }"#),
         ("Runtime::exec (every layer but seccomp)", r#"{ "disable": ["seccomp"] }"#),
-        ("Runtime::exec (every layer but the PID namespace)", r#"{ "disable": ["pid-namespace", "process-limit"] }"#),
+        (
+            "Runtime::exec (every layer but the PID namespace)",
+            r#"{ "disable": ["pid-namespace", "process-limit"] }"#,
+        ),
         ("Runtime::exec (every layer but capabilities)", r#"{ "disable": ["capabilities"] }"#),
     ];
     for (label, sandbox) in settings {

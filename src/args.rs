@@ -98,7 +98,12 @@ fn is_simple(schema: &Map<String, Value>) -> bool {
             props.values().all(|p| {
                 p.as_object().is_some_and(|p| {
                     p.get("type").and_then(Value::as_str).is_some_and(|t| SIMPLE_TYPES.contains(&t))
-                        && p.iter().all(|(k, v)| k == "type" || k == "x-position" || k == "x-path" || (SIMPLE_ANNOTATIONS.contains(&k.as_str()) && annotation_ok(k, v)))
+                        && p.iter().all(|(k, v)| {
+                            k == "type"
+                                || k == "x-position"
+                                || k == "x-path"
+                                || (SIMPLE_ANNOTATIONS.contains(&k.as_str()) && annotation_ok(k, v))
+                        })
                 })
             })
         }),
@@ -110,7 +115,9 @@ fn is_simple(schema: &Map<String, Value>) -> bool {
 fn has_type(v: &Value, t: &str) -> bool {
     match (t, v) {
         ("string", Value::String(_)) | ("boolean", Value::Bool(_)) | ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0),
+        ("integer", Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        }
         _ => false,
     }
 }
@@ -171,7 +178,12 @@ impl jsonschema::Retrieve for NoFetch {
 impl ArgSpec {
     /// An empty spec: the command takes no arguments.
     pub fn none() -> ArgSpec {
-        ArgSpec { props: IndexMap::new(), required: Vec::new(), positions: Vec::new(), validator: Validation::Nothing }
+        ArgSpec {
+            props: IndexMap::new(),
+            required: Vec::new(),
+            positions: Vec::new(),
+            validator: Validation::Nothing,
+        }
     }
 
     /// Compiles a command's `args` schema, reporting every problem found.
@@ -187,7 +199,12 @@ impl ArgSpec {
             })
         };
         let Some(obj) = schema.as_object() else {
-            bad(&mut problems, "", "`args` must be a JSON Schema object".into(), "write `args` as {\"type\": \"object\", \"properties\": {…}}");
+            bad(
+                &mut problems,
+                "",
+                "`args` must be a JSON Schema object".into(),
+                "write `args` as {\"type\": \"object\", \"properties\": {…}}",
+            );
             return Err(problems);
         };
         find_refs(schema, "", &mut problems);
@@ -216,12 +233,19 @@ impl ArgSpec {
                         });
                     }
                     let Some(po) = prop.as_object() else {
-                        bad(&mut problems, &ptr, format!("argument `{name}` must be a schema object"), "describe it as {\"type\": …, \"description\": …}");
+                        bad(
+                            &mut problems,
+                            &ptr,
+                            format!("argument `{name}` must be a schema object"),
+                            "describe it as {\"type\": …, \"description\": …}",
+                        );
                         continue;
                     };
                     let types = match po.get("type") {
                         Some(Value::String(t)) => vec![t.clone()],
-                        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+                        Some(Value::Array(ts)) => {
+                            ts.iter().filter_map(|t| t.as_str().map(String::from)).collect()
+                        }
                         _ => Vec::new(),
                     };
                     if name == MODE_ARG {
@@ -232,19 +256,26 @@ impl ArgSpec {
                     }
                     let position = match po.get("x-position") {
                         None => None,
-                        Some(v) => match v.as_u64() {
-                            Some(n) if n < 64 => Some(n as usize),
-                            _ => {
-                                bad(&mut problems, &format!("{ptr}/x-position"), format!("x-position of `{name}` must be a whole number from 0 to 63, not {v}"), "number bare words from 0 (the first) up");
-                                None
+                        Some(v) => {
+                            match v.as_u64() {
+                                Some(n) if n < 64 => Some(n as usize),
+                                _ => {
+                                    bad(&mut problems, &format!("{ptr}/x-position"), format!("x-position of `{name}` must be a whole number from 0 to 63, not {v}"), "number bare words from 0 (the first) up");
+                                    None
+                                }
                             }
-                        },
+                        }
                     };
                     let path = match po.get("x-path") {
                         None => None,
                         Some(Value::Bool(b)) => {
                             if *b && types.iter().any(|t| t != "string") {
-                                bad(&mut problems, &format!("{ptr}/x-path"), format!("x-path marks `{name}` as a file path, which must be a string"), "give it \"type\": \"string\", or drop x-path");
+                                bad(
+                                    &mut problems,
+                                    &format!("{ptr}/x-path"),
+                                    format!("x-path marks `{name}` as a file path, which must be a string"),
+                                    "give it \"type\": \"string\", or drop x-path",
+                                );
                             }
                             Some(*b)
                         }
@@ -253,13 +284,18 @@ impl ArgSpec {
                             None
                         }
                     };
-                    let scalar = !types.is_empty() && types.iter().all(|t| matches!(t.as_str(), "integer" | "number" | "boolean"));
+                    let scalar = !types.is_empty()
+                        && types.iter().all(|t| matches!(t.as_str(), "integer" | "number" | "boolean"));
                     props.insert(
                         name.clone(),
                         Prop {
                             types,
                             description: po.get("description").and_then(|d| d.as_str()).map(String::from),
-                            example: po.get("examples").and_then(|e| e.as_array()).and_then(|e| e.first()).cloned(),
+                            example: po
+                                .get("examples")
+                                .and_then(|e| e.as_array())
+                                .and_then(|e| e.first())
+                                .cloned(),
                             position,
                             path,
                             closed: po.contains_key("enum")
@@ -270,7 +306,12 @@ impl ArgSpec {
                     );
                 }
             }
-            Some(_) => bad(&mut problems, "/properties", "`properties` must be an object".into(), "map each argument name to its schema"),
+            Some(_) => bad(
+                &mut problems,
+                "/properties",
+                "`properties` must be an object".into(),
+                "map each argument name to its schema",
+            ),
         }
         let mut required = Vec::new();
         match obj.get("required") {
@@ -279,12 +320,27 @@ impl ArgSpec {
                 for (i, n) in r.iter().enumerate() {
                     match n.as_str() {
                         Some(n) if props.contains_key(n) => required.push(n.to_string()),
-                        Some(n) => bad(&mut problems, &format!("/required/{i}"), format!("required argument `{n}` is not declared in `properties`"), "declare it under `properties` or remove it from `required`"),
-                        None => bad(&mut problems, &format!("/required/{i}"), format!("`required` entries must be names, not {n}"), "list argument names as strings"),
+                        Some(n) => bad(
+                            &mut problems,
+                            &format!("/required/{i}"),
+                            format!("required argument `{n}` is not declared in `properties`"),
+                            "declare it under `properties` or remove it from `required`",
+                        ),
+                        None => bad(
+                            &mut problems,
+                            &format!("/required/{i}"),
+                            format!("`required` entries must be names, not {n}"),
+                            "list argument names as strings",
+                        ),
                     }
                 }
             }
-            Some(_) => bad(&mut problems, "/required", "`required` must be a list of argument names".into(), "write \"required\": [\"name\", …]"),
+            Some(_) => bad(
+                &mut problems,
+                "/required",
+                "`required` must be a list of argument names".into(),
+                "write \"required\": [\"name\", …]",
+            ),
         }
         let mut by_pos: Vec<(usize, String)> =
             props.iter().filter_map(|(n, p)| p.position.map(|pos| (pos, n.clone()))).collect();
@@ -309,7 +365,12 @@ impl ArgSpec {
             }
             match options.build(schema) {
                 Ok(v) => {
-                    return Ok(ArgSpec { props, required, positions, validator: Validation::Schema(Box::new(v)) });
+                    return Ok(ArgSpec {
+                        props,
+                        required,
+                        positions,
+                        validator: Validation::Schema(Box::new(v)),
+                    });
                 }
                 Err(e) => bad(
                     &mut problems,
@@ -354,7 +415,11 @@ impl ArgSpec {
                     let hint = if self.positions.is_empty() {
                         "this command takes no bare words; pass arguments as name=value".to_string()
                     } else {
-                        format!("it takes {} bare word(s) ({}); pass the rest as name=value", self.positions.len(), self.positions.join(", "))
+                        format!(
+                            "it takes {} bare word(s) ({}); pass the rest as name=value",
+                            self.positions.len(),
+                            self.positions.join(", ")
+                        )
                     };
                     return Err(ArgError(format!("unexpected bare word {word:?} for {target}: {hint}")));
                 };
@@ -388,7 +453,9 @@ impl ArgSpec {
             if let Ok(n) = raw.parse::<i64>() {
                 return Ok(Value::from(n));
             }
-            if let Some(n) = raw.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(serde_json::Number::from_f64) {
+            if let Some(n) =
+                raw.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(serde_json::Number::from_f64)
+            {
                 return Ok(Value::Number(n));
             }
         }
@@ -403,7 +470,10 @@ impl ArgSpec {
             return Ok(Value::Null);
         }
         if types.iter().any(|t| *t == "array" || *t == "object") {
-            return Err(ArgError(format!("argument `{key}` for {target} takes {}; pass it as JSON: {key}:=<json>", types.join(" or "))));
+            return Err(ArgError(format!(
+                "argument `{key}` for {target} takes {}; pass it as JSON: {key}:=<json>",
+                types.join(" or ")
+            )));
         }
         Err(ArgError(format!("argument `{key}` for {target} must be {}, not {raw:?}", types.join(" or "))))
     }
@@ -418,7 +488,11 @@ impl ArgSpec {
             if GATE_ARGS.contains(&k.as_str()) {
                 match v {
                     Value::Bool(b) => confirmed |= *b,
-                    other => return Err(ArgError(format!("argument `{k}` for {target} must be true or false, not {other}"))),
+                    other => {
+                        return Err(ArgError(format!(
+                            "argument `{k}` for {target} must be true or false, not {other}"
+                        )))
+                    }
                 }
                 if self.declares(k) {
                     values.insert(k.clone(), v.clone());
@@ -428,7 +502,11 @@ impl ArgSpec {
             if k == MODE_ARG {
                 match v.as_str() {
                     Some("mock") => mock = true,
-                    _ => return Err(ArgError(format!("argument `mode` for {target} may only be \"mock\" (explicit mock Binding), not {v}"))),
+                    _ => {
+                        return Err(ArgError(format!(
+                        "argument `mode` for {target} may only be \"mock\" (explicit mock Binding), not {v}"
+                    )))
+                    }
                 }
                 continue;
             }
@@ -448,7 +526,8 @@ impl ArgSpec {
             let noun = if unknown.len() == 1 { "argument" } else { "arguments" };
             return Err(ArgError(format!("unknown {noun} {list} for {target}; {declared}")));
         }
-        let missing: Vec<&str> = self.required.iter().filter(|r| !values.contains_key(*r)).map(String::as_str).collect();
+        let missing: Vec<&str> =
+            self.required.iter().filter(|r| !values.contains_key(*r)).map(String::as_str).collect();
         if !missing.is_empty() {
             let parts: Vec<String> = missing
                 .iter()
@@ -468,7 +547,9 @@ impl ArgSpec {
                     let Some(t) = self.props.get(k).and_then(|p| p.types.first()) else { continue };
                     if !has_type(v, t) {
                         // Worded as jsonschema words a type error, so both paths read the same.
-                        return Err(ArgError(format!("invalid argument `{k}` for {target}: {v} is not of type \"{t}\"")));
+                        return Err(ArgError(format!(
+                            "invalid argument `{k}` for {target}: {v} is not of type \"{t}\""
+                        )));
                     }
                 }
             }
@@ -477,9 +558,14 @@ impl ArgSpec {
                 if let Some(e) = v.iter_errors(&instance).next() {
                     let at = e.instance_path().as_str().trim_start_matches('/').to_string();
                     let which = if at.is_empty() { String::new() } else { format!("argument `{at}` ") };
-                    return Err(ArgError(format!("invalid {which}for {target}: {}", lower_first(&e.to_string()))));
+                    return Err(ArgError(format!(
+                        "invalid {which}for {target}: {}",
+                        lower_first(&e.to_string())
+                    )));
                 }
-                let Value::Object(values) = instance else { return Err(ArgError("internal: args lost their shape".into())) };
+                let Value::Object(values) = instance else {
+                    return Err(ArgError("internal: args lost their shape".into()));
+                };
                 return Ok(CheckedArgs { values, confirmed, mock });
             }
         }

@@ -60,17 +60,33 @@ pub fn approx_tokens(text: &str) -> u64 {
 }
 
 /// Runs every case of the pack in `dir`. `progress(n, m, title)` is told before each case.
-pub fn run_evals(dir: &Path, opts: &EvalOptions, progress: &dyn Fn(usize, usize, &str)) -> Result<EvalReport, String> {
+pub fn run_evals(
+    dir: &Path,
+    opts: &EvalOptions,
+    progress: &dyn Fn(usize, usize, &str),
+) -> Result<EvalReport, String> {
     let pack = Pack::load(dir).map_err(|e| e.to_string())?;
     let Some(evals) = pack.evals.as_ref() else {
         return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", dir.display(), dir.display()));
     };
-    let trial = Trial::new(dir, &pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox, opts.store_home.as_deref())?;
+    let trial = Trial::new(
+        dir,
+        &pack,
+        opts.timeout_ms,
+        opts.project_dir.clone(),
+        &opts.sandbox,
+        opts.store_home.as_deref(),
+    )?;
     Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }
 
 /// Runs `cases` on an installed trial of `pack`.
-pub fn run_cases(trial: &Trial, pack: &Pack, cases: &[RawEvalCase], progress: &dyn Fn(usize, usize, &str)) -> EvalReport {
+pub fn run_cases(
+    trial: &Trial,
+    pack: &Pack,
+    cases: &[RawEvalCase],
+    progress: &dyn Fn(usize, usize, &str),
+) -> EvalReport {
     let mut results = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let title = pack
@@ -83,7 +99,16 @@ pub fn run_cases(trial: &Trial, pack: &Pack, cases: &[RawEvalCase], progress: &d
     let times: Vec<u64> = results.iter().filter(|r| r.ran).map(|r| r.ms).collect();
     let (p50_ms, p95_ms) = (percentile(&times, 50), percentile(&times, 95));
     let passed = results.iter().filter(|r| r.passed).count();
-    EvalReport { ok: passed == results.len(), pack_id: pack.id.clone(), passed, failed: results.len() - passed, p50_ms, p95_ms, cases: results, ran_in: trial.ran_in(pack.workspace) }
+    EvalReport {
+        ok: passed == results.len(),
+        pack_id: pack.id.clone(),
+        passed,
+        failed: results.len() - passed,
+        p50_ms,
+        p95_ms,
+        cases: results,
+        ran_in: trial.ran_in(pack.workspace),
+    }
 }
 
 /// The `p`th percentile (nearest rank, rounding up) of `values`; 0 when empty.
@@ -103,7 +128,15 @@ pub fn todo_arg(case: &RawEvalCase) -> Option<&str> {
 }
 
 fn run_case(trial: &Trial, case: &RawEvalCase) -> CaseResult {
-    let mut r = CaseResult { name: case.name.clone(), verb: case.verb.clone(), passed: false, ran: false, ms: 0, tokens: 0, reason: None };
+    let mut r = CaseResult {
+        name: case.name.clone(),
+        verb: case.verb.clone(),
+        passed: false,
+        ran: false,
+        ms: 0,
+        tokens: 0,
+        reason: None,
+    };
     if let Some(k) = todo_arg(case) {
         r.reason = Some(format!("argument `{k}` is still a TODO placeholder; replace it with a real value"));
         return r;
@@ -143,7 +176,11 @@ fn check(case: &RawEvalCase, out: &ResultEnvelope, output: &str, ms: u64, tokens
     if let Some(json) = e.json {
         let is_json = serde_json::from_str::<Value>(output.trim()).is_ok();
         if is_json != json {
-            return Err(if json { "expected JSON output, got text".into() } else { "expected text output, got JSON".into() });
+            return Err(if json {
+                "expected JSON output, got text".into()
+            } else {
+                "expected text output, got JSON".into()
+            });
         }
     }
     for needle in e.contains.iter().flatten() {

@@ -68,7 +68,11 @@ mod tests {
     fn scoping() {
         let g = Grants::Only(vec![
             Grant { capability: Capability::ExecRead, pack_id: "*".into(), verb_keys: None },
-            Grant { capability: Capability::ExecWrite, pack_id: "ledger".into(), verb_keys: Some(vec!["transfer".into()]) },
+            Grant {
+                capability: Capability::ExecWrite,
+                pack_id: "ledger".into(),
+                verb_keys: Some(vec!["transfer".into()]),
+            },
         ]);
         assert!(g.allows(Capability::ExecRead, "any", "x"));
         assert!(g.allows(Capability::ExecWrite, "ledger", "transfer"));

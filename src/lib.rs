@@ -17,13 +17,13 @@ pub mod title;
 pub use pack::{Pack, PackError};
 pub use title::command_title;
 pub mod adapter;
+pub mod check;
 pub mod clock;
 pub mod grants;
 pub mod runtime;
 pub mod sandbox;
+pub mod scaffold;
 pub mod store;
 pub mod trial;
-pub mod check;
-pub mod scaffold;
 
 pub use runtime::{Envelope, ResultEnvelope, Runtime};

@@ -65,6 +65,8 @@ fn wants_json(c: &Command) -> bool {
         Command::AllowNetwork(a) | Command::DisallowNetwork(a) => a.json.json,
         Command::Credential(CredentialCmd::Set { json, .. } | CredentialCmd::Rm { json, .. }) => json.json,
         Command::Credential(CredentialCmd::List(j)) => j.json,
-        Command::Credential(CredentialCmd::Allow { json, .. } | CredentialCmd::Disallow { json, .. }) => json.json,
+        Command::Credential(CredentialCmd::Allow { json, .. } | CredentialCmd::Disallow { json, .. }) => {
+            json.json
+        }
     }
 }

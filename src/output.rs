@@ -42,7 +42,12 @@ impl Printer {
     pub fn new(json: bool) -> Printer {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let err_tty = io::stderr().is_terminal();
-        Printer { json, color: !no_color && err_tty, color_out: !no_color && io::stdout().is_terminal(), progress: !json && err_tty }
+        Printer {
+            json,
+            color: !no_color && err_tty,
+            color_out: !no_color && io::stdout().is_terminal(),
+            progress: !json && err_tty,
+        }
     }
 
     /// Writes one JSON document and a newline to stdout.

@@ -70,10 +70,17 @@ pub fn json_flag<'a>(wrap: &'a WrapTarget, cmd: &'a Command) -> &'a [String] {
 }
 
 /// Renders the argv that follows the bin for `cmd` called with `args`.
-pub fn render_argv(wrap: &WrapTarget, cmd: &Command, args: &Map<String, Value>) -> Result<Vec<String>, RenderError> {
+pub fn render_argv(
+    wrap: &WrapTarget,
+    cmd: &Command,
+    args: &Map<String, Value>,
+) -> Result<Vec<String>, RenderError> {
     // Only an argument declared a number may start a token with '-' (a negative number); a string never may.
     let numeric = |name: &str| {
-        cmd.args.props().get(name).is_some_and(|p| !p.types.is_empty() && p.types.iter().all(|t| t == "number" || t == "integer"))
+        cmd.args
+            .props()
+            .get(name)
+            .is_some_and(|p| !p.types.is_empty() && p.types.iter().all(|t| t == "number" || t == "integer"))
     };
     let mut argv = match &cmd.cli {
         Some(tokens) => render_tokens(tokens, args, None, &numeric)?,

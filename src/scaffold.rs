@@ -5,8 +5,8 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sandbox::spawn::{self, Spawn};
 use crate::adapter::wrap::{find_on_path, CHILD_PATH};
+use crate::sandbox::spawn::{self, Spawn};
 
 use crate::naming::{is_command_name, is_pack_id};
 
@@ -51,7 +51,9 @@ fn bare(bin: &str) -> bool {
 /// `BIN --help` (stdout and stderr), run the way the wrap adapter runs a CLI: no shell, no stdin, a built
 /// environment, a deadline that kills its process group, capped output. The working directory is the caller's.
 fn help_text(program: &Path) -> String {
-    let Ok(cwd) = cap_std::fs::Dir::open_ambient_dir(".", cap_std::ambient_authority()) else { return String::new() };
+    let Ok(cwd) = cap_std::fs::Dir::open_ambient_dir(".", cap_std::ambient_authority()) else {
+        return String::new();
+    };
     let mut env = vec![
         ("PATH".to_string(), CHILD_PATH.to_string()),
         ("LANG".to_string(), "C".to_string()),
@@ -61,9 +63,19 @@ fn help_text(program: &Path) -> String {
     if let Ok(home) = std::env::var("HOME") {
         env.push(("HOME".to_string(), home));
     }
-    let spec = Spawn { program, argv: &["--help".to_string()], cwd: &cwd, env: &env, timeout: HELP_TIMEOUT, max_output: HELP_CAP, confine: None };
+    let spec = Spawn {
+        program,
+        argv: &["--help".to_string()],
+        cwd: &cwd,
+        env: &env,
+        timeout: HELP_TIMEOUT,
+        max_output: HELP_CAP,
+        confine: None,
+    };
     match spawn::run(&spec) {
-        Ok(fin) => format!("{}\n{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr)),
+        Ok(fin) => {
+            format!("{}\n{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr))
+        }
         Err(_) => String::new(),
     }
 }
@@ -87,7 +99,11 @@ pub fn parse_help(text: &str) -> Vec<(String, String)> {
             continue;
         }
         let key = name.to_ascii_lowercase();
-        if summary.is_empty() || !is_command_name(&key) || key.contains('.') || out.iter().any(|(k, _)| *k == key) {
+        if summary.is_empty()
+            || !is_command_name(&key)
+            || key.contains('.')
+            || out.iter().any(|(k, _)| *k == key)
+        {
             continue;
         }
         out.push((key, summary.trim().to_string()));
@@ -99,7 +115,11 @@ pub fn parse_help(text: &str) -> Vec<(String, String)> {
 }
 
 fn pack_id_for(bin: &str) -> String {
-    let mut id: String = bin.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    let mut id: String = bin
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' })
+        .collect();
     if !id.starts_with(|c: char| c.is_ascii_lowercase()) {
         id.insert_str(0, "cli-");
     }
@@ -112,7 +132,8 @@ fn pack_id_for(bin: &str) -> String {
 
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), ScaffoldError> {
     let p = dir.join(name);
-    std::fs::write(&p, text).map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::pack::io_reason(&e) })
+    std::fs::write(&p, text)
+        .map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::pack::io_reason(&e) })
 }
 
 /// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`).
@@ -163,10 +184,16 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
     let skill = format!(
         "# {bin}\n\nTODO: one paragraph for an agent: what `{bin}` does in this project, which command to start with, and which commands change something.\n\n## Hot path\n\n{table}"
     );
-    std::fs::create_dir_all(out).map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::pack::io_reason(&e) })?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::pack::io_reason(&e) })?;
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     write(out, "surface.json", &pretty(&surface))?;
     write(out, "policy.json", &pretty(&policy))?;
     write(out, "HARNESS.md", &skill)?;
-    Ok(Scaffold { pack_id: id, dir: out.display().to_string(), bin: bin.to_string(), commands: subs.into_iter().map(|(k, _)| k).collect() })
+    Ok(Scaffold {
+        pack_id: id,
+        dir: out.display().to_string(),
+        bin: bin.to_string(),
+        commands: subs.into_iter().map(|(k, _)| k).collect(),
+    })
 }

@@ -109,9 +109,7 @@ impl Template {
 
 fn valid_placeholder(name: &str) -> bool {
     !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
         && !name.starts_with('.')
         && !name.ends_with('.')
         && !name.contains("..")

@@ -65,7 +65,12 @@ impl PreviewSpec {
 
 /// `command_title(pack, verb_key, args, result)`: the live title while a command runs, the done title once it has
 /// a result, or `None` when the pack declares none for that command and the host uses its own.
-pub fn command_title(pack: &Pack, verb_key: &str, args: &Map<String, Value>, result: Option<&Value>) -> Option<String> {
+pub fn command_title(
+    pack: &Pack,
+    verb_key: &str,
+    args: &Map<String, Value>,
+    result: Option<&Value>,
+) -> Option<String> {
     pack.command(verb_key)?.title.render(args, result)
 }
 
@@ -153,7 +158,8 @@ mod tests {
 
     #[test]
     fn result_only_in_done() {
-        let t = spec(&["Reading {{result.mail.subject}}", "Reading"], &["Read {{result.mail.subject}}", "Read"]);
+        let t =
+            spec(&["Reading {{result.mail.subject}}", "Reading"], &["Read {{result.mail.subject}}", "Read"]);
         let r = json!({"mail": {"subject": "Hi there"}});
         assert_eq!(t.render(&Map::new(), None).as_deref(), Some("Reading"));
         assert_eq!(t.render(&Map::new(), Some(&r)).as_deref(), Some("Read Hi there"));

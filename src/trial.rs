@@ -51,7 +51,14 @@ impl Trial {
     /// (`disable`, `landlock_abi`, `require`) and its limits; the timeout is the trial's own.
     /// A `project`-mode pack is refused a project that holds `store_home` (the operator's store), as `hcpx exec`
     /// would refuse it: the trial's own store is elsewhere, but the probe would read the real one.
-    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, project_dir: Option<PathBuf>, operator: &SandboxConfig, store_home: Option<&Path>) -> Result<Trial, String> {
+    pub fn new(
+        dir: &Path,
+        pack: &Pack,
+        timeout_ms: u64,
+        project_dir: Option<PathBuf>,
+        operator: &SandboxConfig,
+        store_home: Option<&Path>,
+    ) -> Result<Trial, String> {
         if let (WorkspaceMode::Project, Some(p), Some(home)) = (pack.workspace, &project_dir, store_home) {
             if let Some(why) = crate::adapter::workspace::store_overlap(home, p) {
                 return Err(why);
@@ -63,7 +70,12 @@ impl Trial {
             Ok(store) => Ok(Trial {
                 home,
                 runtime: Runtime::new(store).with_project_dir(project_dir.clone()),
-                agent: Principal { id: "eval-agent".into(), tenant: "local".into(), grants: Grants::All, invoker: Invoker::Json },
+                agent: Principal {
+                    id: "eval-agent".into(),
+                    tenant: "local".into(),
+                    grants: Grants::All,
+                    invoker: Invoker::Json,
+                },
                 pack_id: pack.id.clone(),
                 project_dir,
                 mock: pack.binding.mode == BindingMode::Mock,
@@ -75,7 +87,13 @@ impl Trial {
         }
     }
 
-    fn setup(home: &Path, dir: &Path, pack: &Pack, timeout_ms: u64, operator: &SandboxConfig) -> Result<Store, String> {
+    fn setup(
+        home: &Path,
+        dir: &Path,
+        pack: &Pack,
+        timeout_ms: u64,
+        operator: &SandboxConfig,
+    ) -> Result<Store, String> {
         let store = Store::open(home).map_err(|e| e.to_string())?;
         store.install(dir).map_err(|e| e.to_string())?;
         store.set_activated(std::slice::from_ref(&pack.id), true).map_err(|e| e.to_string())?;
@@ -83,7 +101,11 @@ impl Trial {
             timeout_ms: Some(timeout_ms),
             allow: Vec::new(),
             allow_components: None,
-            packs: operator.packs.get(&pack.id).map(|g| [(pack.id.clone(), g.clone())].into_iter().collect()).unwrap_or_default(),
+            packs: operator
+                .packs
+                .get(&pack.id)
+                .map(|g| [(pack.id.clone(), g.clone())].into_iter().collect())
+                .unwrap_or_default(),
             ..operator.clone()
         };
         if let Some(Bin::Name(name)) = pack.wrap.as_ref().map(|w| &w.bin) {
@@ -108,10 +130,17 @@ impl Trial {
     /// Where calls run, in words, for `hcpx eval` and `hcpx check` to print.
     pub fn ran_in(&self, mode: WorkspaceMode) -> String {
         match (mode, &self.project_dir) {
-            (WorkspaceMode::Project, Some(p)) => format!("the project {} (read-only for reads, under the same confinement as hcpx exec)", p.display()),
+            (WorkspaceMode::Project, Some(p)) => format!(
+                "the project {} (read-only for reads, under the same confinement as hcpx exec)",
+                p.display()
+            ),
             (WorkspaceMode::Project, None) => "no project: project-mode calls are refused".to_string(),
-            (WorkspaceMode::None, _) => format!("the installed pack, read-only, in a throw-away store {}", self.home.display()),
-            (WorkspaceMode::Workspace, _) => format!("the pack's workspace in a throw-away store {}", self.home.display()),
+            (WorkspaceMode::None, _) => {
+                format!("the installed pack, read-only, in a throw-away store {}", self.home.display())
+            }
+            (WorkspaceMode::Workspace, _) => {
+                format!("the pack's workspace in a throw-away store {}", self.home.display())
+            }
             (WorkspaceMode::Ephemeral, _) => "a fresh directory per call, removed after it".to_string(),
         }
     }

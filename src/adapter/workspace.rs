@@ -30,8 +30,16 @@ impl Drop for Workdir {
 /// Prepares the working directory of `pack` under `mode`.
 /// `for_wrap`: a wrap also gets a private `HOME`, a fresh per-call `TMPDIR` and its cwd opened as a `Dir`;
 /// a component has no environment to take them, so it gets only the directory.
-pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<&Path>, for_wrap: bool) -> Result<Workdir, (Code, String)> {
-    let io = |p: &Path, e: std::io::Error| (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)));
+pub fn prepare(
+    store: &Store,
+    pack: &Pack,
+    mode: WorkspaceMode,
+    project: Option<&Path>,
+    for_wrap: bool,
+) -> Result<Workdir, (Code, String)> {
+    let io = |p: &Path, e: std::io::Error| {
+        (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)))
+    };
     let private = store.path("workspaces").join(&pack.id);
     let home_for = |cwd: &Path| -> Result<PathBuf, (Code, String)> {
         if for_wrap {
@@ -73,9 +81,18 @@ pub fn prepare(store: &Store, pack: &Pack, mode: WorkspaceMode, project: Option<
     let tmpdir = std::env::temp_dir().join(crate::store::unique_name("hcpx-call"));
     let made = fs::create_dir_all(&tmpdir);
     remove.push(tmpdir.clone());
-    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| Dir::open_ambient_dir(&path, ambient_authority()).map(Some).map_err(|e| {
-        (Code::AdapterFailed, format!("cannot open the working directory {}: {}", path.display(), crate::pack::io_reason(&e)))
-    }));
+    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| {
+        Dir::open_ambient_dir(&path, ambient_authority()).map(Some).map_err(|e| {
+            (
+                Code::AdapterFailed,
+                format!(
+                    "cannot open the working directory {}: {}",
+                    path.display(),
+                    crate::pack::io_reason(&e)
+                ),
+            )
+        })
+    });
     let dir = match dir {
         Ok(d) => d,
         Err(e) => {

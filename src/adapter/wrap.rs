@@ -7,11 +7,11 @@ use std::time::Duration;
 use super::workspace;
 use super::{Adapter, AdapterResult, Call};
 use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
+use crate::render::{cli_selects_json, render_argv};
+use crate::runtime::Code;
 use crate::sandbox::spawn::{self, Spawn};
 use crate::sandbox::{workdir_writable, Confinement, KernelProbe, WrapView};
 use crate::store::config::SandboxConfig;
-use crate::render::{cli_selects_json, render_argv};
-use crate::runtime::Code;
 
 /// `PATH` as the child sees it.
 pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -22,10 +22,15 @@ pub struct WrapAdapter;
 impl Adapter for WrapAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         let Some(wrap) = &call.pack.wrap else {
-            return AdapterResult::fail(Code::AdapterFailed, format!("pack {} has no wrap target", call.pack.id));
+            return AdapterResult::fail(
+                Code::AdapterFailed,
+                format!("pack {} has no wrap target", call.pack.id),
+            );
         };
         // Lint refuses these names; a pack that reaches here with one anyway is refused again.
-        if let Some((k, family)) = wrap.agent_env.keys().find_map(|k| crate::pack::env_deny::denied_env(k).map(|f| (k, f))) {
+        if let Some((k, family)) =
+            wrap.agent_env.keys().find_map(|k| crate::pack::env_deny::denied_env(k).map(|f| (k, f)))
+        {
             return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: pack {} sets agent_env {k}, one of {family} settings a pack may not set; remove it and reinstall", call.pack.id));
         }
         let program = match resolve_bin(call.pack, wrap, call.sandbox) {
@@ -51,7 +56,10 @@ impl Adapter for WrapAdapter {
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
         let Some(cwd) = work.dir.as_ref() else {
-            return AdapterResult::fail(Code::AdapterFailed, "internal: the working directory was not opened".to_string());
+            return AdapterResult::fail(
+                Code::AdapterFailed,
+                "internal: the working directory was not opened".to_string(),
+            );
         };
         if let Some(cmd) = call.command {
             if let Err(msg) = check_paths(cmd, call.args, cwd) {
@@ -60,7 +68,8 @@ impl Adapter for WrapAdapter {
         }
         let limits = call.sandbox.limits();
         let probe = KernelProbe::get();
-        let (project, writable) = (wrap.workspace == WorkspaceMode::Project, workdir_writable(wrap.workspace, call.write));
+        let (project, writable) =
+            (wrap.workspace == WorkspaceMode::Project, workdir_writable(wrap.workspace, call.write));
         if project && writable {
             crate::sandbox::ready_git_guard(&work.path);
         }
@@ -106,9 +115,25 @@ impl Adapter for WrapAdapter {
         let fin = match spawned {
             Ok(f) => f,
             Err(e) if e.not_runnable => {
-                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: bin {:?} cannot be run: {}", program.display().to_string(), crate::pack::io_reason(&e.error)))
+                return AdapterResult::fail(
+                    Code::SandboxDenied,
+                    format!(
+                        "sandbox: bin {:?} cannot be run: {}",
+                        program.display().to_string(),
+                        crate::pack::io_reason(&e.error)
+                    ),
+                )
             }
-            Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {} for {}: {e}; run hcpx doctor to see which layers this kernel allows", call.pack.id, program.display())),
+            Err(e) => {
+                return AdapterResult::fail(
+                    Code::SandboxDenied,
+                    format!(
+                        "sandbox: {} for {}: {e}; run hcpx doctor to see which layers this kernel allows",
+                        call.pack.id,
+                        program.display()
+                    ),
+                )
+            }
         };
         let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
@@ -143,13 +168,19 @@ impl Adapter for WrapAdapter {
 /// Every `x-path` argument names something beneath the working directory `dir`: relative, no `..`, and not
 /// through a link that leads out (resolved through the directory capability). A path that does not exist yet
 /// is allowed (a command may create it) as long as the rest holds.
-fn check_paths(cmd: &crate::pack::Command, args: &serde_json::Map<String, serde_json::Value>, dir: &cap_std::fs::Dir) -> Result<(), String> {
+fn check_paths(
+    cmd: &crate::pack::Command,
+    args: &serde_json::Map<String, serde_json::Value>,
+    dir: &cap_std::fs::Dir,
+) -> Result<(), String> {
     for (name, prop) in cmd.args.props() {
         if prop.path != Some(true) {
             continue;
         }
         let Some(value) = args.get(name).and_then(|v| v.as_str()) else { continue };
-        let refuse = |why: &str| format!("argument `{name}` is {value:?}, which {why}; give a path inside the working directory, relative to it (it is a file path: x-path)");
+        let refuse = |why: &str| {
+            format!("argument `{name}` is {value:?}, which {why}; give a path inside the working directory, relative to it (it is a file path: x-path)")
+        };
         let p = Path::new(value);
         if value.is_empty() {
             return Err(refuse("is empty"));
@@ -170,22 +201,40 @@ fn check_paths(cmd: &crate::pack::Command, args: &serde_json::Map<String, serde_
 }
 
 /// The program to spawn: a pack bin opened beneath the installed pack, or an allow-listed bare name on PATH.
-pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> Result<PathBuf, (Code, String)> {
+pub fn resolve_bin(
+    pack: &Pack,
+    wrap: &WrapTarget,
+    sandbox: &SandboxConfig,
+) -> Result<PathBuf, (Code, String)> {
     match &wrap.bin {
         Bin::Path(rel) => {
-            let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
-                .map_err(|e| (Code::SandboxDenied, format!("sandbox: pack directory cannot be opened: {}", crate::pack::io_reason(&e))))?;
+            let root =
+                cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority()).map_err(|e| {
+                    (
+                        Code::SandboxDenied,
+                        format!("sandbox: pack directory cannot be opened: {}", crate::pack::io_reason(&e)),
+                    )
+                })?;
             match root.metadata(rel) {
                 Ok(m) if m.is_file() => Ok(pack.dir.join(rel)),
-                _ => Err((Code::SandboxDenied, format!("sandbox: bin {rel:?} is not a file inside the installed pack; reinstall the pack"))),
+                _ => Err((
+                    Code::SandboxDenied,
+                    format!(
+                        "sandbox: bin {rel:?} is not a file inside the installed pack; reinstall the pack"
+                    ),
+                )),
             }
         }
         Bin::Name(name) => {
             if !sandbox.allows_bin(name) {
                 return Err((Code::SandboxDenied, format!("sandbox: bin {name:?} not allowlisted")));
             }
-            find_on_path(name)
-                .ok_or_else(|| (Code::SandboxDenied, format!("sandbox: bin {name:?} is allow-listed but not found on PATH; install it")))
+            find_on_path(name).ok_or_else(|| {
+                (
+                    Code::SandboxDenied,
+                    format!("sandbox: bin {name:?} is allow-listed but not found on PATH; install it"),
+                )
+            })
         }
     }
 }
@@ -201,7 +250,13 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The child's whole environment: built, never inherited.
-fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path, mode: &str) -> Vec<(String, String)> {
+fn child_env(
+    call: &Call<'_>,
+    wrap: &WrapTarget,
+    home: &Path,
+    tmpdir: &Path,
+    mode: &str,
+) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), CHILD_PATH.to_string()),
         ("HOME".to_string(), home.display().to_string()),
@@ -221,7 +276,11 @@ fn child_env(call: &Call<'_>, wrap: &WrapTarget, home: &Path, tmpdir: &Path, mod
 
 /// The exact command, shell-quoted for display only (it never runs through a shell).
 pub fn command_line(program: &Path, argv: &[String]) -> String {
-    std::iter::once(program.display().to_string()).chain(argv.iter().cloned()).map(|a| shell_quote(&a)).collect::<Vec<_>>().join(" ")
+    std::iter::once(program.display().to_string())
+        .chain(argv.iter().cloned())
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Quotes a word for display in a POSIX shell.

@@ -16,14 +16,25 @@ fn section(out: &mut String, title: &str, findings: &[&Finding]) {
     }
     out.push_str(&format!("\n## {title}\n\n"));
     for (i, f) in findings.iter().enumerate() {
-        out.push_str(&format!("{}. **{}** ({}): {}\n   Do: {}\n   Why: {}\n", i + 1, location(f), f.id, f.message, f.fix, f.docs));
+        out.push_str(&format!(
+            "{}. **{}** ({}): {}\n   Do: {}\n   Why: {}\n",
+            i + 1,
+            location(f),
+            f.id,
+            f.message,
+            f.fix,
+            f.docs
+        ));
     }
 }
 
 /// The Markdown `--agent` prints; `dir` is how the user named the pack directory.
 pub fn agent_markdown(r: &CheckReport, dir: &str) -> String {
     let name = r.pack_id.clone().unwrap_or_else(|| dir.to_string());
-    let mut out = format!("# hcpx check: {name}\n\nScore {}/100, grade {}. {} error(s), {} warning(s).", r.score, r.grade, r.errors, r.warnings);
+    let mut out = format!(
+        "# hcpx check: {name}\n\nScore {}/100, grade {}. {} error(s), {} warning(s).",
+        r.score, r.grade, r.errors, r.warnings
+    );
     if r.ready {
         out.push_str(" Ready to share.");
     }
@@ -39,9 +50,21 @@ pub fn agent_markdown(r: &CheckReport, dir: &str) -> String {
                 None => "pass".to_string(),
                 Some(why) => format!("FAIL: {}", why.replace('|', "\\|")),
             };
-            out.push_str(&format!("| {} | {} | {} | {} |\n", c.name.replace('|', "\\|"), result, c.ms, c.tokens));
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                c.name.replace('|', "\\|"),
+                result,
+                c.ms,
+                c.tokens
+            ));
         }
-        out.push_str(&format!("\n{} of {} case(s) passed; p50 {} ms, p95 {} ms.\n", e.passed, e.cases.len(), e.p50_ms, e.p95_ms));
+        out.push_str(&format!(
+            "\n{} of {} case(s) passed; p50 {} ms, p95 {} ms.\n",
+            e.passed,
+            e.cases.len(),
+            e.p50_ms,
+            e.p95_ms
+        ));
     }
     out.push_str(&format!(
         "\n## Loop\n\nFix the errors, then the warnings, and run `hcpx check {dir} --probe --agent` again after each change. \

@@ -49,7 +49,13 @@ pub fn gated_write_without_refusal(c: &Ctx, h: &mut Hits) {
 pub fn expects_nothing(c: &Ctx, h: &mut Hits) {
     for (i, k) in cases(c).iter().enumerate() {
         let e = &k.expect;
-        if e.ok.is_none() && e.json.is_none() && e.contains.as_ref().is_none_or(|v| v.is_empty()) && e.error.is_none() && e.max_ms.is_none() && e.max_tokens.is_none() {
+        if e.ok.is_none()
+            && e.json.is_none()
+            && e.contains.as_ref().is_none_or(|v| v.is_empty())
+            && e.error.is_none()
+            && e.max_ms.is_none()
+            && e.max_tokens.is_none()
+        {
             h.push(EVALS, case_ptr(i) + "/expect", format!("case {:?} expects nothing, so it can never fail", k.name), "state what must hold: \"ok\", \"json\", \"contains\" or \"error\", plus \"max_ms\"/\"max_tokens\"");
         }
     }
@@ -60,7 +66,12 @@ pub fn duplicate_case_name(c: &Ctx, h: &mut Hits) {
     let mut seen = HashSet::new();
     for (i, k) in cases(c).iter().enumerate() {
         if !seen.insert(k.name.as_str()) {
-            h.push(EVALS, case_ptr(i) + "/name", format!("two cases are named {:?}; results cannot be told apart", k.name), "give each case a name that says what it shows");
+            h.push(
+                EVALS,
+                case_ptr(i) + "/name",
+                format!("two cases are named {:?}; results cannot be told apart", k.name),
+                "give each case a name that says what it shows",
+            );
         }
     }
 }
@@ -79,7 +90,12 @@ pub fn failing_case(c: &Ctx, h: &mut Hits) {
 pub fn no_budget(c: &Ctx, h: &mut Hits) {
     for (i, k) in cases(c).iter().enumerate() {
         if k.expect.ok == Some(true) && k.expect.max_ms.is_none() && k.expect.max_tokens.is_none() {
-            h.push(EVALS, case_ptr(i) + "/expect", format!("case {:?} sets no time or token budget", k.name), "add \"max_ms\" and \"max_tokens\" to the case (3000 and 5000 are good starting points)");
+            h.push(
+                EVALS,
+                case_ptr(i) + "/expect",
+                format!("case {:?} sets no time or token budget", k.name),
+                "add \"max_ms\" and \"max_tokens\" to the case (3000 and 5000 are good starting points)",
+            );
         }
     }
 }

@@ -19,7 +19,12 @@ fn args_of(cmd: &Command) -> Map<String, Value> {
         .required()
         .iter()
         .map(|name| {
-            let v = cmd.args.props().get(name).and_then(|p| p.example.clone()).unwrap_or_else(|| Value::String(format!("TODO {name}")));
+            let v = cmd
+                .args
+                .props()
+                .get(name)
+                .and_then(|p| p.example.clone())
+                .unwrap_or_else(|| Value::String(format!("TODO {name}")));
             (name.clone(), v)
         })
         .collect()

@@ -62,12 +62,22 @@ pub fn long_description(c: &Ctx, h: &mut Hits) {
 pub fn duplicate_description(c: &Ctx, h: &mut Hits) {
     let mut seen: HashMap<String, &str> = HashMap::new();
     for (key, cmd) in commands(c) {
-        let Some(d) = cmd.description.as_deref().map(|d| d.trim().to_lowercase()).filter(|d| !d.is_empty()) else { continue };
+        let Some(d) = cmd.description.as_deref().map(|d| d.trim().to_lowercase()).filter(|d| !d.is_empty())
+        else {
+            continue;
+        };
         if is_scaffold(cmd) {
             continue;
         }
         match seen.get(&d) {
-            Some(first) => h.push(SURFACE, pointer(&["verbs", key, "description"]), format!("`{key}` and `{first}` have the same description, so an agent cannot choose between them"), format!("say in `{key}`'s description how it differs from `{first}`")),
+            Some(first) => h.push(
+                SURFACE,
+                pointer(&["verbs", key, "description"]),
+                format!(
+                    "`{key}` and `{first}` have the same description, so an agent cannot choose between them"
+                ),
+                format!("say in `{key}`'s description how it differs from `{first}`"),
+            ),
             None => {
                 seen.insert(d, key);
             }
@@ -91,7 +101,12 @@ pub fn arg_no_type(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {
         for (name, prop) in cmd.args.props() {
             if prop.types.is_empty() {
-                h.push(SURFACE, arg_ptr(key, name), format!("argument `{name}` of `{key}` has no type, so any JSON value passes validation"), format!("add \"type\" to `{name}` (\"string\", \"integer\", \"number\", \"boolean\")"));
+                h.push(
+                    SURFACE,
+                    arg_ptr(key, name),
+                    format!("argument `{name}` of `{key}` has no type, so any JSON value passes validation"),
+                    format!("add \"type\" to `{name}` (\"string\", \"integer\", \"number\", \"boolean\")"),
+                );
             }
         }
     }
@@ -109,8 +124,8 @@ pub fn required_no_example(c: &Ctx, h: &mut Hits) {
 }
 
 const VAGUE: &[&str] = &[
-    "arg", "args", "val", "value", "values", "data", "input", "param", "params", "thing", "stuff", "obj", "opt", "opts", "str",
-    "foo", "bar", "tmp", "misc", "other",
+    "arg", "args", "val", "value", "values", "data", "input", "param", "params", "thing", "stuff", "obj",
+    "opt", "opts", "str", "foo", "bar", "tmp", "misc", "other",
 ];
 
 /// M008
@@ -124,7 +139,8 @@ pub fn vague_arg_name(c: &Ctx, h: &mut Hits) {
     }
 }
 
-const MEGA: &[&str] = &["run", "exec", "shell", "sh", "eval", "raw", "cmd", "passthrough", "pass_through", "invoke"];
+const MEGA: &[&str] =
+    &["run", "exec", "shell", "sh", "eval", "raw", "cmd", "passthrough", "pass_through", "invoke"];
 
 /// M009
 pub fn mega_command(c: &Ctx, h: &mut Hits) {
@@ -160,8 +176,21 @@ fn name_segments(name: &str) -> Vec<String> {
 fn secret_like(name: &str) -> bool {
     let segs = name_segments(name);
     let joined = segs.join("");
-    segs.iter().any(|s| ["token", "password", "passwd", "pwd", "secret", "apikey", "credential", "credentials", "auth", "passphrase"].contains(&s.as_str()))
-        || ["apikey", "privatekey", "accesskey", "clientsecret"].iter().any(|k| joined.contains(k))
+    segs.iter().any(|s| {
+        [
+            "token",
+            "password",
+            "passwd",
+            "pwd",
+            "secret",
+            "apikey",
+            "credential",
+            "credentials",
+            "auth",
+            "passphrase",
+        ]
+        .contains(&s.as_str())
+    }) || ["apikey", "privatekey", "accesskey", "clientsecret"].iter().any(|k| joined.contains(k))
 }
 
 /// M010
@@ -198,7 +227,12 @@ pub fn unused_arg(c: &Ctx, h: &mut Hits) {
 /// M012
 pub fn no_name(c: &Ctx, h: &mut Hits) {
     if c.pack.name.as_deref().is_none_or(|n| n.trim().is_empty()) {
-        h.push(SURFACE, "/name", format!("pack `{}` has no display name", c.pack.id), "add \"name\": the product's name as people say it (\"GitHub\", \"SQLite\")");
+        h.push(
+            SURFACE,
+            "/name",
+            format!("pack `{}` has no display name", c.pack.id),
+            "add \"name\": the product's name as people say it (\"GitHub\", \"SQLite\")",
+        );
     }
 }
 
@@ -212,7 +246,8 @@ pub fn no_cli_bin(c: &Ctx, h: &mut Hits) {
 /// M014
 pub fn optional_before_required(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {
-        let mut by_pos: Vec<(usize, &String)> = cmd.args.props().iter().filter_map(|(n, p)| p.position.map(|i| (i, n))).collect();
+        let mut by_pos: Vec<(usize, &String)> =
+            cmd.args.props().iter().filter_map(|(n, p)| p.position.map(|i| (i, n))).collect();
         by_pos.sort();
         let mut optional_seen: Option<&String> = None;
         for (_, name) in by_pos {
@@ -305,8 +340,10 @@ pub fn path_cli_in_pack_dir(c: &Ctx, h: &mut Hits) {
     }
 }
 
-const SHELLS: &[&str] =
-    &["sh", "bash", "dash", "zsh", "fish", "ksh", "csh", "tcsh", "busybox", "env", "xargs", "python", "python3", "node", "perl", "ruby", "php", "sudo", "doas", "eval"];
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "fish", "ksh", "csh", "tcsh", "busybox", "env", "xargs", "python",
+    "python3", "node", "perl", "ruby", "php", "sudo", "doas", "eval",
+];
 
 /// M024
 pub fn shell_bin(c: &Ctx, h: &mut Hits) {
@@ -319,8 +356,9 @@ pub fn shell_bin(c: &Ctx, h: &mut Hits) {
 
 /// CLIs whose arguments are code: a value spliced into one of their tokens is code too.
 const INTERPRETERS: &[&str] = &[
-    "sqlite3", "psql", "mysql", "mariadb", "duckdb", "jq", "yq", "gojq", "awk", "gawk", "mawk", "sed", "python", "python3",
-    "perl", "ruby", "node", "deno", "bun", "sh", "bash", "zsh", "dash", "lua", "php", "pwsh",
+    "sqlite3", "psql", "mysql", "mariadb", "duckdb", "jq", "yq", "gojq", "awk", "gawk", "mawk", "sed",
+    "python", "python3", "perl", "ruby", "node", "deno", "bun", "sh", "bash", "zsh", "dash", "lua", "php",
+    "pwsh",
 ];
 
 /// Flags after which the next token is a program (`sh -c`, `node -e`, `python -c`, `sqlite3 -cmd`).
@@ -341,7 +379,8 @@ pub fn spliced_into_interpreter(c: &Ctx, h: &mut Hits) {
             if t.is_literal() || t.sole_var().is_some() {
                 continue;
             }
-            let after_code_flag = i > 0 && tokens[i - 1].is_literal() && CODE_FLAGS.contains(&tokens[i - 1].source());
+            let after_code_flag =
+                i > 0 && tokens[i - 1].is_literal() && CODE_FLAGS.contains(&tokens[i - 1].source());
             if !(interpreter || after_code_flag) {
                 continue;
             }
@@ -361,7 +400,19 @@ pub fn spliced_into_interpreter(c: &Ctx, h: &mut Hits) {
 }
 
 /// Argument-name segments that usually name a file or directory.
-const PATH_WORDS: &[&str] = &["file", "files", "filename", "filepath", "path", "paths", "database", "db", "dir", "directory", "folder"];
+const PATH_WORDS: &[&str] = &[
+    "file",
+    "files",
+    "filename",
+    "filepath",
+    "path",
+    "paths",
+    "database",
+    "db",
+    "dir",
+    "directory",
+    "folder",
+];
 
 /// M028
 pub fn path_arg_unmarked(c: &Ctx, h: &mut Hits) {
@@ -418,5 +469,8 @@ fn plain_fallback(t: &Template) -> String {
         })
         .filter(|s| !s.is_empty())
         .collect();
-    words.first().map(|s| s.trim_end_matches(|c: char| !c.is_alphanumeric()).to_string()).unwrap_or_else(|| "Done".into())
+    words
+        .first()
+        .map(|s| s.trim_end_matches(|c: char| !c.is_alphanumeric()).to_string())
+        .unwrap_or_else(|| "Done".into())
 }

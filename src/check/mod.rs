@@ -59,8 +59,14 @@ pub enum Category {
 
 impl Category {
     /// Every category, in report order.
-    pub const ALL: [Category; 6] =
-        [Category::Structure, Category::Manifest, Category::Policy, Category::Skill, Category::Probe, Category::Eval];
+    pub const ALL: [Category; 6] = [
+        Category::Structure,
+        Category::Manifest,
+        Category::Policy,
+        Category::Skill,
+        Category::Probe,
+        Category::Eval,
+    ];
 
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
@@ -105,8 +111,19 @@ pub struct Hits(pub Vec<Hit>);
 
 impl Hits {
     /// Records one hit.
-    pub fn push(&mut self, file: &str, pointer: impl Into<String>, message: impl Into<String>, fix: impl Into<String>) {
-        self.0.push(Hit { file: file.to_string(), pointer: pointer.into(), message: message.into(), fix: fix.into() });
+    pub fn push(
+        &mut self,
+        file: &str,
+        pointer: impl Into<String>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.0.push(Hit {
+            file: file.to_string(),
+            pointer: pointer.into(),
+            message: message.into(),
+            fix: fix.into(),
+        });
     }
 }
 
@@ -205,7 +222,14 @@ fn check_pack(
     let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
     let mut trial = None;
     if opts.probe || wants_eval {
-        match Trial::new(dir, pack, opts.timeout_ms, opts.project_dir.clone(), &opts.sandbox, opts.store_home.as_deref()) {
+        match Trial::new(
+            dir,
+            pack,
+            opts.timeout_ms,
+            opts.project_dir.clone(),
+            &opts.sandbox,
+            opts.store_home.as_deref(),
+        ) {
             Ok(t) => {
                 *ran_in = Some(t.ran_in(pack.workspace));
                 trial = Some(t)
@@ -221,7 +245,9 @@ fn check_pack(
         skipped.push("probe layer: run with --probe to run the CLI the way an agent does".into());
     }
     let evals = match (&trial, wants_eval, &pack.evals) {
-        (Some(t), true, Some(file)) => Some(run_cases(t, pack, &file.cases, &|n, m, title| progress("case", n, m, title))),
+        (Some(t), true, Some(file)) => {
+            Some(run_cases(t, pack, &file.cases, &|n, m, title| progress("case", n, m, title)))
+        }
         _ => None,
     };
     if !opts.eval {
@@ -247,7 +273,9 @@ fn lint_finding(i: &LintIssue) -> Finding {
 
 /// 100, less 12 per error and 4 per warning, never below 0.
 pub fn score(errors: usize, warnings: usize) -> u32 {
-    100u32.saturating_sub((errors as u32).saturating_mul(12)).saturating_sub((warnings as u32).saturating_mul(4))
+    100u32
+        .saturating_sub((errors as u32).saturating_mul(12))
+        .saturating_sub((warnings as u32).saturating_mul(4))
 }
 
 /// The letter grade of a score; any error caps it at D.
@@ -279,12 +307,20 @@ fn report(
     skipped: Vec<String>,
 ) -> CheckReport {
     findings.sort_by_key(|f| (f.severity, f.category));
-    let (errors, warnings, notes) = (count(&findings, Severity::Error), count(&findings, Severity::Warning), count(&findings, Severity::Info));
+    let (errors, warnings, notes) = (
+        count(&findings, Severity::Error),
+        count(&findings, Severity::Warning),
+        count(&findings, Severity::Info),
+    );
     let categories = Category::ALL
         .iter()
         .map(|&c| {
             let mine: Vec<Finding> = findings.iter().filter(|f| f.category == c).cloned().collect();
-            let (e, w, n) = (count(&mine, Severity::Error), count(&mine, Severity::Warning), count(&mine, Severity::Info));
+            let (e, w, n) = (
+                count(&mine, Severity::Error),
+                count(&mine, Severity::Warning),
+                count(&mine, Severity::Info),
+            );
             CategoryScore { category: c, score: score(e, w), errors: e, warnings: w, notes: n }
         })
         .collect();

@@ -9,13 +9,37 @@ const SURFACE: &str = "surface.json";
 
 /// Command names whose last word says they change or destroy something outside the agent.
 const DESTRUCTIVE: &[&str] = &[
-    "delete", "remove", "rm", "drop", "destroy", "purge", "erase", "wipe", "truncate", "kill", "transfer", "pay", "send", "publish",
-    "push", "merge", "revoke", "reset", "force-push", "deploy", "shutdown", "reboot", "format", "uninstall",
+    "delete",
+    "remove",
+    "rm",
+    "drop",
+    "destroy",
+    "purge",
+    "erase",
+    "wipe",
+    "truncate",
+    "kill",
+    "transfer",
+    "pay",
+    "send",
+    "publish",
+    "push",
+    "merge",
+    "revoke",
+    "reset",
+    "force-push",
+    "deploy",
+    "shutdown",
+    "reboot",
+    "format",
+    "uninstall",
 ];
 
 /// Command names whose last word says they only look.
-const READISH: &[&str] =
-    &["list", "get", "show", "view", "find", "search", "status", "describe", "info", "read", "inspect", "query", "count", "diff", "log", "ls", "cat", "stat", "check"];
+const READISH: &[&str] = &[
+    "list", "get", "show", "view", "find", "search", "status", "describe", "info", "read", "inspect",
+    "query", "count", "diff", "log", "ls", "cat", "stat", "check",
+];
 
 fn last_word(key: &str) -> String {
     key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase()
@@ -43,7 +67,12 @@ pub fn destructive_read(c: &Ctx, h: &mut Hits) {
 pub fn ungated_destructive(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in &c.pack.commands {
         if cmd.policy.operation == Operation::Write && !cmd.policy.confirm && destructive(key) {
-            h.push(POLICY, pointer(&["verbs", key, "confirm"]), format!("`{key}` changes something outside the agent and runs without the confirm gate"), format!("add \"confirm\": true to `{key}` in policy.json"));
+            h.push(
+                POLICY,
+                pointer(&["verbs", key, "confirm"]),
+                format!("`{key}` changes something outside the agent and runs without the confirm gate"),
+                format!("add \"confirm\": true to `{key}` in policy.json"),
+            );
         }
     }
 }
@@ -67,7 +96,8 @@ pub fn gated_without_preview(c: &Ctx, h: &mut Hits) {
     }
 }
 
-const GATE_FLAGS: &[&str] = &["--confirm", "--apply", "--yes", "-y", "--force", "-f", "--execute", "--commit"];
+const GATE_FLAGS: &[&str] =
+    &["--confirm", "--apply", "--yes", "-y", "--force", "-f", "--execute", "--commit"];
 
 /// P005
 pub fn gate_not_mirrored(c: &Ctx, h: &mut Hits) {
@@ -82,7 +112,8 @@ pub fn gate_not_mirrored(c: &Ctx, h: &mut Hits) {
         }
         let mirrored = cli.iter().any(|t| {
             let s = t.source();
-            GATE_FLAGS.iter().any(|f| s == *f || s.starts_with(&format!("{f}="))) || t.vars().any(|v| v == "confirm" || v == "apply")
+            GATE_FLAGS.iter().any(|f| s == *f || s.starts_with(&format!("{f}=")))
+                || t.vars().any(|v| v == "confirm" || v == "apply")
         });
         if !mirrored {
             h.push(SURFACE, pointer(&["verbs", key, "cli"]), format!("`{key}` is confirm-gated in Policy, but its cli[] carries no `--confirm`/`--apply`/`--yes`, so the CLI face runs it ungated"), format!("add the CLI's own confirmation flag to `{key}`.cli (command.md, Agent-safe rules)"));
@@ -134,6 +165,11 @@ pub fn pass_through_bootstrap(c: &Ctx, h: &mut Hits) {
 pub fn only_writes(c: &Ctx, h: &mut Hits) {
     let cmds = &c.pack.commands;
     if !cmds.is_empty() && cmds.values().all(|cmd| cmd.policy.operation == Operation::Write) {
-        h.push(POLICY, "/verbs", "every command is a write, so an agent cannot look before it changes something", "add a read that shows the state the writes change (`status`, `list`)");
+        h.push(
+            POLICY,
+            "/verbs",
+            "every command is a write, so an agent cannot look before it changes something",
+            "add a read that shows the state the writes change (`status`, `list`)",
+        );
     }
 }

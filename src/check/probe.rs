@@ -54,7 +54,8 @@ pub struct ProbeRecord {
 /// The arguments a probe passes: those of the first eval case that expects success, else each required
 /// argument's example. A first case still holding a `TODO` value is not guessed around: the probe is skipped.
 fn probe_args(pack: &Pack, key: &str, cmd: &Command) -> Result<Map<String, Value>, String> {
-    let first_case = pack.evals.as_ref().and_then(|e| e.cases.iter().find(|c| c.verb == key && c.expect.ok == Some(true)));
+    let first_case =
+        pack.evals.as_ref().and_then(|e| e.cases.iter().find(|c| c.verb == key && c.expect.ok == Some(true)));
     if let Some(case) = first_case {
         if let Some(k) = todo_arg(case) {
             return Err(format!("its first eval case, {:?}, still has a TODO value for `{k}`", case.name));
@@ -67,7 +68,9 @@ fn probe_args(pack: &Pack, key: &str, cmd: &Command) -> Result<Map<String, Value
             Some(v) => {
                 args.insert(name.clone(), v);
             }
-            None => return Err(format!("required argument `{name}` has no example and no eval case supplies it")),
+            None => {
+                return Err(format!("required argument `{name}` has no example and no eval case supplies it"))
+            }
         }
     }
     Ok(args)
@@ -105,7 +108,8 @@ fn snapshot(dir: &Path) -> Snapshot {
         if m.is_dir() {
             out.insert(format!("{rel}/"), (0, 0));
         } else {
-            let mtime = m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+            let mtime =
+                m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
             out.insert(rel.to_string(), (m.len(), mtime));
         }
     });
@@ -113,7 +117,8 @@ fn snapshot(dir: &Path) -> Snapshot {
 }
 
 fn diff(before: &Snapshot, after: &Snapshot) -> Vec<String> {
-    let mut changed: Vec<String> = after.iter().filter(|(k, v)| before.get(*k) != Some(v)).map(|(k, _)| k.clone()).collect();
+    let mut changed: Vec<String> =
+        after.iter().filter(|(k, v)| before.get(*k) != Some(v)).map(|(k, _)| k.clone()).collect();
     changed.extend(before.keys().filter(|k| !after.contains_key(*k)).cloned());
     changed.sort();
     changed
@@ -121,7 +126,8 @@ fn diff(before: &Snapshot, after: &Snapshot) -> Vec<String> {
 
 /// Runs every read of the pack once. `progress(n, m, title)` is told before each.
 pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &str)) -> Vec<ProbeRecord> {
-    let reads: Vec<(&String, &Command)> = pack.commands.iter().filter(|(_, c)| c.policy.operation == Operation::Read).collect();
+    let reads: Vec<(&String, &Command)> =
+        pack.commands.iter().filter(|(_, c)| c.policy.operation == Operation::Read).collect();
     let workdir = trial.workdir(pack.workspace);
     let mut out = Vec::new();
     for (i, (key, cmd)) in reads.iter().enumerate() {
@@ -185,8 +191,18 @@ enum Failure {
 }
 
 const UNKNOWN_SUBCOMMAND: &[&str] = &[
-    "unknown command", "unknown subcommand", "unrecognized command", "unrecognized subcommand", "invalid choice", "no such command",
-    "invalid command", "is unknown, try", "is not a command", "is not a valid command", "not a git command", "unknown action",
+    "unknown command",
+    "unknown subcommand",
+    "unrecognized command",
+    "unrecognized subcommand",
+    "invalid choice",
+    "no such command",
+    "invalid command",
+    "is unknown, try",
+    "is not a command",
+    "is not a valid command",
+    "not a git command",
+    "unknown action",
 ];
 
 fn failure(r: &ProbeRecord) -> Option<Failure> {
@@ -227,7 +243,12 @@ fn subcommand(c: &Ctx, verb: &str) -> String {
     let bin = cmd.and_then(|x| x.cli_bin.clone()).or_else(|| c.pack.cli_bin.clone()).unwrap_or_default();
     let words: Vec<&str> = cmd
         .and_then(|x| x.cli.as_ref())
-        .map(|cli| cli.iter().take_while(|t| t.is_literal() && !t.source().starts_with('-')).map(|t| t.source()).collect())
+        .map(|cli| {
+            cli.iter()
+                .take_while(|t| t.is_literal() && !t.source().starts_with('-'))
+                .map(|t| t.source())
+                .collect()
+        })
         .unwrap_or_default();
     std::iter::once(bin.as_str()).chain(words).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
 }
@@ -241,7 +262,10 @@ pub fn probe_failed(c: &Ctx, h: &mut Hits) {
 
 /// R002: one finding for the pack, since the fix (the CLI's JSON output) is usually one flag for all of them.
 pub fn not_json(c: &Ctx, h: &mut Hits) {
-    let text: Vec<&str> = probes(c).filter(|r| r.ok && !r.json && !r.output.trim().is_empty()).map(|r| r.verb.as_str()).collect();
+    let text: Vec<&str> = probes(c)
+        .filter(|r| r.ok && !r.json && !r.output.trim().is_empty())
+        .map(|r| r.verb.as_str())
+        .collect();
     let Some(first) = text.first() else { return };
     h.push(SURFACE, pointer(&["verbs", first, "cli"]), format!("{} read(s) print text, not JSON: {}; agents parse output", text.len(), text.join(", ")), "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text");
 }
@@ -249,21 +273,48 @@ pub fn not_json(c: &Ctx, h: &mut Hits) {
 /// R003
 pub fn over_budget(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ran && r.tokens > TOKEN_BUDGET) {
-        h.push(SURFACE, ptr(r), format!("`{}` returns ~{} tokens, over the {TOKEN_BUDGET}-token budget of an agent's tool result", r.verb, r.tokens), format!("limit `{}`'s output (a `--limit`/`--fields` flag in cli[], or a narrower default)", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!(
+                "`{}` returns ~{} tokens, over the {TOKEN_BUDGET}-token budget of an agent's tool result",
+                r.verb, r.tokens
+            ),
+            format!(
+                "limit `{}`'s output (a `--limit`/`--fields` flag in cli[], or a narrower default)",
+                r.verb
+            ),
+        );
     }
 }
 
 /// R004
 pub fn large_output(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ran && r.tokens > LARGE_OUTPUT && r.tokens <= TOKEN_BUDGET) {
-        h.push(SURFACE, ptr(r), format!("`{}` returns ~{} tokens; most of it is noise to an agent", r.verb, r.tokens), format!("return fewer fields or rows by default from `{}` (a `--limit`, `--fields` or summary flag)", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` returns ~{} tokens; most of it is noise to an agent", r.verb, r.tokens),
+            format!(
+                "return fewer fields or rows by default from `{}` (a `--limit`, `--fields` or summary flag)",
+                r.verb
+            ),
+        );
     }
 }
 
 /// R005
 pub fn ansi_escapes(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ran && (r.output.contains('\u{1b}') || r.stderr.contains("\u{1b}["))) {
-        h.push(SURFACE, ptr(r), format!("`{}` prints terminal colour codes with no terminal and NO_COLOR set", r.verb), format!("add the CLI's `--color=never`/`--no-color` to `{}`.cli, or set it in wrap.agent_env", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` prints terminal colour codes with no terminal and NO_COLOR set", r.verb),
+            format!(
+                "add the CLI's `--color=never`/`--no-color` to `{}`.cli, or set it in wrap.agent_env",
+                r.verb
+            ),
+        );
     }
 }
 
@@ -277,28 +328,51 @@ pub fn timed_out(c: &Ctx, h: &mut Hits) {
 /// R007
 pub fn slow(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ran && r.ms > SLOW_MS && failure(r) != Some(Failure::Timeout)) {
-        h.push(SURFACE, ptr(r), format!("`{}` took {} ms, over {SLOW_MS} ms for a read", r.verb, r.ms), format!("narrow what `{}` reads by default (a limit, a cache, a cheaper subcommand)", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` took {} ms, over {SLOW_MS} ms for a read", r.verb, r.ms),
+            format!("narrow what `{}` reads by default (a limit, a cache, a cheaper subcommand)", r.verb),
+        );
     }
 }
 
 /// R008
 pub fn empty_output(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ok && r.output.trim().is_empty()) {
-        h.push(SURFACE, ptr(r), format!("`{}` succeeds and prints nothing, so an agent cannot tell what it found", r.verb), format!("make `{}` print its result (an empty JSON list `[]` when there is nothing)", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` succeeds and prints nothing, so an agent cannot tell what it found", r.verb),
+            format!("make `{}` print its result (an empty JSON list `[]` when there is nothing)", r.verb),
+        );
     }
 }
 
 /// R009
 pub fn silent_failure(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| failure(r) == Some(Failure::Silent)) {
-        h.push(SURFACE, ptr(r), format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error), format!("make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error),
+            format!(
+                "make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds",
+                r.verb
+            ),
+        );
     }
 }
 
 /// R010
 pub fn stderr_on_success(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ok && !r.stderr.trim().is_empty()) {
-        h.push(SURFACE, ptr(r), format!("`{}` succeeds but writes to stderr: {:?}", r.verb, first_line(&r.stderr)), format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb));
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!("`{}` succeeds but writes to stderr: {:?}", r.verb, first_line(&r.stderr)),
+            format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb),
+        );
     }
 }
 
@@ -314,9 +388,19 @@ pub fn read_changed_files(c: &Ctx, h: &mut Hits) {
 pub fn error_with_exit_zero(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| r.ok) {
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(r.output.trim()) else { continue };
-        let is_error = obj.get("error").is_some_and(|e| !matches!(e, Value::Null | Value::Bool(false)) && e.as_str() != Some(""));
+        let is_error = obj
+            .get("error")
+            .is_some_and(|e| !matches!(e, Value::Null | Value::Bool(false)) && e.as_str() != Some(""));
         if is_error {
-            h.push(SURFACE, ptr(r), format!("`{}` reports an error in its JSON but exits 0, so orchestrators treat it as success", r.verb), format!("make the CLI exit non-zero when `{}` fails", r.verb));
+            h.push(
+                SURFACE,
+                ptr(r),
+                format!(
+                    "`{}` reports an error in its JSON but exits 0, so orchestrators treat it as success",
+                    r.verb
+                ),
+                format!("make the CLI exit non-zero when `{}` fails", r.verb),
+            );
         }
     }
 }
@@ -343,6 +427,11 @@ pub fn unknown_subcommand(c: &Ctx, h: &mut Hits) {
 /// R015
 pub fn bin_missing(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| failure(r) == Some(Failure::BinMissing)).take(1) {
-        h.push(SURFACE, "/wrap/bin", format!("`{}` could not run: {}", r.verb, r.error), "install the CLI so it is on PATH (or fix wrap.bin), then check again");
+        h.push(
+            SURFACE,
+            "/wrap/bin",
+            format!("`{}` could not run: {}", r.verb, r.error),
+            "install the CLI so it is on PATH (or fix wrap.bin), then check again",
+        );
     }
 }

@@ -344,7 +344,14 @@ with no errors. Lint kinds appear as `L-<kind>` errors (see [lint.md](lint.md)) 
 | id | name | severity | category |\n|----|------|----------|----------|\n",
     );
     for r in RULES {
-        s.push_str(&format!("| [{}](#{}) | {} | {} | {} |\n", r.id, r.id.to_ascii_lowercase(), r.name, r.severity.as_str(), r.category.as_str()));
+        s.push_str(&format!(
+            "| [{}](#{}) | {} | {} | {} |\n",
+            r.id,
+            r.id.to_ascii_lowercase(),
+            r.name,
+            r.severity.as_str(),
+            r.category.as_str()
+        ));
     }
     for r in RULES {
         s.push_str(&format!(

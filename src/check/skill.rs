@@ -47,7 +47,12 @@ pub fn command_not_in_hot_path(c: &Ctx, h: &mut Hits) {
     }
     for key in c.pack.commands.keys() {
         if !skill.hot_path.iter().any(|k| k == key) {
-            h.push(HARNESS, heading(c), format!("command `{key}` is missing from the hot-path table"), format!("add a row | `{key}` | when to use it | to the hot-path table"));
+            h.push(
+                HARNESS,
+                heading(c),
+                format!("command `{key}` is missing from the hot-path table"),
+                format!("add a row | `{key}` | when to use it | to the hot-path table"),
+            );
         }
     }
 }
@@ -61,9 +66,18 @@ pub fn no_hot_path(c: &Ctx, h: &mut Hits) {
 
 /// H005
 pub fn gate_not_explained(c: &Ctx, h: &mut Hits) {
-    let gated: Vec<&str> = c.pack.commands.iter().filter(|(_, cmd)| cmd.policy.confirm).map(|(k, _)| k.as_str()).collect();
+    let gated: Vec<&str> =
+        c.pack.commands.iter().filter(|(_, cmd)| cmd.policy.confirm).map(|(k, _)| k.as_str()).collect();
     if !gated.is_empty() && !c.pack.skill.text.to_lowercase().contains("confirm") {
-        h.push(HARNESS, "(lead)", format!("{} asks for confirmation, and the Skill never says so; agents retry a refused write blindly", gated.join(", ")), "say in the Skill which commands need `confirm=true` and that a person approves them first");
+        h.push(
+            HARNESS,
+            "(lead)",
+            format!(
+                "{} asks for confirmation, and the Skill never says so; agents retry a refused write blindly",
+                gated.join(", ")
+            ),
+            "say in the Skill which commands need `confirm=true` and that a person approves them first",
+        );
     }
 }
 
@@ -72,11 +86,24 @@ fn secret_in(text: &str) -> Option<String> {
     if text.contains("-----BEGIN") && text.contains("PRIVATE KEY-----") {
         return Some("a PEM private key".into());
     }
-    const PREFIXES: &[&str] = &["ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "sk-", "sk_live_", "AKIA", "AIza"];
+    const PREFIXES: &[&str] = &[
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "sk-",
+        "sk_live_",
+        "AKIA",
+        "AIza",
+    ];
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
         for p in PREFIXES {
             if let Some(rest) = word.strip_prefix(p) {
-                if rest.len() >= 16 && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                if rest.len() >= 16 && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
                     return Some(format!("a `{p}…` token"));
                 }
             }
@@ -88,15 +115,26 @@ fn secret_in(text: &str) -> Option<String> {
 /// H006
 pub fn secret_in_skill(c: &Ctx, h: &mut Hits) {
     if let Some(what) = secret_in(&c.pack.skill.text) {
-        h.push(HARNESS, "", format!("HARNESS.md holds what looks like {what}; the Skill is shown to every agent and host"), "remove the secret from HARNESS.md and revoke it; credentials reach commands through the Binding");
+        h.push(
+            HARNESS,
+            "",
+            format!("HARNESS.md holds what looks like {what}; the Skill is shown to every agent and host"),
+            "remove the secret from HARNESS.md and revoke it; credentials reach commands through the Binding",
+        );
     }
 }
 
 /// H007
 pub fn todo_in_skill(c: &Ctx, h: &mut Hits) {
     let text = &c.pack.skill.text;
-    if let Some(line) = text.lines().find(|l| l.contains("TODO") || l.contains("FIXME") || l.contains("TBD")) {
-        h.push(HARNESS, "", format!("HARNESS.md still has a placeholder: {:?}", line.trim()), "replace each TODO in HARNESS.md with what an agent needs to know");
+    if let Some(line) = text.lines().find(|l| l.contains("TODO") || l.contains("FIXME") || l.contains("TBD"))
+    {
+        h.push(
+            HARNESS,
+            "",
+            format!("HARNESS.md still has a placeholder: {:?}", line.trim()),
+            "replace each TODO in HARNESS.md with what an agent needs to know",
+        );
     }
 }
 
@@ -113,7 +151,12 @@ pub fn duplicate_hot_path_row(c: &Ctx, h: &mut Hits) {
     let mut seen = HashSet::new();
     for k in &c.pack.skill.hot_path {
         if !seen.insert(k) {
-            h.push(HARNESS, heading(c), format!("`{k}` has more than one row in the hot-path table"), format!("merge the rows of `{k}` into one"));
+            h.push(
+                HARNESS,
+                heading(c),
+                format!("`{k}` has more than one row in the hot-path table"),
+                format!("merge the rows of `{k}` into one"),
+            );
         }
     }
 }

@@ -12,7 +12,15 @@ const PROOF: &str = "proof.sh";
 /// S001
 pub fn no_eval_file(c: &Ctx, h: &mut Hits) {
     if c.pack.evals.is_none() {
-        h.push(EVALS, "", "the pack has no hcp.eval.json, so nothing shows its commands work on a realistic task", format!("run `hcpx check {} --init-evals`, then replace every TODO with a real value", c.dir.display()));
+        h.push(
+            EVALS,
+            "",
+            "the pack has no hcp.eval.json, so nothing shows its commands work on a realistic task",
+            format!(
+                "run `hcpx check {} --init-evals`, then replace every TODO with a real value",
+                c.dir.display()
+            ),
+        );
     }
 }
 
@@ -27,7 +35,12 @@ pub fn no_proof_script(c: &Ctx, h: &mut Hits) {
 pub fn proof_not_executable(c: &Ctx, h: &mut Hits) {
     if let Ok(m) = fs::symlink_metadata(c.dir.join(PROOF)) {
         if m.is_file() && m.permissions().mode() & 0o111 == 0 {
-            h.push(PROOF, "", "proof.sh is not executable", format!("chmod +x {}", c.dir.join(PROOF).display()));
+            h.push(
+                PROOF,
+                "",
+                "proof.sh is not executable",
+                format!("chmod +x {}", c.dir.join(PROOF).display()),
+            );
         }
     }
 }
@@ -40,7 +53,8 @@ fn secret_name(name: &str) -> bool {
         || lower.starts_with("id_rsa")
         || lower.starts_with("id_ed25519")
         || lower.starts_with("id_ecdsa")
-        || [".netrc", ".npmrc", ".pypirc", "credentials.json", "secrets.json", ".git-credentials"].contains(&lower.as_str())
+        || [".netrc", ".npmrc", ".pypirc", "credentials.json", "secrets.json", ".git-credentials"]
+            .contains(&lower.as_str())
         || [".pem", ".key", ".p12", ".pfx", ".keystore", ".jks"].iter().any(|ext| lower.ends_with(ext))
 }
 
@@ -94,6 +108,11 @@ pub fn build_debris(c: &Ctx, h: &mut Hits) {
         }
     });
     for rel in found {
-        h.push(&rel, "", format!("`{rel}` is a build or version-control leftover and would be copied on install"), format!("remove `{rel}` from the pack directory"));
+        h.push(
+            &rel,
+            "",
+            format!("`{rel}` is a build or version-control leftover and would be copied on install"),
+            format!("remove `{rel}` from the pack directory"),
+        );
     }
 }

@@ -7,7 +7,13 @@ use std::path::Path;
 /// Calls `f` with each entry's path relative to `dir` and its metadata (of the entry itself, not a link's
 /// target). Descends into directories named so that `descend(name)` holds, at most `max_depth` levels, and
 /// stops after `max_entries` entries.
-pub fn walk(dir: &Path, max_entries: usize, max_depth: usize, descend: &dyn Fn(&str) -> bool, f: &mut dyn FnMut(&str, &Metadata)) {
+pub fn walk(
+    dir: &Path,
+    max_entries: usize,
+    max_depth: usize,
+    descend: &dyn Fn(&str) -> bool,
+    f: &mut dyn FnMut(&str, &Metadata),
+) {
     let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
     let mut seen = 0usize;
     while let Some((path, rel, depth)) = stack.pop() {

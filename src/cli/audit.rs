@@ -18,8 +18,18 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         p.message("the audit log is empty");
     } else {
         for r in &records {
-            let outcome = if r.ok { "ok".to_string() } else { r.code.clone().unwrap_or_else(|| "failed".into()) };
-            p.data(&format!("{}  {}@{} via {}  {}.{}  {outcome}  args {}", r.at, r.principal, r.tenant, r.invoker, r.pack_id, r.verb_key, r.args_sha256.get(..12).unwrap_or(&r.args_sha256)));
+            let outcome =
+                if r.ok { "ok".to_string() } else { r.code.clone().unwrap_or_else(|| "failed".into()) };
+            p.data(&format!(
+                "{}  {}@{} via {}  {}.{}  {outcome}  args {}",
+                r.at,
+                r.principal,
+                r.tenant,
+                r.invoker,
+                r.pack_id,
+                r.verb_key,
+                r.args_sha256.get(..12).unwrap_or(&r.args_sha256)
+            ));
         }
     }
     Ok(exit::OK)

@@ -14,19 +14,32 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
             Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json: {e}"))),
         };
         match init_evals(&a.dir, &pack) {
-            Ok(InitOutcome::Wrote { path, cases }) => {
-                p.message(&format!("wrote {} with {cases} case(s); replace every TODO with a real value", path.display()))
+            Ok(InitOutcome::Wrote { path, cases }) => p.message(&format!(
+                "wrote {} with {cases} case(s); replace every TODO with a real value",
+                path.display()
+            )),
+            Ok(InitOutcome::Exists { path }) => {
+                p.message(&format!("{} already exists; left as it is", path.display()))
             }
-            Ok(InitOutcome::Exists { path }) => p.message(&format!("{} already exists; left as it is", path.display())),
-            Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
+            Err(e) => {
+                return Ok(fail(&p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display())))
+            }
         }
     }
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
         Err(e) => return Ok(super::fail(&p, &e)),
     };
-    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox, store_home: Some(hcpx::store::Store::default_home()) };
-    let progress = |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
+    let opts = CheckOptions {
+        probe: a.probe,
+        eval: !a.no_eval,
+        timeout_ms: a.timeout,
+        project_dir: super::exec::project_dir(),
+        sandbox,
+        store_home: Some(hcpx::store::Store::default_home()),
+    };
+    let progress =
+        |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
     let report = check_dir(&a.dir, &opts, &progress);
     p.progress_done();
     let dir = a.dir.display().to_string();
@@ -61,7 +74,13 @@ fn human(p: &Printer, r: &CheckReport) {
         p.data(&format!("probes: {ran} read(s) run, {} skipped", probes.len() - ran));
     }
     if let Some(e) = &r.evals {
-        p.data(&format!("evals: {} of {} case(s) passed; p50 {} ms, p95 {} ms", e.passed, e.cases.len(), e.p50_ms, e.p95_ms));
+        p.data(&format!(
+            "evals: {} of {} case(s) passed; p50 {} ms, p95 {} ms",
+            e.passed,
+            e.cases.len(),
+            e.p50_ms,
+            e.p95_ms
+        ));
     }
     if let Some(dir) = &r.ran_in {
         p.message(&format!("probes and cases ran in {dir}"));
@@ -71,5 +90,8 @@ fn human(p: &Printer, r: &CheckReport) {
     }
     let name = r.pack_id.as_deref().unwrap_or("pack");
     let ready = if r.ready { "; ready to share" } else { "" };
-    p.data(&format!("{name}: score {}/100, grade {}; {} error(s), {} warning(s), {} note(s){ready}", r.score, r.grade, r.errors, r.warnings, r.notes));
+    p.data(&format!(
+        "{name}: score {}/100, grade {}; {} error(s), {} warning(s), {} note(s){ready}",
+        r.score, r.grade, r.errors, r.warnings, r.notes
+    ));
 }

@@ -19,14 +19,22 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
             let value = value.strip_suffix('\n').unwrap_or(&value);
             let value = value.strip_suffix('\r').unwrap_or(value);
             // A family only `user`-mode packs use is stored per Principal: the local one unless another is named.
-            let principal = principal.clone().or_else(|| user_only_family(&store, family).then(|| hcpx::runtime::Principal::local(hcpx::grants::Grants::All, hcpx::runtime::Invoker::Cli).id));
+            let principal = principal.clone().or_else(|| {
+                user_only_family(&store, family).then(|| {
+                    hcpx::runtime::Principal::local(hcpx::grants::Grants::All, hcpx::runtime::Invoker::Cli).id
+                })
+            });
             match store.credential_set(family, principal.as_deref(), field, value) {
                 Ok(()) => {
                     if p.json {
-                        p.json_doc(&json!({ "ok": true, "family": family, "field": field, "principal": principal }));
+                        p.json_doc(
+                            &json!({ "ok": true, "family": family, "field": field, "principal": principal }),
+                        );
                     } else {
                         match &principal {
-                            Some(who) => p.message(&format!("stored {family}.{field} for principal {who} (user Binding)")),
+                            Some(who) => p.message(&format!(
+                                "stored {family}.{field} for principal {who} (user Binding)"
+                            )),
                             None => p.message(&format!("stored {family}.{field}")),
                         }
                     }
@@ -42,7 +50,10 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
                     } else {
-                        p.message(&format!("removed {family}{}", field.as_ref().map(|f| format!(".{f}")).unwrap_or_default()));
+                        p.message(&format!(
+                            "removed {family}{}",
+                            field.as_ref().map(|f| format!(".{f}")).unwrap_or_default()
+                        ));
                     }
                     Ok(exit::OK)
                 }
@@ -91,7 +102,9 @@ fn user_only_family(store: &hcpx::store::Store, family: &str) -> bool {
         .packs
         .keys()
         .filter_map(|id| store.load_pack(id).ok().flatten())
-        .filter(|p| p.binding.family == family && matches!(p.binding.mode, BindingMode::Local | BindingMode::User))
+        .filter(|p| {
+            p.binding.family == family && matches!(p.binding.mode, BindingMode::Local | BindingMode::User)
+        })
         .map(|p| p.binding.mode)
         .collect();
     !modes.is_empty() && modes.iter().all(|m| *m == BindingMode::User)

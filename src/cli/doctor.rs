@@ -11,7 +11,9 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     let p = Printer::new(a.json);
     let store = open_store()?;
     let mut checks: Vec<Value> = Vec::new();
-    let mut add = |name: &str, level: &str, detail: String| checks.push(json!({ "check": name, "status": level, "detail": detail }));
+    let mut add = |name: &str, level: &str, detail: String| {
+        checks.push(json!({ "check": name, "status": level, "detail": detail }))
+    };
     add("store", "ok", format!("HCP_HOME is {}", store.home().display()));
     match store.write_atomic("tmp/doctor-probe", b"ok") {
         Ok(()) => add("writable", "ok", "the store accepts atomic writes".into()),
@@ -61,7 +63,11 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
                 let why = av.notes.get("installed").and_then(|v| v.as_str()).unwrap_or("it does not load");
                 add(&name, "error", why.to_string());
             } else if !av.runnable {
-                add(&name, "warning", av.notes.get("runnable").and_then(|v| v.as_str()).unwrap_or("it cannot run").to_string());
+                add(
+                    &name,
+                    "warning",
+                    av.notes.get("runnable").and_then(|v| v.as_str()).unwrap_or("it cannot run").to_string(),
+                );
             } else {
                 add(&name, "ok", "loads and can run".into());
             }
@@ -75,10 +81,17 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         "ok"
     };
     if p.json {
-        p.json_doc(&json!({ "ok": worst != "error", "status": worst, "checks": checks, "sandbox_layers": layers }));
+        p.json_doc(
+            &json!({ "ok": worst != "error", "status": worst, "checks": checks, "sandbox_layers": layers }),
+        );
     } else {
         for c in &checks {
-            p.data(&format!("{:<8} {}: {}", c["status"].as_str().unwrap_or(""), c["check"].as_str().unwrap_or(""), c["detail"].as_str().unwrap_or("")));
+            p.data(&format!(
+                "{:<8} {}: {}",
+                c["status"].as_str().unwrap_or(""),
+                c["check"].as_str().unwrap_or(""),
+                c["detail"].as_str().unwrap_or("")
+            ));
         }
     }
     Ok(match worst {

@@ -12,7 +12,12 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(e) => return Ok(fail(&p, &e)),
     };
-    let opts = EvalOptions { timeout_ms: a.timeout, project_dir: super::exec::project_dir(), sandbox, store_home: Some(hcpx::store::Store::default_home()) };
+    let opts = EvalOptions {
+        timeout_ms: a.timeout,
+        project_dir: super::exec::project_dir(),
+        sandbox,
+        store_home: Some(hcpx::store::Store::default_home()),
+    };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
         Err(e) => return Ok(fail(&p, &e)),
@@ -27,7 +32,14 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
                 Some(r) => p.data(&format!("FAIL {}: {r}", c.name)),
             }
         }
-        p.data(&format!("{}: {} of {} case(s) passed; p50 {} ms, p95 {} ms", report.pack_id, report.passed, report.cases.len(), report.p50_ms, report.p95_ms));
+        p.data(&format!(
+            "{}: {} of {} case(s) passed; p50 {} ms, p95 {} ms",
+            report.pack_id,
+            report.passed,
+            report.cases.len(),
+            report.p50_ms,
+            report.p95_ms
+        ));
         p.message(&format!("cases ran in {}", report.ran_in));
     }
     Ok(if report.ok { exit::OK } else { exit::FAILURE })

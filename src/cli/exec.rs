@@ -23,7 +23,10 @@ pub fn local_principal(store: &Store) -> anyhow::Result<Principal> {
 
 /// The caller's project: `HCP_PROJECT_DIR`, else the current directory.
 pub fn project_dir() -> Option<PathBuf> {
-    std::env::var_os("HCP_PROJECT_DIR").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| std::env::current_dir().ok())
+    std::env::var_os("HCP_PROJECT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
 }
 
 struct Terminal {
@@ -57,17 +60,23 @@ pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let principal = local_principal(&store)?;
     let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir());
-    let project_id = a.project_id.clone().or_else(|| std::env::var("HCP_PROJECT_ID").ok()).filter(|s| !s.is_empty());
+    let project_id =
+        a.project_id.clone().or_else(|| std::env::var("HCP_PROJECT_ID").ok()).filter(|s| !s.is_empty());
     let env = Envelope { project_id, ..Envelope::new(&a.id, &a.verb, Default::default()) };
     let mut words = a.words.clone();
     if a.mode.is_some() {
         words.push("mode=mock".into());
     }
-    let hooks = Terminal { on: !a.json.json && std::io::stderr().is_terminal(), verbose: a.verbose, line: RefCell::new(None) };
+    let hooks = Terminal {
+        on: !a.json.json && std::io::stderr().is_terminal(),
+        verbose: a.verbose,
+        line: RefCell::new(None),
+    };
     let out = runtime.exec_words(&principal, &env, &words, &hooks);
     if hooks.on && hooks.line.borrow().is_some() {
         let line = hooks.line.borrow().clone().unwrap_or_default();
-        let shown = if out.ok { format!("✓ {}", out.title.clone().unwrap_or(line)) } else { format!("✗ {line}") };
+        let shown =
+            if out.ok { format!("✓ {}", out.title.clone().unwrap_or(line)) } else { format!("✗ {line}") };
         let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{}", crate::output::terminal_safe(&shown));
     }
     if p.json {

@@ -31,8 +31,14 @@ pub fn availability(a: &IdArgs) -> anyhow::Result<u8> {
         doc["ok"] = json!(true);
         p.json_doc(&doc);
     } else {
-        for (flag, yes) in [("installed", av.installed), ("activated", av.activated), ("bound", av.bound), ("runnable", av.runnable)] {
-            let why = av.notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
+        for (flag, yes) in [
+            ("installed", av.installed),
+            ("activated", av.activated),
+            ("bound", av.bound),
+            ("runnable", av.runnable),
+        ] {
+            let why =
+                av.notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
             p.data(&format!("{flag:<10} {}{why}", if yes { "yes" } else { "no" }));
         }
     }
@@ -85,7 +91,12 @@ pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
     } else {
         for r in &rows {
             let gate = if r["confirm"] == json!(true) { ", needs confirm" } else { "" };
-            p.data(&format!("{} ({}{gate}): {}", r["verb_key"].as_str().unwrap_or(""), r["operation"].as_str().unwrap_or(""), r["description"].as_str().unwrap_or("")));
+            p.data(&format!(
+                "{} ({}{gate}): {}",
+                r["verb_key"].as_str().unwrap_or(""),
+                r["operation"].as_str().unwrap_or(""),
+                r["description"].as_str().unwrap_or("")
+            ));
             p.data(&format!("  {}", r["exec"].as_str().unwrap_or("")));
         }
     }

@@ -13,7 +13,8 @@ pub fn run(args: &LintArgs) -> anyhow::Result<u8> {
     } else {
         let name = report.pack_id.as_deref().unwrap_or("pack");
         for i in &report.issues {
-            let where_ = if i.pointer.is_empty() { i.file.clone() } else { format!("{} {}", i.file, i.pointer) };
+            let where_ =
+                if i.pointer.is_empty() { i.file.clone() } else { format!("{} {}", i.file, i.pointer) };
             printer.data_labeled("error", "31", &format!("[{}] {where_}", i.kind.as_str()));
             printer.data(&format!("  {}", i.message));
             printer.data(&format!("  fix: {}", i.fix));

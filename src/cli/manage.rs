@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs, JsonFlag};
-use hcpx::store::packs::Replace;
 use crate::output::Printer;
 use hcpx::store::packs::InstallError;
+use hcpx::store::packs::Replace;
 
 /// `hcpx install DIR`.
 pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
@@ -16,10 +16,17 @@ pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
         Ok(o) => {
             let id = &o.id;
             // Which credential family the pack asks for, and who else may use it.
-            let family = store.load_pack(id).ok().flatten().filter(|pk| matches!(pk.binding.mode, hcpx::pack::BindingMode::Local | hcpx::pack::BindingMode::User)).map(|pk| {
-                let allowed = store.family_allowed(&pk.binding.family).unwrap_or_default();
-                (pk.binding.family.clone(), allowed.contains(id), allowed)
-            });
+            let family = store
+                .load_pack(id)
+                .ok()
+                .flatten()
+                .filter(|pk| {
+                    matches!(pk.binding.mode, hcpx::pack::BindingMode::Local | hcpx::pack::BindingMode::User)
+                })
+                .map(|pk| {
+                    let allowed = store.family_allowed(&pk.binding.family).unwrap_or_default();
+                    (pk.binding.family.clone(), allowed.contains(id), allowed)
+                });
             if p.json {
                 p.json_doc(&json!({
                     "ok": true, "pack_id": id, "replaced": o.replaced, "path": store.pack_dir(id),
@@ -35,7 +42,11 @@ pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
                     )),
                     None => {}
                 }
-                p.message(&format!("{} {id} into {}", if o.replaced { "reinstalled" } else { "installed" }, store.pack_dir(id).display()));
+                p.message(&format!(
+                    "{} {id} into {}",
+                    if o.replaced { "reinstalled" } else { "installed" },
+                    store.pack_dir(id).display()
+                ));
                 if let Some(old) = &o.replaced_other {
                     p.message(&format!("replaced the pack {id} installed from {old}"));
                 }
@@ -51,13 +62,21 @@ pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Err(InstallError::Lint { dir, issues }) => {
-            let msg = format!("pack {dir} fails lint with {} issue(s); fix them and install again", issues.len());
+            let msg =
+                format!("pack {dir} fails lint with {} issue(s); fix them and install again", issues.len());
             if p.json {
                 p.json_doc(&json!({ "ok": false, "error": msg, "issues": issues }));
             } else {
                 p.error(&msg);
                 for i in &issues {
-                    p.message(&format!("  [{}] {} {}: {}\n    fix: {}", i.kind.as_str(), i.file, i.pointer, i.message, i.fix));
+                    p.message(&format!(
+                        "  [{}] {} {}: {}\n    fix: {}",
+                        i.kind.as_str(),
+                        i.file,
+                        i.pointer,
+                        i.message,
+                        i.fix
+                    ));
                 }
             }
             Ok(exit::FAILURE)
@@ -127,7 +146,13 @@ pub fn list(a: &JsonFlag) -> anyhow::Result<u8> {
     } else {
         for r in &rows {
             let state = if r["activated"] == json!(true) { "active" } else { "inactive" };
-            p.data(&format!("{}\t{}\t{} command(s)\t{}", r["id"].as_str().unwrap_or(""), state, r["commands"], r["kind"].as_str().unwrap_or("?")));
+            p.data(&format!(
+                "{}\t{}\t{} command(s)\t{}",
+                r["id"].as_str().unwrap_or(""),
+                state,
+                r["commands"],
+                r["kind"].as_str().unwrap_or("?")
+            ));
         }
     }
     Ok(exit::OK)
@@ -152,7 +177,11 @@ pub fn network(a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
             if p.json {
                 p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "network": names }));
             } else {
-                p.message(&format!("network for {}: {}", a.pack, if names.is_empty() { "(none)".to_string() } else { names.join(", ") }));
+                p.message(&format!(
+                    "network for {}: {}",
+                    a.pack,
+                    if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
+                ));
             }
             Ok(exit::OK)
         }
@@ -168,7 +197,10 @@ pub fn allow(a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
             if p.json {
                 p.json_doc(&json!({ "ok": true, "allow": list }));
             } else {
-                p.message(&format!("allow-list: {}", if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }));
+                p.message(&format!(
+                    "allow-list: {}",
+                    if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }
+                ));
             }
             Ok(exit::OK)
         }

@@ -301,7 +301,12 @@ pub enum CredentialCmd {
 /// Opens the store at `$HCP_HOME` (or `~/.hcp`).
 pub fn open_store() -> anyhow::Result<Store> {
     let home = Store::default_home();
-    Store::open(&home).map_err(|e| anyhow::anyhow!("cannot open the store at {}: {e}; set HCP_HOME to a writable directory", home.display()))
+    Store::open(&home).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot open the store at {}: {e}; set HCP_HOME to a writable directory",
+            home.display()
+        )
+    })
 }
 
 /// The operator's `sandbox.json` (defaults when there is none), read without creating the store: `hcpx check`
@@ -309,7 +314,8 @@ pub fn open_store() -> anyhow::Result<Store> {
 pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> {
     let path = Store::default_home().join("sandbox.json");
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::pack::io_reason(&e))),
     }

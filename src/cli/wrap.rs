@@ -14,8 +14,17 @@ pub fn run(a: &WrapArgs) -> anyhow::Result<u8> {
     if p.json {
         p.json_doc(&serde_json::json!({ "ok": true, "scaffold": s }));
     } else {
-        p.data(&format!("wrote pack {} to {} with {} template command(s): {}", s.pack_id, s.dir, s.commands.len(), s.commands.join(", ")));
-        p.message(&format!("next: hcpx check {} --probe --agent, and fix until it scores 90 or more with no errors", s.dir));
+        p.data(&format!(
+            "wrote pack {} to {} with {} template command(s): {}",
+            s.pack_id,
+            s.dir,
+            s.commands.len(),
+            s.commands.join(", ")
+        ));
+        p.message(&format!(
+            "next: hcpx check {} --probe --agent, and fix until it scores 90 or more with no errors",
+            s.dir
+        ));
     }
     Ok(exit::OK)
 }

@@ -28,11 +28,7 @@ pub struct LintReport {
 /// Lints the pack in `dir`. Never fails: a missing or unreadable directory is itself an issue.
 pub fn lint_dir(dir: &Path) -> LintReport {
     let analysis = crate::pack::analyze(dir);
-    LintReport {
-        ok: analysis.issues.is_empty(),
-        pack_id: analysis.pack_id,
-        issues: analysis.issues,
-    }
+    LintReport { ok: analysis.issues.is_empty(), pack_id: analysis.pack_id, issues: analysis.issues }
 }
 
 /// Collects issues while a pack is analysed.

@@ -46,7 +46,13 @@ pub fn analyze(dir: &Path) -> Analysis {
 
     if let Some(s) = &skill {
         if !s.lead_has_text() {
-            is.push(LintKind::SkillNoLead, HARNESS, "", "HARNESS.md has no lead: no text before its first `##` heading", "start HARNESS.md with a short paragraph saying what the pack is for and when to use it");
+            is.push(
+                LintKind::SkillNoLead,
+                HARNESS,
+                "",
+                "HARNESS.md has no lead: no text before its first `##` heading",
+                "start HARNESS.md with a short paragraph saying what the pack is for and when to use it",
+            );
         }
     }
     if let Some(p) = &policy {
@@ -63,7 +69,15 @@ pub fn analyze(dir: &Path) -> Analysis {
 fn check_policy_rows(p: &RawPolicy, is: &mut Issues) {
     for (key, row) in &p.verbs {
         if row.confirm && row.operation == Operation::Read {
-            is.push(LintKind::ConfirmOnRead, POLICY, pointer(&["verbs", key, "confirm"]), format!("`{key}` is a read with `confirm: true`; reads are never gated"), format!("remove `confirm` from `{key}`, or set its `operation` to `write` if it changes anything"));
+            is.push(
+                LintKind::ConfirmOnRead,
+                POLICY,
+                pointer(&["verbs", key, "confirm"]),
+                format!("`{key}` is a read with `confirm: true`; reads are never gated"),
+                format!(
+                    "remove `confirm` from `{key}`, or set its `operation` to `write` if it changes anything"
+                ),
+            );
         }
     }
 }
@@ -78,20 +92,44 @@ fn build(
     is: &mut Issues,
 ) -> Option<Pack> {
     if !is_pack_id(&m.id) {
-        is.push(LintKind::BadName, SURFACE, "/id", format!("pack id {:?} breaks the naming rules", m.id), "use lower-case letters, digits, `-` and `_`, starting with a letter (at most 64 characters)");
+        is.push(
+            LintKind::BadName,
+            SURFACE,
+            "/id",
+            format!("pack id {:?} breaks the naming rules", m.id),
+            "use lower-case letters, digits, `-` and `_`, starting with a letter (at most 64 characters)",
+        );
     }
     let kind = m.kind.unwrap_or(AdapterKind::Composite);
     let plane = m.plane.unwrap_or(Plane::Runtime);
     let binding = binding_of(&m, plane);
     if !is_pack_id(&binding.family) {
-        is.push(LintKind::BadName, SURFACE, "/binding/family", format!("binding family {:?} breaks the naming rules", binding.family), "use lower-case letters, digits, `-` and `_`, starting with a letter, like a pack id");
+        is.push(
+            LintKind::BadName,
+            SURFACE,
+            "/binding/family",
+            format!("binding family {:?} breaks the naming rules", binding.family),
+            "use lower-case letters, digits, `-` and `_`, starting with a letter, like a pack id",
+        );
     }
     if plane == Plane::Control && binding.mode != BindingMode::Mothership {
-        is.push(LintKind::ControlBinding, SURFACE, "/binding/mode", format!("a control-plane pack must use Binding mode mothership, not {}", mode_str(binding.mode)), "set \"binding\": {\"mode\": \"mothership\"} or make the pack \"plane\": \"runtime\"");
+        is.push(
+            LintKind::ControlBinding,
+            SURFACE,
+            "/binding/mode",
+            format!("a control-plane pack must use Binding mode mothership, not {}", mode_str(binding.mode)),
+            "set \"binding\": {\"mode\": \"mothership\"} or make the pack \"plane\": \"runtime\"",
+        );
     }
     if let Some(bin) = &m.cli_bin {
         if bin.is_empty() || bin.contains(char::is_whitespace) || bin.contains('/') {
-            is.push(LintKind::BadName, SURFACE, "/cliBin", format!("cliBin {bin:?} must be one word without `/`"), "set cliBin to the bare name of the CLI the Skill teaches");
+            is.push(
+                LintKind::BadName,
+                SURFACE,
+                "/cliBin",
+                format!("cliBin {bin:?} must be one word without `/`"),
+                "set cliBin to the bare name of the CLI the Skill teaches",
+            );
         }
     }
 
@@ -102,7 +140,13 @@ fn build(
     let policy_rows = policy.as_ref().map(|p| &p.verbs);
     if let Some(p) = &policy {
         if p.surface_id != m.id {
-            is.push(LintKind::SurfaceIdMismatch, POLICY, "/surface_id", format!("policy.json surface_id {:?} differs from the manifest id {:?}", p.surface_id, m.id), format!("set \"surface_id\": {:?} in policy.json", m.id));
+            is.push(
+                LintKind::SurfaceIdMismatch,
+                POLICY,
+                "/surface_id",
+                format!("policy.json surface_id {:?} differs from the manifest id {:?}", p.surface_id, m.id),
+                format!("set \"surface_id\": {:?} in policy.json", m.id),
+            );
         }
     }
 
@@ -118,10 +162,17 @@ fn build(
         check_template_users(w, &m, &commands, is);
     }
     if let Some(rows) = policy_rows {
-        let bootstrap: &[String] = m.pass_through.as_ref().map(|p| p.allowed_subcommands.as_slice()).unwrap_or(&[]);
+        let bootstrap: &[String] =
+            m.pass_through.as_ref().map(|p| p.allowed_subcommands.as_slice()).unwrap_or(&[]);
         for key in rows.keys() {
             if !m.verbs.contains_key(key) && !bootstrap.contains(key) {
-                is.push(LintKind::PolicyExtra, POLICY, pointer(&["verbs", key]), format!("policy.json has a row for `{key}`, which is not a command of the manifest"), format!("remove the `{key}` row, or declare `{key}` under `verbs` in surface.json"));
+                is.push(
+                    LintKind::PolicyExtra,
+                    POLICY,
+                    pointer(&["verbs", key]),
+                    format!("policy.json has a row for `{key}`, which is not a command of the manifest"),
+                    format!("remove the `{key}` row, or declare `{key}` under `verbs` in surface.json"),
+                );
             }
         }
     }
@@ -130,14 +181,32 @@ fn build(
     if let Some(s) = &skill {
         for name in &s.hot_path {
             if !m.verbs.contains_key(name) {
-                is.push(LintKind::SkillUnknownCommand, HARNESS, s.hot_path_heading.clone(), format!("the hot-path table names `{name}`, which is not a command of the manifest"), format!("rename `{name}` to a command of surface.json ({}) or remove its row", m.verbs.keys().map(String::as_str).collect::<Vec<_>>().join(", ")));
+                is.push(
+                    LintKind::SkillUnknownCommand,
+                    HARNESS,
+                    s.hot_path_heading.clone(),
+                    format!("the hot-path table names `{name}`, which is not a command of the manifest"),
+                    format!(
+                        "rename `{name}` to a command of surface.json ({}) or remove its row",
+                        m.verbs.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                );
             }
         }
     }
     if let Some(e) = &evals {
         for (i, case) in e.cases.iter().enumerate() {
             if !m.verbs.contains_key(&case.verb) {
-                is.push(LintKind::EvalUnknownCommand, EVALS, pointer(&["cases", &i.to_string(), "verb"]), format!("eval case {:?} names `{}`, which is not a command of the manifest", case.name, case.verb), "point the case at a declared command or remove it");
+                is.push(
+                    LintKind::EvalUnknownCommand,
+                    EVALS,
+                    pointer(&["cases", &i.to_string(), "verb"]),
+                    format!(
+                        "eval case {:?} names `{}`, which is not a command of the manifest",
+                        case.name, case.verb
+                    ),
+                    "point the case at a declared command or remove it",
+                );
             }
         }
     }
@@ -202,7 +271,13 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                 return None;
             };
             if m.verbs.is_empty() && m.pass_through.is_none() {
-                is.push(LintKind::WrapNoCommands, SURFACE, "/verbs", "a `kind: wrap` pack has neither named commands nor `pass_through`", "declare 5 to 12 commands under `verbs`, each with its `cli[]`");
+                is.push(
+                    LintKind::WrapNoCommands,
+                    SURFACE,
+                    "/verbs",
+                    "a `kind: wrap` pack has neither named commands nor `pass_through`",
+                    "declare 5 to 12 commands under `verbs`, each with its `cli[]`",
+                );
             }
             let Some(bin) = &w.bin else {
                 is.push(LintKind::WrapMissing, SURFACE, "/wrap/bin", "a `kind: wrap` pack has no `wrap.bin`", "set wrap.bin to a path inside the pack (\"./bin/<cli>\") or the bare name of a CLI on PATH");
@@ -213,12 +288,20 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                 Bin::Path(bin.trim_start_matches("./").to_string())
             } else {
                 if bin.is_empty() || bin.starts_with('-') || bin.contains(char::is_whitespace) {
-                    is.push(LintKind::BadName, SURFACE, "/wrap/bin", format!("wrap.bin {bin:?} is not a command name"), "name the CLI as it is on PATH, e.g. \"git\"");
+                    is.push(
+                        LintKind::BadName,
+                        SURFACE,
+                        "/wrap/bin",
+                        format!("wrap.bin {bin:?} is not a command name"),
+                        "name the CLI as it is on PATH, e.g. \"git\"",
+                    );
                 }
                 Bin::Name(bin.clone())
             };
             let mut argv_template = Vec::new();
-            for (i, t) in w.argv_template.clone().unwrap_or_else(|| vec!["{{verb}}".to_string()]).iter().enumerate() {
+            for (i, t) in
+                w.argv_template.clone().unwrap_or_else(|| vec!["{{verb}}".to_string()]).iter().enumerate()
+            {
                 if let Some(t) = parse_template(t, &format!("/wrap/argv_template/{i}"), is) {
                     argv_template.push(t);
                 }
@@ -229,7 +312,13 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                 let valid_key = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                     && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                 if !valid_key {
-                    is.push(LintKind::BadName, SURFACE, ptr.clone(), format!("agent_env name {k:?} is not an environment variable name"), "use letters, digits and `_`, not starting with a digit");
+                    is.push(
+                        LintKind::BadName,
+                        SURFACE,
+                        ptr.clone(),
+                        format!("agent_env name {k:?} is not an environment variable name"),
+                        "use letters, digits and `_`, not starting with a digit",
+                    );
                 } else if let Some(family) = super::env_deny::denied_env(k) {
                     is.push(
                         LintKind::AgentEnvDenied,
@@ -264,7 +353,11 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
             match &m.component {
                 Some(c) => check_pack_path(root, "/component/path", &c.path, false, is),
                 None => {
-                    let hint = if m.wrap.is_some() { "; `kind` defaults to composite, so a wrap pack must say \"kind\": \"wrap\"" } else { "" };
+                    let hint = if m.wrap.is_some() {
+                        "; `kind` defaults to composite, so a wrap pack must say \"kind\": \"wrap\""
+                    } else {
+                        ""
+                    };
                     is.push(LintKind::ComponentMissing, SURFACE, "/component", format!("a composite pack has no `component.path`{hint}"), "add \"component\": {\"path\": \"./adapter.wasm\"}, or set \"kind\": \"wrap\" for a CLI pack");
                 }
             }
@@ -273,9 +366,23 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
         AdapterKind::Openapi => {
             match &m.openapi {
                 Some(RawOpenapi { url: Some(_), path: None }) => {}
-                Some(RawOpenapi { url: None, path: Some(p) }) => check_pack_path(root, "/openapi/path", p, false, is),
-                Some(_) => is.push(LintKind::OpenapiMissing, SURFACE, "/openapi", "`openapi` must have exactly one of `url` and `path`", "keep either \"url\" or \"path\""),
-                None => is.push(LintKind::OpenapiMissing, SURFACE, "/openapi", "a `kind: openapi` pack has no `openapi` object", "add \"openapi\": {\"path\": \"./openapi.json\"} or {\"url\": \"https://…\"}"),
+                Some(RawOpenapi { url: None, path: Some(p) }) => {
+                    check_pack_path(root, "/openapi/path", p, false, is)
+                }
+                Some(_) => is.push(
+                    LintKind::OpenapiMissing,
+                    SURFACE,
+                    "/openapi",
+                    "`openapi` must have exactly one of `url` and `path`",
+                    "keep either \"url\" or \"path\"",
+                ),
+                None => is.push(
+                    LintKind::OpenapiMissing,
+                    SURFACE,
+                    "/openapi",
+                    "a `kind: openapi` pack has no `openapi` object",
+                    "add \"openapi\": {\"path\": \"./openapi.json\"} or {\"url\": \"https://…\"}",
+                ),
             }
             None
         }
@@ -292,7 +399,13 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
 fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issues) {
     let escapes = path.starts_with('/') || path.split('/').any(|c| c == "..");
     if escapes || path.is_empty() {
-        is.push(LintKind::PathEscapes, SURFACE, ptr, format!("{path:?} leaves the pack: pack paths are relative and never use `..`"), "move the file into the pack and name it relative to the pack directory, e.g. \"./bin/tool\"");
+        is.push(
+            LintKind::PathEscapes,
+            SURFACE,
+            ptr,
+            format!("{path:?} leaves the pack: pack paths are relative and never use `..`"),
+            "move the file into the pack and name it relative to the pack directory, e.g. \"./bin/tool\"",
+        );
         return;
     }
     let rel = path.trim_start_matches("./");
@@ -301,32 +414,76 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
             if exec {
                 use cap_std::fs::PermissionsExt;
                 if meta.permissions().mode() & 0o111 == 0 {
-                    is.push(LintKind::BinNotExecutable, SURFACE, ptr, format!("{path:?} is not executable"), format!("run `chmod +x {rel}` in the pack and give it a `#!` line"));
+                    is.push(
+                        LintKind::BinNotExecutable,
+                        SURFACE,
+                        ptr,
+                        format!("{path:?} is not executable"),
+                        format!("run `chmod +x {rel}` in the pack and give it a `#!` line"),
+                    );
                 }
             }
         }
-        Ok(_) => is.push(LintKind::PathMissing, SURFACE, ptr, format!("{path:?} is not a file"), "point at a file inside the pack"),
+        Ok(_) => is.push(
+            LintKind::PathMissing,
+            SURFACE,
+            ptr,
+            format!("{path:?} is not a file"),
+            "point at a file inside the pack",
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let through_link = root.symlink_metadata(rel).is_ok();
             if through_link {
-                is.push(LintKind::PathEscapes, SURFACE, ptr, format!("{path:?} is a link that leads nowhere inside the pack"), "replace the link with the file itself");
+                is.push(
+                    LintKind::PathEscapes,
+                    SURFACE,
+                    ptr,
+                    format!("{path:?} is a link that leads nowhere inside the pack"),
+                    "replace the link with the file itself",
+                );
             } else {
-                is.push(LintKind::PathMissing, SURFACE, ptr, format!("{path:?} does not exist in the pack"), "add the file to the pack or correct the path");
+                is.push(
+                    LintKind::PathMissing,
+                    SURFACE,
+                    ptr,
+                    format!("{path:?} does not exist in the pack"),
+                    "add the file to the pack or correct the path",
+                );
             }
         }
-        Err(_) => is.push(LintKind::PathEscapes, SURFACE, ptr, format!("{path:?} resolves outside the pack (through a link)"), "replace the link with the file itself: install copies only the pack"),
+        Err(_) => is.push(
+            LintKind::PathEscapes,
+            SURFACE,
+            ptr,
+            format!("{path:?} resolves outside the pack (through a link)"),
+            "replace the link with the file itself: install copies only the pack",
+        ),
     }
 }
 
 fn check_pass_through(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) -> Option<PassThrough> {
     let p = m.pass_through.as_ref()?;
     if p.allowed_subcommands.is_empty() {
-        is.push(LintKind::BadPassThrough, SURFACE, "/pass_through/allowedSubcommands", "`pass_through.allowedSubcommands` is empty", "list the subcommands the bootstrap may run, then promote them to named commands");
+        is.push(
+            LintKind::BadPassThrough,
+            SURFACE,
+            "/pass_through/allowedSubcommands",
+            "`pass_through.allowedSubcommands` is empty",
+            "list the subcommands the bootstrap may run, then promote them to named commands",
+        );
     }
     for (i, s) in p.allowed_subcommands.iter().enumerate() {
-        let plain = !s.is_empty() && !s.starts_with('-') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let plain = !s.is_empty()
+            && !s.starts_with('-')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !plain {
-            is.push(LintKind::BadPassThrough, SURFACE, format!("/pass_through/allowedSubcommands/{i}"), format!("allowed subcommand {s:?} is not a single plain word"), "list bare subcommand names such as \"status\"");
+            is.push(
+                LintKind::BadPassThrough,
+                SURFACE,
+                format!("/pass_through/allowedSubcommands/{i}"),
+                format!("allowed subcommand {s:?} is not a single plain word"),
+                "list bare subcommand names such as \"status\"",
+            );
         }
     }
     for (i, o) in p.allowed_options.iter().enumerate() {
@@ -344,18 +501,37 @@ fn check_pass_through(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issu
             Some(row) => {
                 rows.insert(s.clone(), policy_row(row));
             }
-            None if policy.is_some() => is.push(LintKind::PolicyMissing, POLICY, pointer(&["verbs", s]), format!("pass-through subcommand `{s}` has no policy.json row"), format!("add \"{s}\": {{\"operation\": \"read\"}} (or \"write\") under `verbs` in policy.json")),
+            None if policy.is_some() => is.push(
+                LintKind::PolicyMissing,
+                POLICY,
+                pointer(&["verbs", s]),
+                format!("pass-through subcommand `{s}` has no policy.json row"),
+                format!(
+                    "add \"{s}\": {{\"operation\": \"read\"}} (or \"write\") under `verbs` in policy.json"
+                ),
+            ),
             None => {}
         }
     }
-    Some(PassThrough { allowed_subcommands: p.allowed_subcommands.clone(), max_argv: p.max_argv, allowed_options: p.allowed_options.clone(), policy: rows })
+    Some(PassThrough {
+        allowed_subcommands: p.allowed_subcommands.clone(),
+        max_argv: p.max_argv,
+        allowed_options: p.allowed_options.clone(),
+        policy: rows,
+    })
 }
 
 fn parse_template(src: &str, ptr: &str, is: &mut Issues) -> Option<Template> {
     match Template::parse(src) {
         Ok(t) => Some(t),
         Err(e) => {
-            is.push(LintKind::BadPlaceholder, SURFACE, ptr, format!("{src:?}: {e}"), "write placeholders as {{name}} with a declared argument name");
+            is.push(
+                LintKind::BadPlaceholder,
+                SURFACE,
+                ptr,
+                format!("{src:?}: {e}"),
+                "write placeholders as {{name}} with a declared argument name",
+            );
             None
         }
     }
@@ -371,13 +547,25 @@ fn build_command(
 ) -> Option<Command> {
     let base = pointer(&["verbs", key]);
     if !is_command_name(key) {
-        is.push(LintKind::BadName, SURFACE, base.clone(), format!("command name {key:?} breaks the naming rules"), "use lower-case words joined by dots, e.g. \"mail.list\"");
+        is.push(
+            LintKind::BadName,
+            SURFACE,
+            base.clone(),
+            format!("command name {key:?} breaks the naming rules"),
+            "use lower-case words joined by dots, e.g. \"mail.list\"",
+        );
     }
     let args = match ArgSpec::compile(raw.args.as_ref()) {
         Ok(a) => Some(a),
         Err(problems) => {
             for p in problems {
-                is.push(p.kind, SURFACE, format!("{base}/args{}", p.pointer), format!("`{key}` args: {}", p.message), p.fix);
+                is.push(
+                    p.kind,
+                    SURFACE,
+                    format!("{base}/args{}", p.pointer),
+                    format!("`{key}` args: {}", p.message),
+                    p.fix,
+                );
             }
             None
         }
@@ -463,7 +651,11 @@ fn build_command(
 }
 
 fn policy_row(row: &RawPolicyRow) -> PolicyRow {
-    PolicyRow { operation: row.operation, confirm: row.confirm, land: row.privacy.as_ref().map(|p| p.land).unwrap_or_default() }
+    PolicyRow {
+        operation: row.operation,
+        confirm: row.confirm,
+        land: row.privacy.as_ref().map(|p| p.land).unwrap_or_default(),
+    }
 }
 
 /// Every placeholder of a `cli[]` token or preview must name a declared argument.
@@ -471,13 +663,24 @@ fn check_vars(t: &Template, key: &str, args: Option<&ArgSpec>, ptr: &str, is: &m
     let Some(args) = args else { return };
     for v in t.vars() {
         if !args.declares(v) {
-            is.push(LintKind::UnknownPlaceholder, SURFACE, ptr, format!("`{key}` uses `{{{{{v}}}}}`, which is not an argument of `{key}`"), format!("declare `{v}` under `verbs.{key}.args.properties`, or correct the placeholder"));
+            is.push(
+                LintKind::UnknownPlaceholder,
+                SURFACE,
+                ptr,
+                format!("`{key}` uses `{{{{{v}}}}}`, which is not an argument of `{key}`"),
+                format!("declare `{v}` under `verbs.{key}.args.properties`, or correct the placeholder"),
+            );
         }
     }
 }
 
 /// `wrap.argv_template` serves every command without `cli[]`: its placeholders must be `verb` or their arguments.
-fn check_template_users(w: &WrapTarget, m: &RawManifest, commands: &IndexMap<String, Command>, is: &mut Issues) {
+fn check_template_users(
+    w: &WrapTarget,
+    m: &RawManifest,
+    commands: &IndexMap<String, Command>,
+    is: &mut Issues,
+) {
     for (key, cmd) in commands {
         if m.verbs.get(key).is_some_and(|c| c.cli.is_some()) {
             continue;
@@ -496,11 +699,26 @@ fn check_triggers(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) 
     let mut refs = Vec::new();
     for (i, t) in m.stimulus_triggers.iter().enumerate() {
         if !is_command_name(&t.reference) {
-            is.push(LintKind::BadName, SURFACE, format!("/stimulusTriggers/{i}/ref"), format!("trigger ref {:?} breaks the naming rules", t.reference), "use lower-case words joined by dots, e.g. \"binding.degraded\"");
+            is.push(
+                LintKind::BadName,
+                SURFACE,
+                format!("/stimulusTriggers/{i}/ref"),
+                format!("trigger ref {:?} breaks the naming rules", t.reference),
+                "use lower-case words joined by dots, e.g. \"binding.degraded\"",
+            );
         }
         if let Some(p) = policy {
             if !p.stimuli.contains_key(&t.reference) {
-                is.push(LintKind::StimulusMissing, POLICY, pointer(&["stimuli", &t.reference]), format!("trigger `{}` has no policy.json stimuli row", t.reference), format!("add \"{}\": {{\"delivery\": \"announce\"}} under `stimuli` in policy.json", t.reference));
+                is.push(
+                    LintKind::StimulusMissing,
+                    POLICY,
+                    pointer(&["stimuli", &t.reference]),
+                    format!("trigger `{}` has no policy.json stimuli row", t.reference),
+                    format!(
+                        "add \"{}\": {{\"delivery\": \"announce\"}} under `stimuli` in policy.json",
+                        t.reference
+                    ),
+                );
             }
         }
         refs.push(t.reference.clone());
@@ -508,7 +726,13 @@ fn check_triggers(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) 
     if let Some(p) = policy {
         for key in p.stimuli.keys() {
             if !refs.contains(key) {
-                is.push(LintKind::StimulusExtra, POLICY, pointer(&["stimuli", key]), format!("policy.json has a stimuli row for `{key}`, which is not a declared trigger"), format!("remove the `{key}` row, or declare {{\"ref\": \"{key}\"}} in stimulusTriggers"));
+                is.push(
+                    LintKind::StimulusExtra,
+                    POLICY,
+                    pointer(&["stimuli", key]),
+                    format!("policy.json has a stimuli row for `{key}`, which is not a declared trigger"),
+                    format!("remove the `{key}` row, or declare {{\"ref\": \"{key}\"}} in stimulusTriggers"),
+                );
             }
         }
     }
@@ -521,12 +745,23 @@ fn wire<T: serde::Serialize>(v: &T) -> String {
 }
 
 /// Validates a declared `hcp` object against the manifest, or derives one.
-fn check_meta(m: &RawManifest, kind: AdapterKind, plane: Plane, binding: &Binding, is: &mut Issues) -> RawMeta {
+fn check_meta(
+    m: &RawManifest,
+    kind: AdapterKind,
+    plane: Plane,
+    binding: &Binding,
+    is: &mut Issues,
+) -> RawMeta {
     let derived = RawMeta {
         hcp: 1,
         pack_id: m.id.clone(),
         adapter_kind: Some(kind),
-        binding: Some(RawBinding { mode: binding.mode, hub: binding.hub, family: None, connect_provider_id: None }),
+        binding: Some(RawBinding {
+            mode: binding.mode,
+            hub: binding.hub,
+            family: None,
+            connect_provider_id: None,
+        }),
         wrap: m.wrap.as_ref().and_then(|w| w.bin.clone()).map(|bin| RawMetaWrap { bin }),
         component: m.component.clone(),
         plane: Some(plane),
@@ -534,7 +769,13 @@ fn check_meta(m: &RawManifest, kind: AdapterKind, plane: Plane, binding: &Bindin
     };
     let Some(meta) = &m.hcp else { return derived };
     let mut mismatch = |field: &str, declared: String, actual: String| {
-        is.push(LintKind::HcpMismatch, SURFACE, format!("/hcp/{field}"), format!("hcp.{field} is {declared} but the manifest says {actual}"), format!("set hcp.{field} to {actual}, or remove the `hcp` object and let the runtime derive it"));
+        is.push(
+            LintKind::HcpMismatch,
+            SURFACE,
+            format!("/hcp/{field}"),
+            format!("hcp.{field} is {declared} but the manifest says {actual}"),
+            format!("set hcp.{field} to {actual}, or remove the `hcp` object and let the runtime derive it"),
+        );
     };
     if meta.hcp != 1 {
         mismatch("hcp", meta.hcp.to_string(), "1 (HCP/1.x)".into());

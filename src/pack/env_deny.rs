@@ -39,10 +39,13 @@ denied! {
 
 /// The family of a denied name, or `None` when a pack may set it.
 pub fn denied_env(name: &str) -> Option<&'static str> {
-    DENIED_ENV.iter().find(|d| match d.pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => name == d.pattern,
-    }).map(|d| d.family)
+    DENIED_ENV
+        .iter()
+        .find(|d| match d.pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == d.pattern,
+        })
+        .map(|d| d.family)
 }
 
 #[cfg(test)]
@@ -65,7 +68,16 @@ mod tests {
         ] {
             assert_eq!(denied_env(name), Some(family), "{name}");
         }
-        for ok in ["GH_TOKEN", "DEMO_MODE", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_NAME", "NO_COLOR", "LANG", "ENVIRONMENT", "PATHS"] {
+        for ok in [
+            "GH_TOKEN",
+            "DEMO_MODE",
+            "GIT_TERMINAL_PROMPT",
+            "GIT_AUTHOR_NAME",
+            "NO_COLOR",
+            "LANG",
+            "ENVIRONMENT",
+            "PATHS",
+        ] {
             assert_eq!(denied_env(ok), None, "{ok}");
         }
     }

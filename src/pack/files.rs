@@ -73,11 +73,15 @@ pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Iss
             return None;
         }
         Err(e) => {
-            let link = e.raw_os_error() == Some(libc::ELOOP) || root.symlink_metadata(name).is_ok_and(|m| m.is_symlink());
+            let link = e.raw_os_error() == Some(libc::ELOOP)
+                || root.symlink_metadata(name).is_ok_and(|m| m.is_symlink());
             let (what, fix) = if link {
                 (format!("{name} is a link"), format!("make {name} a plain file inside the pack, not a link"))
             } else {
-                (format!("{name} cannot be read: {}", io_reason(&e)), format!("make {name} a plain file inside the pack, not a link out of it"))
+                (
+                    format!("{name} cannot be read: {}", io_reason(&e)),
+                    format!("make {name} a plain file inside the pack, not a link out of it"),
+                )
             };
             issues.push(LintKind::FileUnreadable, name, "", what, fix);
             return None;
@@ -86,7 +90,13 @@ pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Iss
     let meta = match file.metadata() {
         Ok(m) => m,
         Err(e) => {
-            issues.push(LintKind::FileUnreadable, name, "", format!("{name} cannot be read: {}", io_reason(&e)), format!("make {name} a plain file"));
+            issues.push(
+                LintKind::FileUnreadable,
+                name,
+                "",
+                format!("{name} cannot be read: {}", io_reason(&e)),
+                format!("make {name} a plain file"),
+            );
             return None;
         }
     };
@@ -181,10 +191,8 @@ fn record_json_error(file: &str, ptr: String, err: &serde_json::Error, issues: &
         Category::Data => {
             if msg.starts_with("unknown field") {
                 let field = msg.split('`').nth(1).unwrap_or("").to_string();
-                let parent = ptr
-                    .strip_suffix(&format!("/{}", pointer_segment(&field)))
-                    .unwrap_or(&ptr)
-                    .to_string();
+                let parent =
+                    ptr.strip_suffix(&format!("/{}", pointer_segment(&field))).unwrap_or(&ptr).to_string();
                 let place = if parent.is_empty() { "the top level".to_string() } else { parent };
                 issues.push(
                     LintKind::UnknownField,

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 pub use build::{analyze, Analysis};
 pub use files::{io_reason, MAX_FILE_BYTES};
 pub use raw::{
-    AdapterKind, BindingMode, Hub, Land, Operation, Plane, PreviewKind, RawEvalFile, RawMeta, Transport,
-    NetKind, WorkspaceMode,
+    AdapterKind, BindingMode, Hub, Land, NetKind, Operation, Plane, PreviewKind, RawEvalFile, RawMeta,
+    Transport, WorkspaceMode,
 };
 pub use skill::Skill;
 
@@ -85,7 +85,8 @@ pub enum Bin {
 impl PassThrough {
     /// Whether the argv word `w` may be passed: a non-option, or an option the pack lists.
     pub fn allows_word(&self, w: &str) -> bool {
-        !w.starts_with('-') || self.allowed_options.iter().any(|o| o == w || (o.ends_with('=') && w.starts_with(o.as_str())))
+        !w.starts_with('-')
+            || self.allowed_options.iter().any(|o| o == w || (o.ends_with('=') && w.starts_with(o.as_str())))
     }
 }
 

@@ -39,7 +39,11 @@ impl Skill {
                     lead_end = i;
                 }
                 heading = trimmed.trim().to_string();
-            } else if table.is_none() && trimmed.starts_with('|') && i + 1 < lines.len() && is_separator(lines[i + 1]) {
+            } else if table.is_none()
+                && trimmed.starts_with('|')
+                && i + 1 < lines.len()
+                && is_separator(lines[i + 1])
+            {
                 let mut rows = Vec::new();
                 let mut j = i + 2;
                 while j < lines.len() && lines[j].trim_start().starts_with('|') {
@@ -71,7 +75,8 @@ impl Skill {
 }
 
 fn is_level2_heading(line: &str) -> bool {
-    line.strip_prefix("##").is_some_and(|rest| rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t'))
+    line.strip_prefix("##")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t'))
 }
 
 fn is_separator(line: &str) -> bool {
@@ -123,7 +128,8 @@ mod tests {
 
     #[test]
     fn first_table_without_code_is_skipped() {
-        let s = Skill::parse("lead\n| a | b |\n|---|---|\n| plain | x |\n\n| c | d |\n|---|---|\n| `go` | x |\n");
+        let s =
+            Skill::parse("lead\n| a | b |\n|---|---|\n| plain | x |\n\n| c | d |\n|---|---|\n| `go` | x |\n");
         assert_eq!(s.hot_path, vec!["go"]);
     }
 }

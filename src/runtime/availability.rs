@@ -52,12 +52,16 @@ impl Runtime {
                 Err(e) => note("runnable", e.to_string()),
                 Ok(sandbox) => {
                     let ready = match (&pack.kind, &pack.wrap) {
-                        (AdapterKind::Wrap, Some(w)) => resolve_bin(pack, w, &sandbox)
-                            .map(|_| ())
-                            .map_err(|(_, m)| m)
-                            .and_then(|()| crate::sandbox::network_granted(&pack.id, &w.network, &sandbox).map_err(|r| r.0)),
+                        (AdapterKind::Wrap, Some(w)) => {
+                            resolve_bin(pack, w, &sandbox).map(|_| ()).map_err(|(_, m)| m).and_then(|()| {
+                                crate::sandbox::network_granted(&pack.id, &w.network, &sandbox)
+                                    .map_err(|r| r.0)
+                            })
+                        }
                         (AdapterKind::Composite, _) => self.composite.runnable(store, pack, &sandbox),
-                        (kind, _) => Err(format!("kind {} cannot be executed by this runtime", kind.as_str())),
+                        (kind, _) => {
+                            Err(format!("kind {} cannot be executed by this runtime", kind.as_str()))
+                        }
                     };
                     match ready {
                         Ok(()) => runnable = true,

@@ -16,7 +16,10 @@ pub struct MintedBinding {
 
 impl std::fmt::Debug for MintedBinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MintedBinding").field("mode", &self.mode).field("fields", &self.fields.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("MintedBinding")
+            .field("mode", &self.mode)
+            .field("fields", &self.fields.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -26,7 +29,9 @@ pub fn required_fields(pack: &Pack) -> Vec<String> {
         .wrap
         .iter()
         .flat_map(|w| w.agent_env.values())
-        .flat_map(|t| t.vars().filter_map(|v| v.strip_prefix("binding.")).map(String::from).collect::<Vec<_>>())
+        .flat_map(|t| {
+            t.vars().filter_map(|v| v.strip_prefix("binding.")).map(String::from).collect::<Vec<_>>()
+        })
         .collect();
     out.sort();
     out.dedup();
@@ -42,7 +47,9 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
     }
     let family = &pack.binding.family;
     if !crate::naming::is_pack_id(family) {
-        return Err(format!("binding family {family:?} is not a valid name; the pack must be fixed and reinstalled"));
+        return Err(format!(
+            "binding family {family:?} is not a valid name; the pack must be fixed and reinstalled"
+        ));
     }
     let fields = match pack.binding.mode {
         BindingMode::Public => return Ok(MintedBinding { mode: BindingMode::Public, fields: BTreeMap::new() }),
@@ -76,7 +83,11 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
         }
     };
     if let Some(missing) = needed.iter().find(|f| !fields.contains_key(*f)) {
-        let who = if pack.binding.mode == BindingMode::User { format!(" --principal {}", principal.id) } else { String::new() };
+        let who = if pack.binding.mode == BindingMode::User {
+            format!(" --principal {}", principal.id)
+        } else {
+            String::new()
+        };
         return Err(format!(
             "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}{who}` (the value is read from stdin)"
         ));
@@ -87,4 +98,3 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
     let fields = fields.into_iter().filter(|(k, _)| composite || needed.contains(k)).collect();
     Ok(MintedBinding { mode: pack.binding.mode, fields })
 }
-

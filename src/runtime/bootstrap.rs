@@ -61,10 +61,14 @@ impl Runtime {
                 let state = store.state();
                 let sandbox = store.sandbox();
                 let grants = store.local_grants();
-                let errors: Vec<String> = [state.as_ref().err().map(|e| e.to_string()), sandbox.as_ref().err().map(|e| e.to_string()), grants.as_ref().err().map(|e| e.to_string())]
-                    .into_iter()
-                    .flatten()
-                    .collect();
+                let errors: Vec<String> = [
+                    state.as_ref().err().map(|e| e.to_string()),
+                    sandbox.as_ref().err().map(|e| e.to_string()),
+                    grants.as_ref().err().map(|e| e.to_string()),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
                 json!({
                     "ok": errors.is_empty(),
                     "home": store.home(),
@@ -74,7 +78,9 @@ impl Runtime {
                 })
             }
             "hcp.list" => match self.store().state() {
-                Ok(s) => json!({ "ok": true, "packs": s.packs.iter().map(|(id, p)| json!({ "id": id, "activated": p.activated })).collect::<Vec<_>>() }),
+                Ok(s) => {
+                    json!({ "ok": true, "packs": s.packs.iter().map(|(id, p)| json!({ "id": id, "activated": p.activated })).collect::<Vec<_>>() })
+                }
                 Err(e) => return deny(Code::AdapterFailed, e.to_string()),
             },
             "hcp.availability" => match text_arg(&env.args, "pack_id", &target) {
@@ -90,15 +96,21 @@ impl Runtime {
                     None => false,
                     Some(Value::Bool(b)) => *b,
                     Some(Value::String(t)) if t == "true" || t == "false" => t == "true",
-                    Some(other) => return deny(Code::InvalidArgs, format!("argument `full` for {target} must be true or false, not {other}")),
+                    Some(other) => {
+                        return deny(
+                            Code::InvalidArgs,
+                            format!("argument `full` for {target} must be true or false, not {other}"),
+                        )
+                    }
                 };
                 match self.store().load_pack(&id) {
                     Ok(Some(p)) => {
-                    let (key, text) = if full { ("text", &p.skill.text) } else { ("lead", &p.skill.lead) };
-                    let mut doc = json!({ "ok": true, "pack_id": id });
-                    doc[key] = json!(text);
-                    doc
-                }
+                        let (key, text) =
+                            if full { ("text", &p.skill.text) } else { ("lead", &p.skill.lead) };
+                        let mut doc = json!({ "ok": true, "pack_id": id });
+                        doc[key] = json!(text);
+                        doc
+                    }
                     Ok(None) => return deny(Code::UnknownPack, format!("unknown pack {id}")),
                     Err(e) => return deny(Code::UnknownPack, e.to_string()),
                 }
@@ -106,7 +118,9 @@ impl Runtime {
             _ => {
                 let mut out = ResultEnvelope::empty(BOOTSTRAP_ID, verb, true);
                 out.deferred_to_cli = Some(true);
-                out.hint = Some(format!("this changes the store, which the CLI process owns: run `{cli}` in a terminal"));
+                out.hint = Some(format!(
+                    "this changes the store, which the CLI process owns: run `{cli}` in a terminal"
+                ));
                 return audit(out);
             }
         };

@@ -103,7 +103,11 @@ pub struct ResultEnvelope {
 impl ResultEnvelope {
     /// A denial or failure with `code`.
     pub fn denied(pack_id: &str, verb_key: &str, code: Code, error: impl Into<String>) -> ResultEnvelope {
-        ResultEnvelope { error: Some(error.into()), code: Some(code), ..ResultEnvelope::empty(pack_id, verb_key, false) }
+        ResultEnvelope {
+            error: Some(error.into()),
+            code: Some(code),
+            ..ResultEnvelope::empty(pack_id, verb_key, false)
+        }
     }
 
     /// A bare envelope.

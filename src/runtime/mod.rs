@@ -53,7 +53,12 @@ enum Resolved<'p> {
 impl Runtime {
     /// A runtime over `store`, with no project directory (a served runtime).
     pub fn new(store: Store) -> Runtime {
-        Runtime { store, project_dir: None, composite: CompositeAdapter::new(), packs: Mutex::new(HashMap::new()) }
+        Runtime {
+            store,
+            project_dir: None,
+            composite: CompositeAdapter::new(),
+            packs: Mutex::new(HashMap::new()),
+        }
     }
 
     /// For a process that runs one call and exits (the `hcpx exec` CLI): composites allocate on demand
@@ -85,21 +90,35 @@ impl Runtime {
     }
 
     /// Runs a call whose arguments are command-line words (`k=v`, `k:=json`, bare words); `env.args` is ignored.
-    pub fn exec_words(&self, principal: &Principal, env: &Envelope, words: &[String], hooks: &dyn ExecHooks) -> ResultEnvelope {
+    pub fn exec_words(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        words: &[String],
+        hooks: &dyn ExecHooks,
+    ) -> ResultEnvelope {
         self.exec_input(principal, env, ArgsInput::Words(words), hooks)
     }
 
-    fn exec_input(&self, principal: &Principal, env: &Envelope, input: ArgsInput<'_>, hooks: &dyn ExecHooks) -> ResultEnvelope {
+    fn exec_input(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        input: ArgsInput<'_>,
+        hooks: &dyn ExecHooks,
+    ) -> ResultEnvelope {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let deny = |code: Code, msg: String| ResultEnvelope::denied(pack_id, verb, code, msg);
 
         if pack_id == bootstrap::BOOTSTRAP_ID {
             return match input {
                 ArgsInput::Json(_) => self.bootstrap(principal, env),
-                ArgsInput::Words(words) => match crate::args::ArgSpec::none().parse_words(&format!("{pack_id}.{verb}"), words) {
-                    Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
-                    Err(e) => deny(Code::InvalidArgs, e.0),
-                },
+                ArgsInput::Words(words) => {
+                    match crate::args::ArgSpec::none().parse_words(&format!("{pack_id}.{verb}"), words) {
+                        Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
+                        Err(e) => deny(Code::InvalidArgs, e.0),
+                    }
+                }
             };
         }
 
@@ -135,7 +154,9 @@ impl Runtime {
             ArgsInput::Json(a) => a,
             ArgsInput::Words(words) => {
                 let parsed = match &resolved {
-                    Resolved::Command(c) => c.args.parse_words(&format!("{pack_id}.{verb}"), words).map_err(|e| e.0),
+                    Resolved::Command(c) => {
+                        c.args.parse_words(&format!("{pack_id}.{verb}"), words).map_err(|e| e.0)
+                    }
                     Resolved::PassThrough(_) => Ok(pass_through_words(words)),
                 };
                 parsed_words = parsed.unwrap_or_else(|e| {
@@ -145,7 +166,12 @@ impl Runtime {
                 &parsed_words
             }
         };
-        let audited = Envelope { pack_id: env.pack_id.clone(), verb_key: env.verb_key.clone(), args: raw_args.clone(), project_id: env.project_id.clone() };
+        let audited = Envelope {
+            pack_id: env.pack_id.clone(),
+            verb_key: env.verb_key.clone(),
+            args: raw_args.clone(),
+            project_id: env.project_id.clone(),
+        };
         let env = &audited;
         let audit = |out: ResultEnvelope| self.audit(principal, env, row.operation, out);
         if !record.activated {
@@ -166,7 +192,10 @@ impl Runtime {
             Capability::ExecRead
         };
         if !principal.grants.allows(cap, pack_id, verb) {
-            return audit(deny(Code::Denied, format!("denied: missing {} for {pack_id}.{verb}", cap.as_str())));
+            return audit(deny(
+                Code::Denied,
+                format!("denied: missing {} for {pack_id}.{verb}", cap.as_str()),
+            ));
         }
 
         // Arguments are checked before anything runs.
@@ -209,7 +238,8 @@ impl Runtime {
             Resolved::Command(c) => Some(*c),
             Resolved::PassThrough(_) => None,
         };
-        let live_title = command.filter(|_| hooks.watching()).and_then(|c| c.title.render(&checked.values, None));
+        let live_title =
+            command.filter(|_| hooks.watching()).and_then(|c| c.title.render(&checked.values, None));
         let call = Call {
             store: &self.store,
             pack: &pack,
@@ -248,7 +278,9 @@ impl Runtime {
         out.truncated = ran.truncated;
         out.sandbox = ran.sandbox;
         if ran.ok {
-            out.title = command.and_then(|c| c.title.render(&checked.values, Some(ran.result.as_ref().unwrap_or(&Value::Null))));
+            out.title = command.and_then(|c| {
+                c.title.render(&checked.values, Some(ran.result.as_ref().unwrap_or(&Value::Null)))
+            });
         }
         out.result = ran.result;
         scrub::scrub(&mut out, &binding);
@@ -270,7 +302,13 @@ impl Runtime {
         Ok(Some(pack))
     }
 
-    fn audit(&self, principal: &Principal, env: &Envelope, op: Operation, out: ResultEnvelope) -> ResultEnvelope {
+    fn audit(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        op: Operation,
+        out: ResultEnvelope,
+    ) -> ResultEnvelope {
         if op != Operation::Write {
             return out;
         }
@@ -302,15 +340,23 @@ impl Runtime {
 }
 
 /// A pass-through call takes `argv` (a list of strings, at most `maxArgv`) plus the gate and mock arguments.
-fn pass_through_args(pack: &Pack, target: &str, args: &Map<String, Value>) -> Result<(crate::args::CheckedArgs, Vec<String>), String> {
+fn pass_through_args(
+    pack: &Pack,
+    target: &str,
+    args: &Map<String, Value>,
+) -> Result<(crate::args::CheckedArgs, Vec<String>), String> {
     let max = pack.pass_through.as_ref().map(|p| p.max_argv as usize).unwrap_or(0);
     let mut rest = Map::new();
     let mut argv = Vec::new();
     for (k, v) in args {
         if k == "argv" {
-            let list = v.as_array().ok_or_else(|| format!("argument `argv` for {target} must be a list of strings"))?;
+            let list = v
+                .as_array()
+                .ok_or_else(|| format!("argument `argv` for {target} must be a list of strings"))?;
             for item in list {
-                let s = item.as_str().ok_or_else(|| format!("argument `argv` for {target} must be a list of strings, not {item}"))?;
+                let s = item.as_str().ok_or_else(|| {
+                    format!("argument `argv` for {target} must be a list of strings, not {item}")
+                })?;
                 if s.contains('\0') {
                     return Err(format!("argument `argv` for {target} holds a NUL byte"));
                 }
@@ -328,7 +374,10 @@ fn pass_through_args(pack: &Pack, target: &str, args: &Map<String, Value>) -> Re
         }
     }
     if argv.len() > max {
-        return Err(format!("{target} takes at most {max} further argument(s) (pass_through.maxArgv), not {}", argv.len()));
+        return Err(format!(
+            "{target} takes at most {max} further argument(s) (pass_through.maxArgv), not {}",
+            argv.len()
+        ));
     }
     let checked = crate::args::ArgSpec::none().check(target, &rest).map_err(|e| e.0)?;
     Ok((checked, argv))

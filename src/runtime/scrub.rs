@@ -20,7 +20,9 @@ pub fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
     let mut needles: Vec<String> = Vec::new();
     for secret in binding.fields.values().filter(|s| !s.is_empty()) {
         needles.push(secret.clone());
-        needles.extend(encodings(secret.as_bytes()).into_iter().filter(|e| e.len() >= MIN_ENCODED && e != secret));
+        needles.extend(
+            encodings(secret.as_bytes()).into_iter().filter(|e| e.len() >= MIN_ENCODED && e != secret),
+        );
     }
     if needles.is_empty() {
         return;
@@ -109,7 +111,10 @@ mod tests {
             stream.extend_from_slice(secret);
             stream.push(b'\n');
             let printed = STANDARD.encode(&stream);
-            assert!(encodings(secret).iter().any(|e| e.len() >= 8 && printed.contains(e.as_str())), "{prefix:?}: {printed}");
+            assert!(
+                encodings(secret).iter().any(|e| e.len() >= 8 && printed.contains(e.as_str())),
+                "{prefix:?}: {printed}"
+            );
         }
     }
 

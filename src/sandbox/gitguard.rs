@@ -29,22 +29,35 @@ impl GuardedDir {
     pub fn restore(&self) -> Result<(), String> {
         use std::os::unix::fs::MetadataExt;
         let here = self.project.join(".git");
-        let Ok(orig) = self.git.metadata() else { return Err("the project's .git cannot be checked after the call".into()) };
-        let same = std::fs::symlink_metadata(&here).is_ok_and(|m| m.dev() == orig.dev() && m.ino() == orig.ino());
+        let Ok(orig) = self.git.metadata() else {
+            return Err("the project's .git cannot be checked after the call".into());
+        };
+        let same =
+            std::fs::symlink_metadata(&here).is_ok_and(|m| m.dev() == orig.dev() && m.ino() == orig.ino());
         if same {
             return Ok(());
         }
-        let now = std::fs::read_link(format!("/proc/self/fd/{}", self.git.as_raw_fd())).map_err(|e| format!("the component moved the project's .git and it cannot be found: {e}"))?;
+        let now = std::fs::read_link(format!("/proc/self/fd/{}", self.git.as_raw_fd()))
+            .map_err(|e| format!("the component moved the project's .git and it cannot be found: {e}"))?;
         let mut aside = None;
         if std::fs::symlink_metadata(&here).is_ok() {
             let to = self.project.join(crate::store::unique_name(".git.planted"));
-            std::fs::rename(&here, &to).map_err(|e| format!("the component replaced the project's .git, and it cannot be moved aside: {e}"))?;
+            std::fs::rename(&here, &to).map_err(|e| {
+                format!("the component replaced the project's .git, and it cannot be moved aside: {e}")
+            })?;
             aside = Some(to);
         }
-        std::fs::rename(&now, &here).map_err(|e| format!("the component moved the project's .git to {}, and it cannot be moved back: {e}", now.display()))?;
+        std::fs::rename(&now, &here).map_err(|e| {
+            format!(
+                "the component moved the project's .git to {}, and it cannot be moved back: {e}",
+                now.display()
+            )
+        })?;
         Err(format!(
             "the component moved the project's .git; hcpx put it back{}",
-            aside.map(|a| format!(", and moved what it left in its place to {}", a.display())).unwrap_or_default()
+            aside
+                .map(|a| format!(", and moved what it left in its place to {}", a.display()))
+                .unwrap_or_default()
         ))
     }
 }
@@ -55,11 +68,14 @@ pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
     let Some((git, inside)) = super::git_guard_paths(project) else { return Ok(None) };
     let held = std::fs::File::open(&git).map_err(|e| format!("cannot open the project's .git: {e}"))?;
     let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside)?;
-    let dir = CString::new(project.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", project.display()))?;
+    let dir = CString::new(project.as_os_str().as_bytes())
+        .map_err(|_| format!("the path {} holds a NUL byte", project.display()))?;
     // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the
     // namespace outlives the thread through the descriptor of /proc/thread-self/ns/mnt.
     let made = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), String> {
-        let err = |what: &str| format!("cannot guard the project's .git ({what}): {}", std::io::Error::last_os_error());
+        let err = |what: &str| {
+            format!("cannot guard the project's .git ({what}): {}", std::io::Error::last_os_error())
+        };
         // SAFETY: unshare, mount and open act on this thread's own fs and mount namespace and on C strings
         // prepared above; every descriptor made is owned below.
         unsafe {

@@ -2,8 +2,8 @@
 //! child as a descriptor, which restricts itself with it just before exec.
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -30,7 +30,10 @@ pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, String> {
     }
     let abi = abi_of(abi);
     let err = |e: landlock::RulesetError| format!("cannot build the Landlock ruleset: {e}");
-    let mut rs = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi)).map_err(err)?;
+    let mut rs = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?;
     if c.enforces(LayerName::LandlockNet) {
         rs = rs.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(err)?;
     }
@@ -48,9 +51,15 @@ pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, String> {
 }
 
 /// Adds a rule for `path` (skipped when it does not exist); a file gets only the rights files have.
-fn add(rs: RulesetCreated, path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Result<RulesetCreated, String> {
+fn add(
+    rs: RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Result<RulesetCreated, String> {
     let Ok(fd) = PathFd::new(path) else { return Ok(rs) };
     let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
     let access = if is_dir { access } else { access & AccessFs::from_file(abi) };
-    rs.add_rule(PathBeneath::new(fd, access)).map_err(|e| format!("cannot add the Landlock rule for {}: {e}", path.display()))
+    rs.add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| format!("cannot add the Landlock rule for {}: {e}", path.display()))
 }

@@ -244,7 +244,11 @@ pub fn network_granted(pack_id: &str, declared: &[NetKind], cfg: &SandboxConfig)
 impl Confinement {
     /// Plans a wrap call's confinement. Refuses a pack that asks for network `sandbox.json` does not grant it,
     /// and an operator path that is not absolute.
-    pub fn for_wrap(view: &WrapView<'_>, cfg: &SandboxConfig, probe: &KernelProbe) -> Result<Confinement, Refusal> {
+    pub fn for_wrap(
+        view: &WrapView<'_>,
+        cfg: &SandboxConfig,
+        probe: &KernelProbe,
+    ) -> Result<Confinement, Refusal> {
         let extra = cfg.for_pack(view.pack_id);
         network_granted(view.pack_id, view.network, cfg)?;
         let network: Vec<NetKind> = view.network.to_vec();
@@ -273,10 +277,11 @@ impl Confinement {
                 }
             }
         }
-        let (pin, protect) = match (view.project && view.workdir_writable).then(|| git_guard_paths(view.workdir)).flatten() {
-            Some((git, inside)) => (vec![git], inside),
-            None => (Vec::new(), Vec::new()),
-        };
+        let (pin, protect) =
+            match (view.project && view.workdir_writable).then(|| git_guard_paths(view.workdir)).flatten() {
+                Some((git, inside)) => (vec![git], inside),
+                None => (Vec::new(), Vec::new()),
+            };
         let l = cfg.limits();
         let limits = ChildLimits {
             max_processes: l.max_processes,
@@ -285,7 +290,16 @@ impl Confinement {
             memory_bytes: l.wrap_memory_mb.saturating_mul(1 << 20),
             cpu_seconds: view.timeout_ms.div_ceil(1000) + 1,
         };
-        let mut c = Confinement { read, write, network, protect, pin, workdir: view.workdir.to_path_buf(), limits, layers: Vec::new() };
+        let mut c = Confinement {
+            read,
+            write,
+            network,
+            protect,
+            pin,
+            workdir: view.workdir.to_path_buf(),
+            limits,
+            layers: Vec::new(),
+        };
         c.layers = probe.layers_for(&c, cfg);
         Ok(c)
     }
@@ -316,12 +330,19 @@ impl Confinement {
 
     /// The layers that did not fully hold, in words (for `sandbox_denied` under `"require": "full"`).
     pub fn missing(&self) -> Vec<String> {
-        self.layers.iter().filter(|l| l.status != LayerStatus::Enforced).map(|l| format!("{} ({})", l.name.as_str(), l.detail)).collect()
+        self.layers
+            .iter()
+            .filter(|l| l.status != LayerStatus::Enforced)
+            .map(|l| format!("{} ({})", l.name.as_str(), l.detail))
+            .collect()
     }
 
     /// What a call's result reports: the mode and each layer's status.
     pub fn report(&self) -> SandboxReport {
-        SandboxReport { mode: self.mode().to_string(), layers: self.layers.iter().map(|l| (l.name, l.status)).collect() }
+        SandboxReport {
+            mode: self.mode().to_string(),
+            layers: self.layers.iter().map(|l| (l.name, l.status)).collect(),
+        }
     }
 }
 
@@ -339,7 +360,14 @@ mod tests {
     use crate::store::config::PackSandbox;
 
     fn probe(abi: u8, root: bool) -> KernelProbe {
-        KernelProbe { landlock_abi: abi, seccomp: true, cap_eff: if root { u64::MAX >> 23 } else { 0 }, cap_last: 40, pid_max_per_ns: true, root }
+        KernelProbe {
+            landlock_abi: abi,
+            seccomp: true,
+            cap_eff: if root { u64::MAX >> 23 } else { 0 },
+            cap_last: 40,
+            pid_max_per_ns: true,
+            root,
+        }
     }
 
     fn view<'a>(workdir: &'a Path, writable: bool, network: &'a [NetKind]) -> WrapView<'a> {
@@ -367,21 +395,35 @@ mod tests {
         assert!(write.write.contains(&p.to_path_buf()));
         for c in [&read, &write] {
             assert!(c.write.contains(&PathBuf::from("/tmp/hcpx-call-1")));
-            assert!(!c.write.iter().chain(&c.read).any(|x| x == Path::new("/store") || x == Path::new("/tmp")));
+            assert!(!c
+                .write
+                .iter()
+                .chain(&c.read)
+                .any(|x| x == Path::new("/store") || x == Path::new("/tmp")));
             assert_eq!(c.limits.cpu_seconds, 3);
         }
-        assert!(workdir_writable(WorkspaceMode::Workspace, false) && !workdir_writable(WorkspaceMode::None, true));
-        assert!(workdir_writable(WorkspaceMode::Project, true) && !workdir_writable(WorkspaceMode::Project, false));
+        assert!(
+            workdir_writable(WorkspaceMode::Workspace, false) && !workdir_writable(WorkspaceMode::None, true)
+        );
+        assert!(
+            workdir_writable(WorkspaceMode::Project, true)
+                && !workdir_writable(WorkspaceMode::Project, false)
+        );
     }
 
     #[test]
     fn network_needs_the_pack_to_ask_and_the_operator_to_grant() {
         let p = Path::new("/work/project");
         let mut cfg = SandboxConfig::default();
-        let refused = Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap_err();
+        let refused =
+            Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap_err();
         assert!(refused.0.contains("hcpx allow-network demo netlink"), "{}", refused.0);
-        cfg.packs.insert("demo".into(), PackSandbox { network: vec![NetKind::Netlink, NetKind::Inet], ..Default::default() });
-        let granted = Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap();
+        cfg.packs.insert(
+            "demo".into(),
+            PackSandbox { network: vec![NetKind::Netlink, NetKind::Inet], ..Default::default() },
+        );
+        let granted =
+            Confinement::for_wrap(&view(p, false, &[NetKind::Netlink]), &cfg, &probe(7, true)).unwrap();
         assert_eq!(granted.network, vec![NetKind::Netlink], "a kind granted but not asked for gives nothing");
         let none = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
         assert!(none.network.is_empty());
@@ -391,31 +433,51 @@ mod tests {
     #[test]
     fn operator_paths_must_be_absolute() {
         let mut cfg = SandboxConfig::default();
-        cfg.packs.insert("demo".into(), PackSandbox { write: vec![PathBuf::from("relative/dir")], ..Default::default() });
+        cfg.packs.insert(
+            "demo".into(),
+            PackSandbox { write: vec![PathBuf::from("relative/dir")], ..Default::default() },
+        );
         let e = Confinement::for_wrap(&view(Path::new("/p"), false, &[]), &cfg, &probe(7, true)).unwrap_err();
         assert!(e.0.contains("not absolute"), "{}", e.0);
     }
 
     #[test]
     fn every_layer_on_a_full_kernel_is_enforced_and_says_sandbox() {
-        let c = Confinement::for_wrap(&view(Path::new("/p"), false, &[]), &SandboxConfig::default(), &probe(7, true)).unwrap();
+        let c = Confinement::for_wrap(
+            &view(Path::new("/p"), false, &[]),
+            &SandboxConfig::default(),
+            &probe(7, true),
+        )
+        .unwrap();
         assert!(c.full(), "{:?}", c.missing());
         assert_eq!(c.mode(), "sandbox");
-        assert!(c.layers.iter().all(|l| l.name != LayerName::MountNamespace), "no .git here, so no mount namespace");
+        assert!(
+            c.layers.iter().all(|l| l.name != LayerName::MountNamespace),
+            "no .git here, so no mount namespace"
+        );
     }
 
     #[test]
     fn an_older_kernel_or_a_disabled_layer_is_native_local() {
         let p = Path::new("/p");
-        let c = Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(3, true)).unwrap();
+        let c =
+            Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(3, true)).unwrap();
         assert_eq!(c.mode(), "native-local");
-        assert!(c.enforces(LayerName::Landlock) && !c.applies(LayerName::LandlockNet) && !c.applies(LayerName::LandlockScope));
+        assert!(
+            c.enforces(LayerName::Landlock)
+                && !c.applies(LayerName::LandlockNet)
+                && !c.applies(LayerName::LandlockScope)
+        );
         let cfg = SandboxConfig { disable: vec![LayerName::Seccomp], ..Default::default() };
         let c = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
         assert!(!c.applies(LayerName::Seccomp) && c.missing().iter().any(|m| m.contains("seccomp")));
-        let c = Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(0, false)).unwrap();
+        let c =
+            Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(0, false)).unwrap();
         assert!(!c.applies(LayerName::Landlock) && !c.applies(LayerName::PidNamespace));
-        assert_eq!(c.layers.iter().find(|l| l.name == LayerName::ProcessLimit).map(|l| l.status), Some(LayerStatus::Partial));
+        assert_eq!(
+            c.layers.iter().find(|l| l.name == LayerName::ProcessLimit).map(|l| l.status),
+            Some(LayerStatus::Partial)
+        );
     }
 
     #[test]

@@ -35,7 +35,8 @@ impl KernelProbe {
 
     fn read() -> KernelProbe {
         // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call only returns the ABI number.
-        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        let abi =
+            unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
         // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL on a kernel without seccomp.
         let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -44,10 +45,20 @@ impl KernelProbe {
             .find_map(|l| l.strip_prefix("CapEff:"))
             .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
             .unwrap_or(0);
-        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
+        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(40);
         // SAFETY: geteuid has no failure mode.
         let root = unsafe { libc::geteuid() } == 0;
-        KernelProbe { landlock_abi: abi.clamp(0, 255) as u8, seccomp, cap_eff, cap_last, pid_max_per_ns: kernel_at_least(6, 14), root }
+        KernelProbe {
+            landlock_abi: abi.clamp(0, 255) as u8,
+            seccomp,
+            cap_eff,
+            cap_last,
+            pid_max_per_ns: kernel_at_least(6, 14),
+            root,
+        }
     }
 
     fn has_cap(&self, cap: u32) -> bool {
@@ -76,7 +87,13 @@ impl KernelProbe {
             protect: vec![std::path::PathBuf::from(".git/config")],
             pin: Vec::new(),
             workdir: std::path::PathBuf::new(),
-            limits: super::ChildLimits { max_processes: cfg.limits().max_processes, max_open_files: 0, max_file_bytes: 0, memory_bytes: 0, cpu_seconds: 0 },
+            limits: super::ChildLimits {
+                max_processes: cfg.limits().max_processes,
+                max_open_files: 0,
+                max_file_bytes: 0,
+                memory_bytes: 0,
+                cpu_seconds: 0,
+            },
             layers: Vec::new(),
         };
         self.layers_for(&c, cfg)
@@ -86,25 +103,42 @@ impl KernelProbe {
     pub fn layers_for(&self, c: &Confinement, cfg: &SandboxConfig) -> Vec<Layer> {
         let off = |n: LayerName| cfg.disable.contains(&n);
         let mut out = Vec::new();
-        let mut add = |name: LayerName, status: LayerStatus, detail: String| out.push(Layer { name, status, detail });
+        let mut add =
+            |name: LayerName, status: LayerStatus, detail: String| out.push(Layer { name, status, detail });
         let turned_off = "turned off in sandbox.json (disable)".to_string();
         let abi = self.landlock_abi(cfg);
         let capped = cfg.landlock_abi.is_some_and(|a| a < self.landlock_abi);
-        let abi_note = if capped { format!("ABI {abi} (capped in sandbox.json; the kernel has {})", self.landlock_abi) } else { format!("ABI {abi}") };
+        let abi_note = if capped {
+            format!("ABI {abi} (capped in sandbox.json; the kernel has {})", self.landlock_abi)
+        } else {
+            format!("ABI {abi}")
+        };
         if off(LayerName::Landlock) {
             add(LayerName::Landlock, LayerStatus::Unavailable, turned_off.clone());
         } else if abi == 0 {
             add(LayerName::Landlock, LayerStatus::Unavailable, "the kernel has no Landlock (Linux 5.13+ with landlock in its lsm= list): the child can read and write whatever the user can".into());
         } else if abi < 3 {
-            add(LayerName::Landlock, LayerStatus::Partial, format!("{abi_note}: truncating a readable file is not restricted before ABI 3"));
+            add(
+                LayerName::Landlock,
+                LayerStatus::Partial,
+                format!("{abi_note}: truncating a readable file is not restricted before ABI 3"),
+            );
         } else {
-            add(LayerName::Landlock, LayerStatus::Enforced, format!("{abi_note}: only the system paths, the pack, the working directory and TMPDIR"));
+            add(
+                LayerName::Landlock,
+                LayerStatus::Enforced,
+                format!("{abi_note}: only the system paths, the pack, the working directory and TMPDIR"),
+            );
         }
         if !c.network.contains(&NetKind::Inet) {
             if off(LayerName::LandlockNet) {
                 add(LayerName::LandlockNet, LayerStatus::Unavailable, turned_off.clone());
             } else if abi < 4 {
-                add(LayerName::LandlockNet, LayerStatus::Unavailable, format!("{abi_note} has no TCP rules (ABI 4)"));
+                add(
+                    LayerName::LandlockNet,
+                    LayerStatus::Unavailable,
+                    format!("{abi_note} has no TCP rules (ABI 4)"),
+                );
             } else {
                 add(LayerName::LandlockNet, LayerStatus::Enforced, "no TCP connect or bind".into());
             }
@@ -114,7 +148,11 @@ impl KernelProbe {
         } else if abi < 6 {
             add(LayerName::LandlockScope, LayerStatus::Unavailable, format!("{abi_note}: signals to and abstract UNIX sockets of outside processes are not scoped (ABI 6)"));
         } else {
-            add(LayerName::LandlockScope, LayerStatus::Enforced, "no signals to, or abstract UNIX sockets of, processes outside the call".into());
+            add(
+                LayerName::LandlockScope,
+                LayerStatus::Enforced,
+                "no signals to, or abstract UNIX sockets of, processes outside the call".into(),
+            );
         }
         if off(LayerName::Seccomp) {
             add(LayerName::Seccomp, LayerStatus::Unavailable, turned_off.clone());
@@ -122,56 +160,112 @@ impl KernelProbe {
             add(LayerName::Seccomp, LayerStatus::Unavailable, "the kernel has no seccomp filters".into());
         } else {
             let nets: Vec<&str> = c.network.iter().map(|n| n.as_str()).collect();
-            let allowed = if nets.is_empty() { "AF_UNIX sockets only".to_string() } else { format!("AF_UNIX and {} sockets", nets.join(", ")) };
-            add(LayerName::Seccomp, LayerStatus::Enforced, format!("{allowed}; no io_uring, namespaces, modules, keys, bpf or ptrace"));
+            let allowed = if nets.is_empty() {
+                "AF_UNIX sockets only".to_string()
+            } else {
+                format!("AF_UNIX and {} sockets", nets.join(", "))
+            };
+            add(
+                LayerName::Seccomp,
+                LayerStatus::Enforced,
+                format!("{allowed}; no io_uring, namespaces, modules, keys, bpf or ptrace"),
+            );
         }
         if off(LayerName::Capabilities) {
             add(LayerName::Capabilities, LayerStatus::Unavailable, turned_off.clone());
         } else if self.cap_eff == 0 {
             add(LayerName::Capabilities, LayerStatus::Enforced, "the runtime holds no capabilities".into());
         } else if self.has_cap(CAP_SETPCAP) {
-            add(LayerName::Capabilities, LayerStatus::Enforced, "every capability and the bounding set dropped before exec".into());
+            add(
+                LayerName::Capabilities,
+                LayerStatus::Enforced,
+                "every capability and the bounding set dropped before exec".into(),
+            );
         } else {
-            add(LayerName::Capabilities, LayerStatus::Partial, "the runtime holds capabilities but not CAP_SETPCAP, so the bounding set stays".into());
+            add(
+                LayerName::Capabilities,
+                LayerStatus::Partial,
+                "the runtime holds capabilities but not CAP_SETPCAP, so the bounding set stays".into(),
+            );
         }
         if off(LayerName::NoNewPrivs) {
             add(LayerName::NoNewPrivs, LayerStatus::Unavailable, turned_off.clone());
         } else {
-            add(LayerName::NoNewPrivs, LayerStatus::Enforced, "set-user-ID bits and file capabilities give nothing".into());
+            add(
+                LayerName::NoNewPrivs,
+                LayerStatus::Enforced,
+                "set-user-ID bits and file capabilities give nothing".into(),
+            );
         }
         let pidns = !off(LayerName::PidNamespace) && self.namespaces();
         if off(LayerName::PidNamespace) {
             add(LayerName::PidNamespace, LayerStatus::Unavailable, format!("{turned_off}: only the process group is killed, so a process that calls setsid can outlive the call"));
         } else if pidns {
-            add(LayerName::PidNamespace, LayerStatus::Enforced, "when the command ends or times out, everything it started is killed".into());
+            add(
+                LayerName::PidNamespace,
+                LayerStatus::Enforced,
+                "when the command ends or times out, everything it started is killed".into(),
+            );
         } else {
             add(LayerName::PidNamespace, LayerStatus::Unavailable, "needs CAP_SYS_ADMIN: only the process group is killed, so a process that calls setsid can outlive the call".into());
         }
         if !c.protect.is_empty() || !c.pin.is_empty() {
             if off(LayerName::MountNamespace) {
-                add(LayerName::MountNamespace, LayerStatus::Unavailable, format!("{turned_off}: .git/config and .git/hooks stay writable"));
+                add(
+                    LayerName::MountNamespace,
+                    LayerStatus::Unavailable,
+                    format!("{turned_off}: .git/config and .git/hooks stay writable"),
+                );
             } else if self.namespaces() {
-                add(LayerName::MountNamespace, LayerStatus::Enforced, ".git/config and .git/hooks are read-only and .git cannot be renamed away".into());
+                add(
+                    LayerName::MountNamespace,
+                    LayerStatus::Enforced,
+                    ".git/config and .git/hooks are read-only and .git cannot be renamed away".into(),
+                );
             } else {
-                add(LayerName::MountNamespace, LayerStatus::Unavailable, "needs CAP_SYS_ADMIN: .git/config and .git/hooks stay writable".into());
+                add(
+                    LayerName::MountNamespace,
+                    LayerStatus::Unavailable,
+                    "needs CAP_SYS_ADMIN: .git/config and .git/hooks stay writable".into(),
+                );
             }
         }
         if off(LayerName::Rlimits) {
             add(LayerName::Rlimits, LayerStatus::Unavailable, turned_off.clone());
         } else {
-            add(LayerName::Rlimits, LayerStatus::Enforced, "no core dumps; open files, file size, data memory and CPU time capped".into());
+            add(
+                LayerName::Rlimits,
+                LayerStatus::Enforced,
+                "no core dumps; open files, file size, data memory and CPU time capped".into(),
+            );
         }
         let n = c.limits.max_processes;
         if off(LayerName::ProcessLimit) {
             add(LayerName::ProcessLimit, LayerStatus::Unavailable, turned_off);
         } else if !self.root {
-            add(LayerName::ProcessLimit, LayerStatus::Partial, format!("RLIMIT_NPROC {n}, which counts every process of the user, not only the call's"));
+            add(
+                LayerName::ProcessLimit,
+                LayerStatus::Partial,
+                format!("RLIMIT_NPROC {n}, which counts every process of the user, not only the call's"),
+            );
         } else if pidns && self.pid_max_per_ns {
-            add(LayerName::ProcessLimit, LayerStatus::Enforced, format!("at most {} processes (the call's PID namespace pid_max)", n.max(300)));
+            add(
+                LayerName::ProcessLimit,
+                LayerStatus::Enforced,
+                format!("at most {} processes (the call's PID namespace pid_max)", n.max(300)),
+            );
         } else if pidns {
-            add(LayerName::ProcessLimit, LayerStatus::Unavailable, "the kernel has no per-namespace pid_max (Linux 6.14+) and root ignores RLIMIT_NPROC".into());
+            add(
+                LayerName::ProcessLimit,
+                LayerStatus::Unavailable,
+                "the kernel has no per-namespace pid_max (Linux 6.14+) and root ignores RLIMIT_NPROC".into(),
+            );
         } else {
-            add(LayerName::ProcessLimit, LayerStatus::Unavailable, "root ignores RLIMIT_NPROC and there is no PID namespace to cap".into());
+            add(
+                LayerName::ProcessLimit,
+                LayerStatus::Unavailable,
+                "root ignores RLIMIT_NPROC and there is no PID namespace to cap".into(),
+            );
         }
         out
     }

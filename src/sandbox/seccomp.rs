@@ -3,7 +3,10 @@
 //! `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so libc falls back to `clone`. Two programs,
 //! not one per rule: the kernel compiles each program it loads, and that is most of this layer's cost.
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -78,7 +81,8 @@ pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfPr
     if let Some(p) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(p);
     }
-    let built = Arc::new(build(network, caps_dropped).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
+    let built =
+        Arc::new(build(network, caps_dropped).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
     if let Ok(mut m) = cache.lock() {
         m.insert(key, built.clone());
     }
@@ -87,8 +91,10 @@ pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfPr
 
 fn build(network: &[NetKind], caps_dropped: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let dword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v);
-    let qword = |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, v);
+    let dword =
+        |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v);
+    let qword =
+        |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, v);
 
     // socket(domain, ...): refused unless the domain is allowed.
     let mut allowed = vec![libc::AF_UNIX as u64];
@@ -98,18 +104,26 @@ fn build(network: &[NetKind], caps_dropped: bool) -> Result<Vec<BpfProgram>, sec
     if network.contains(&NetKind::Netlink) {
         allowed.push(libc::AF_NETLINK as u64);
     }
-    let not_allowed = allowed.iter().map(|d| dword(0, SeccompCmpOp::Ne, *d)).collect::<Result<Vec<_>, _>>()?;
+    let not_allowed =
+        allowed.iter().map(|d| dword(0, SeccompCmpOp::Ne, *d)).collect::<Result<Vec<_>, _>>()?;
     let privileged: &[libc::c_long] = if caps_dropped { &[] } else { PRIVILEGED };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED.iter().chain(privileged).map(|n| (*n, Vec::new())).collect();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        DENIED.iter().chain(privileged).map(|n| (*n, Vec::new())).collect();
     rules.insert(libc::SYS_socket, vec![SeccompRule::new(not_allowed)?]);
     let ns = CLONE_NS
         .iter()
         .map(|f| Ok(SeccompRule::new(vec![qword(0, SeccompCmpOp::MaskedEq(*f), *f)?])?))
         .collect::<Result<Vec<_>, seccompiler::Error>>()?;
     rules.insert(libc::SYS_clone, ns);
-    let denied = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+    let denied =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
 
-    let clone3 = SeccompFilter::new(BTreeMap::from([(libc::SYS_clone3, Vec::new())]), SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
 
     Ok(vec![denied.try_into()?, clone3.try_into()?])
 }

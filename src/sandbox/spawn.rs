@@ -140,9 +140,15 @@ const STACK_BYTES: usize = 64 * 1024;
 
 /// Runs the child to completion or to the deadline.
 pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
-    let (out_r, out_w) = pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
-    let (err_r, err_w) = pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
-    let null = File::open("/dev/null").map_err(|e| SpawnError { stage: "cannot open /dev/null", error: e, not_runnable: false })?;
+    let (out_r, out_w) =
+        pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
+    let (err_r, err_w) =
+        pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
+    let null = File::open("/dev/null").map_err(|e| SpawnError {
+        stage: "cannot open /dev/null",
+        error: e,
+        not_runnable: false,
+    })?;
     let pid = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
     drop((out_w, err_w, null));
     let cap = spec.max_output;
@@ -170,7 +176,11 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         }
     };
     kill_call(pid);
-    let status = reap(pid).map_err(|e| SpawnError { stage: "cannot wait for the program", error: e, not_runnable: false })?;
+    let status = reap(pid).map_err(|e| SpawnError {
+        stage: "cannot wait for the program",
+        error: e,
+        not_runnable: false,
+    })?;
     let grace = Duration::from_millis(500);
     // Without a PID namespace a process that left the group may still hold the pipes: give up on them after a
     // grace period, and say the output is incomplete.
@@ -192,7 +202,10 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
     CString::new(s.as_bytes()).map_err(|_| SpawnError {
         stage: "cannot pass an argument",
-        error: io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the program, an argument or the environment"),
+        error: io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a NUL byte in the program, an argument or the environment",
+        ),
         not_runnable: false,
     })
 }
@@ -200,8 +213,11 @@ fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
 /// Prepares the child's arguments and clones it; returns its pid once it has exec'd.
 fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError> {
     let program = cstring(spec.program.as_os_str())?;
-    let argv_c: Vec<CString> = std::iter::once(Ok(program.clone())).chain(spec.argv.iter().map(|a| cstring(OsStr::new(a)))).collect::<Result<_, _>>()?;
-    let env_c: Vec<CString> = spec.env.iter().map(|(k, v)| cstring(OsStr::new(&format!("{k}={v}")))).collect::<Result<_, _>>()?;
+    let argv_c: Vec<CString> = std::iter::once(Ok(program.clone()))
+        .chain(spec.argv.iter().map(|a| cstring(OsStr::new(a))))
+        .collect::<Result<_, _>>()?;
+    let env_c: Vec<CString> =
+        spec.env.iter().map(|(k, v)| cstring(OsStr::new(&format!("{k}={v}")))).collect::<Result<_, _>>()?;
     let fail = |stage: &'static str, error: io::Error| SpawnError { stage, error, not_runnable: false };
 
     let mut pidns = false;
@@ -240,7 +256,11 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         if c.applies(LayerName::MountNamespace) {
             mountns = true;
             args.cwd_path = Some(cstring(c.workdir.as_os_str())?);
-            args.mounts = binds(&c.pin, &c.protect).map_err(|e| SpawnError { stage: "cannot pass a path", error: io::Error::new(io::ErrorKind::InvalidInput, e), not_runnable: false })?;
+            args.mounts = binds(&c.pin, &c.protect).map_err(|e| SpawnError {
+                stage: "cannot pass a path",
+                error: io::Error::new(io::ErrorKind::InvalidInput, e),
+                not_runnable: false,
+            })?;
         }
         if c.applies(LayerName::Rlimits) {
             let l = &c.limits;
@@ -254,17 +274,33 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
             ];
         }
         if c.applies(LayerName::ProcessLimit) && !probe.root {
-            args.rlimits.push((libc::RLIMIT_NPROC, libc::rlimit { rlim_cur: c.limits.max_processes as libc::rlim_t, rlim_max: c.limits.max_processes as libc::rlim_t }));
+            args.rlimits.push((
+                libc::RLIMIT_NPROC,
+                libc::rlimit {
+                    rlim_cur: c.limits.max_processes as libc::rlim_t,
+                    rlim_max: c.limits.max_processes as libc::rlim_t,
+                },
+            ));
         }
         if c.applies(LayerName::Capabilities) && probe.cap_eff != 0 {
             args.drop_caps = Some(probe.cap_last);
         }
-        args.nnp = c.applies(LayerName::NoNewPrivs) || c.applies(LayerName::Landlock) || c.applies(LayerName::Seccomp);
-        landlock_fd = super::landlock_rules::build(c, abi).map_err(|e| fail("cannot prepare Landlock", io::Error::other(e)))?;
+        args.nnp = c.applies(LayerName::NoNewPrivs)
+            || c.applies(LayerName::Landlock)
+            || c.applies(LayerName::Seccomp);
+        landlock_fd = super::landlock_rules::build(c, abi)
+            .map_err(|e| fail("cannot prepare Landlock", io::Error::other(e)))?;
         args.landlock = landlock_fd.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
         if c.applies(LayerName::Seccomp) {
-            let p = super::seccomp::programs(&c.network, c.enforces(LayerName::Capabilities)).map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
-            args.filters = p.iter().map(|prog| libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter }).collect();
+            let p = super::seccomp::programs(&c.network, c.enforces(LayerName::Capabilities))
+                .map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
+            args.filters = p
+                .iter()
+                .map(|prog| libc::sock_fprog {
+                    len: prog.len() as u16,
+                    filter: prog.as_ptr() as *mut libc::sock_filter,
+                })
+                .collect();
             programs = Some(p);
         }
     }
@@ -301,14 +337,22 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
     drop(programs);
     drop(landlock_fd);
     if pid < 0 {
-        return Err(fail(if pidns || mountns { "cannot start the call's namespaces" } else { "cannot start the program" }, clone_err));
+        return Err(fail(
+            if pidns || mountns { "cannot start the call's namespaces" } else { "cannot start the program" },
+            clone_err,
+        ));
     }
     let stage = args.stage.load(Ordering::SeqCst);
     if stage != 0 {
         let _ = reap(pid);
         let error = io::Error::from_raw_os_error(args.errno.load(Ordering::SeqCst));
-        let not_runnable = stage == STAGE_EXEC && matches!(error.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied);
-        return Err(SpawnError { stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"), error, not_runnable });
+        let not_runnable = stage == STAGE_EXEC
+            && matches!(error.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied);
+        return Err(SpawnError {
+            stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"),
+            error,
+            not_runnable,
+        });
     }
     Ok(pid)
 }
@@ -327,9 +371,19 @@ fn fd_limit() -> libc::c_int {
 
 /// The bind mounts [`bind_mounts`] makes: each of `pin` on itself, each of `protect` on itself read-only, with
 /// the flags of the mount it sits on.
-pub(crate) fn binds(pin: &[std::path::PathBuf], protect: &[std::path::PathBuf]) -> Result<Vec<(CString, bool, libc::c_ulong)>, String> {
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("the path {} holds a NUL byte", p.display()));
-    pin.iter().map(|p| (p, false)).chain(protect.iter().map(|p| (p, true))).map(|(p, ro)| Ok((c(p)?, ro, mount_flags(p)))).collect()
+pub(crate) fn binds(
+    pin: &[std::path::PathBuf],
+    protect: &[std::path::PathBuf],
+) -> Result<Vec<(CString, bool, libc::c_ulong)>, String> {
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| format!("the path {} holds a NUL byte", p.display()))
+    };
+    pin.iter()
+        .map(|p| (p, false))
+        .chain(protect.iter().map(|p| (p, true)))
+        .map(|(p, ro)| Ok((c(p)?, ro, mount_flags(p))))
+        .collect()
 }
 
 /// The flags of the mount `path` sits on that a read-only bind remount must keep (nosuid, nodev, noexec).
@@ -342,7 +396,14 @@ fn mount_flags(path: &Path) -> libc::c_ulong {
         return 0;
     }
     let mut f = 0;
-    for (st_flag, ms_flag) in [(libc::ST_NOSUID, libc::MS_NOSUID), (libc::ST_NODEV, libc::MS_NODEV), (libc::ST_NOEXEC, libc::MS_NOEXEC), (libc::ST_NOATIME, libc::MS_NOATIME), (libc::ST_NODIRATIME, libc::MS_NODIRATIME), (libc::ST_RELATIME, libc::MS_RELATIME)] {
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
         if st.f_flag & st_flag != 0 {
             f |= ms_flag;
         }
@@ -359,14 +420,29 @@ fn mount_flags(path: &Path) -> libc::c_ulong {
 pub(crate) unsafe fn bind_mounts(mounts: &[(CString, bool, libc::c_ulong)]) -> bool {
     // SAFETY: mount on NUL-terminated paths; the caller's namespace is its own.
     unsafe {
-        if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
             return false;
         }
         for (p, ro, keep) in mounts {
             if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
                 return false;
             }
-            if *ro && libc::mount(std::ptr::null(), p.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep, std::ptr::null()) != 0 {
+            if *ro
+                && libc::mount(
+                    std::ptr::null(),
+                    p.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | keep,
+                    std::ptr::null(),
+                ) != 0
+            {
                 return false;
             }
         }
@@ -393,7 +469,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 continue;
             }
             let mut cur: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut cur) == 0 && (cur.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE) {
+            if libc::sigaction(sig, std::ptr::null(), &mut cur) == 0
+                && (cur.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE)
+            {
                 let mut dfl: libc::sigaction = std::mem::zeroed();
                 dfl.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &dfl, std::ptr::null_mut());
@@ -402,7 +480,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::setpgid(0, 0);
         if let Some((path, value)) = &a.pid_max {
             let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 || libc::write(fd, value.as_ptr() as *const libc::c_void, value.len()) != value.len() as isize {
+            if fd < 0
+                || libc::write(fd, value.as_ptr() as *const libc::c_void, value.len()) != value.len() as isize
+            {
                 return fail(1);
             }
             libc::close(fd);
@@ -433,7 +513,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                     return fail(6);
                 }
             }
-            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
+                != 0
+            {
                 return fail(6);
             }
             if libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0) != 0 {
@@ -452,7 +534,13 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             return fail(8);
         }
         for f in &a.filters {
-            if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0u32, f as *const libc::sock_fprog) != 0 {
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0u32,
+                f as *const libc::sock_fprog,
+            ) != 0
+            {
                 return fail(9);
             }
         }

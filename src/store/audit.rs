@@ -27,11 +27,13 @@ const AUDIT: &str = "audit.log";
 impl Store {
     /// Appends one line under the store lock, in a single write.
     pub fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(rec).map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
+        let mut line = serde_json::to_string(rec)
+            .map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
         line.push('\n');
         let _lock = self.lock()?;
         let p = self.path(AUDIT);
-        let mut f = OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
+        let mut f =
+            OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
         f.write_all(line.as_bytes()).map_err(|e| StoreError::io(&p, &e))?;
         f.sync_data().map_err(|e| StoreError::io(&p, &e))
     }
@@ -48,7 +50,10 @@ impl Store {
             .filter(|l| !l.trim().is_empty())
             .enumerate()
             .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| StoreError::Corrupt { path: format!("{} line {}", p.display(), i + 1), reason: e.to_string() })
+                serde_json::from_str(l).map_err(|e| StoreError::Corrupt {
+                    path: format!("{} line {}", p.display(), i + 1),
+                    reason: e.to_string(),
+                })
             })
             .collect()
     }

@@ -161,7 +161,12 @@ impl Store {
 
     /// Grants (`allow = true`) or takes back network kinds for pack `id` (every kind when `kinds` is empty and
     /// `allow` is false); returns the pack's kinds after the change.
-    pub fn edit_network(&self, id: &str, kinds: &[crate::pack::NetKind], allow: bool) -> Result<Vec<crate::pack::NetKind>, StoreError> {
+    pub fn edit_network(
+        &self,
+        id: &str,
+        kinds: &[crate::pack::NetKind],
+        allow: bool,
+    ) -> Result<Vec<crate::pack::NetKind>, StoreError> {
         if !crate::naming::is_pack_id(id) {
             return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
         }

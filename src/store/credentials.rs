@@ -12,7 +12,13 @@ type Fields = BTreeMap<String, String>;
 impl Store {
     /// Stores `field` of `family`: the family's shared file (`local` Binding), or one Principal's file
     /// (`user` Binding) when `principal` is given.
-    pub fn credential_set(&self, family: &str, principal: Option<&str>, field: &str, value: &str) -> Result<(), StoreError> {
+    pub fn credential_set(
+        &self,
+        family: &str,
+        principal: Option<&str>,
+        field: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
         check(family, Some(field))?;
         check_principal(principal)?;
         if value.is_empty() {
@@ -34,7 +40,12 @@ impl Store {
     }
 
     /// Removes one field, or the whole family.
-    pub fn credential_rm(&self, family: &str, principal: Option<&str>, field: Option<&str>) -> Result<(), StoreError> {
+    pub fn credential_rm(
+        &self,
+        family: &str,
+        principal: Option<&str>,
+        field: Option<&str>,
+    ) -> Result<(), StoreError> {
         check(family, field)?;
         check_principal(principal)?;
         let _lock = self.lock()?;
@@ -86,18 +97,24 @@ pub fn credential_file(family: &str, principal: Option<&str>) -> String {
 
 fn check_principal(principal: Option<&str>) -> Result<(), StoreError> {
     match principal {
-        Some(p) if !is_arg_name(p) => Err(StoreError::Refused(format!("{p:?} is not a principal id this hub can hold; use letters, digits, `_` and `-`"))),
+        Some(p) if !is_arg_name(p) => Err(StoreError::Refused(format!(
+            "{p:?} is not a principal id this hub can hold; use letters, digits, `_` and `-`"
+        ))),
         _ => Ok(()),
     }
 }
 
 fn check(family: &str, field: Option<&str>) -> Result<(), StoreError> {
     if !is_pack_id(family) {
-        return Err(StoreError::Refused(format!("{family:?} is not a family name; families are lower-case words like \"ledger\"")));
+        return Err(StoreError::Refused(format!(
+            "{family:?} is not a family name; families are lower-case words like \"ledger\""
+        )));
     }
     if let Some(f) = field {
         if !is_arg_name(f) {
-            return Err(StoreError::Refused(format!("{f:?} is not a field name; use letters, digits and `_`, like \"token\"")));
+            return Err(StoreError::Refused(format!(
+                "{f:?} is not a field name; use letters, digits and `_`, like \"token\""
+            )));
         }
     }
     Ok(())
@@ -126,7 +143,12 @@ impl Store {
     }
 
     /// Allows (`allow = true`) or stops packs from using `family`; returns the packs allowed after the change.
-    pub fn edit_family(&self, family: &str, packs: &[String], allow: bool) -> Result<Vec<String>, StoreError> {
+    pub fn edit_family(
+        &self,
+        family: &str,
+        packs: &[String],
+        allow: bool,
+    ) -> Result<Vec<String>, StoreError> {
         check(family, None)?;
         for p in packs {
             if !is_pack_id(p) {

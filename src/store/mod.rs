@@ -9,10 +9,10 @@ pub mod packs;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::any::Any;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -45,8 +45,11 @@ pub struct Store {
 /// Each entry holds the typed value, so a hit costs one `stat` and a reference count, not a parse.
 #[derive(Default)]
 struct ReadCache {
-    files: std::sync::Mutex<std::collections::HashMap<String, (FileKey, Arc<dyn Any + Send + Sync>)>>,
+    files: std::sync::Mutex<std::collections::HashMap<String, CachedFile>>,
 }
+
+/// One cached file: the identity it was read at, and its parsed value.
+type CachedFile = (FileKey, Arc<dyn Any + Send + Sync>);
 
 impl std::fmt::Debug for ReadCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,13 +101,21 @@ impl Store {
     /// Takes the store's exclusive lock (blocking).
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
         let p = self.path(".lock");
-        let file = OpenOptions::new().create(true).truncate(false).write(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .map_err(|e| StoreError::io(&p, &e))?;
         file.lock().map_err(|e| StoreError::io(&p, &e))?;
         Ok(StoreLock { _file: file })
     }
 
     /// Reads a JSON file of the store through the read cache; `None` when it does not exist.
-    pub fn read_json_cached<T: DeserializeOwned + Send + Sync + 'static>(&self, rel: &str) -> Result<Option<Arc<T>>, StoreError> {
+    pub fn read_json_cached<T: DeserializeOwned + Send + Sync + 'static>(
+        &self,
+        rel: &str,
+    ) -> Result<Option<Arc<T>>, StoreError> {
         let p = self.path(rel);
         let meta = match fs::metadata(&p) {
             Ok(m) => m,
@@ -112,7 +123,12 @@ impl Store {
             Err(e) => return Err(StoreError::io(&p, &e)),
         };
         let key = file_key(&meta);
-        let hit = self.cache.files.lock().ok().and_then(|m| m.get(rel).filter(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+        let hit = self
+            .cache
+            .files
+            .lock()
+            .ok()
+            .and_then(|m| m.get(rel).filter(|(k, _)| *k == key).map(|(_, v)| v.clone()));
         if let Some(v) = hit.and_then(|v| v.downcast::<T>().ok()) {
             return Ok(Some(v));
         }

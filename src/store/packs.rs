@@ -86,7 +86,10 @@ pub fn pack_files_digest(dir: &Path) -> String {
             h.update(if t.is_symlink() { b"l" } else { b"o" });
             continue;
         }
-        let opened = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(dir.join(&rel));
+        let opened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(dir.join(&rel));
         let Ok(mut f) = opened else {
             h.update(b"?");
             continue;
@@ -176,7 +179,9 @@ impl Store {
             )));
         }
         Pack::load(&dir).map(Some).map_err(|e| {
-            StoreError::Refused(format!("installed pack {id} no longer loads ({e}); reinstall it with `hcpx install DIR`"))
+            StoreError::Refused(format!(
+                "installed pack {id} no longer loads ({e}); reinstall it with `hcpx install DIR`"
+            ))
         })
     }
 
@@ -202,7 +207,11 @@ impl Store {
             Ok(r) if r.ok && r.pack_id.as_deref() == Some(id.as_str()) => {}
             Ok(r) if r.ok => {
                 let _ = fs::remove_dir_all(&staged);
-                return Err(StoreError::Refused(format!("pack {} changed while it was being installed; install it again", src.display())).into());
+                return Err(StoreError::Refused(format!(
+                    "pack {} changed while it was being installed; install it again",
+                    src.display()
+                ))
+                .into());
             }
             Ok(r) => {
                 let _ = fs::remove_dir_all(&staged);
@@ -251,7 +260,9 @@ impl Store {
             }
         }
         let component_sha256 = match Pack::load(&target).map(|p| p.component) {
-            Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::adapter::composite::sha256_hex(&b)),
+            Ok(Some(rel)) => {
+                fs::read(target.join(rel)).ok().map(|b| crate::adapter::composite::sha256_hex(&b))
+            }
             _ => None,
         };
         state.packs.insert(
@@ -312,7 +323,9 @@ fn check_id(id: &str) -> Result<(), StoreError> {
     if is_pack_id(id) {
         Ok(())
     } else {
-        Err(StoreError::Refused(format!("{id:?} is not a pack id; pack ids are lower-case words like \"ledger\"")))
+        Err(StoreError::Refused(format!(
+            "{id:?} is not a pack id; pack ids are lower-case words like \"ledger\""
+        )))
     }
 }
 
@@ -344,11 +357,16 @@ fn copy_dir(root: &Dir, rel: &Path, dst: &Path, budget: &mut (usize, u64)) -> Re
         }
         let path = rel.join(&name);
         budget.0 = budget.0.checked_sub(1).ok_or_else(|| {
-            StoreError::Refused(format!("the pack holds more than {MAX_PACK_ENTRIES} files; a pack is a few small files"))
+            StoreError::Refused(format!(
+                "the pack holds more than {MAX_PACK_ENTRIES} files; a pack is a few small files"
+            ))
         })?;
         // Follows links, but only while they stay inside the pack.
         let meta = root.metadata(&path).map_err(|_| {
-            StoreError::Refused(format!("{} is a link that leads out of the pack; replace it with the file itself", path.display()))
+            StoreError::Refused(format!(
+                "{} is a link that leads out of the pack; replace it with the file itself",
+                path.display()
+            ))
         })?;
         if meta.is_dir() {
             copy_dir(root, &path, dst, budget)?;
@@ -365,7 +383,8 @@ fn copy_dir(root: &Dir, rel: &Path, dst: &Path, budget: &mut (usize, u64)) -> Re
             use cap_std::fs::PermissionsExt as _;
             use std::os::unix::fs::PermissionsExt;
             let mode = meta.permissions().mode() & 0o755;
-            fs::set_permissions(&target, fs::Permissions::from_mode(mode)).map_err(|e| StoreError::io(&target, &e))?;
+            fs::set_permissions(&target, fs::Permissions::from_mode(mode))
+                .map_err(|e| StoreError::io(&target, &e))?;
         }
     }
     Ok(())

@@ -58,7 +58,10 @@ fn k_v_converts_to_the_schema_type() {
     let p = typed_pack(&t);
     let spec = &p.command("put").unwrap().args;
     let a = spec
-        .parse_words("p.put", &words(&["n=3", "x=2.5", "b=true", "s=007", "either=12", "list:=[\"a\",\"b\"]", "confirm=true"]))
+        .parse_words(
+            "p.put",
+            &words(&["n=3", "x=2.5", "b=true", "s=007", "either=12", "list:=[\"a\",\"b\"]", "confirm=true"]),
+        )
         .unwrap();
     assert_eq!(
         Value::Object(a),
@@ -82,11 +85,20 @@ fn k_v_converts_to_the_schema_type() {
 fn unknown_and_missing_arguments_are_named() {
     let p = ledger();
     let transfer = p.command("transfer").unwrap();
-    let err = transfer.args.check("ledger.transfer", json!({ "amount": "1", "payee": "x", "amont": "2" }).as_object().unwrap()).unwrap_err();
+    let err = transfer
+        .args
+        .check("ledger.transfer", json!({ "amount": "1", "payee": "x", "amont": "2" }).as_object().unwrap())
+        .unwrap_err();
     assert_eq!(err.0, "unknown argument `amont` for ledger.transfer; it takes amount, payee, memo");
-    let err = transfer.args.check("ledger.transfer", json!({ "payee": "x" }).as_object().unwrap()).unwrap_err();
+    let err =
+        transfer.args.check("ledger.transfer", json!({ "payee": "x" }).as_object().unwrap()).unwrap_err();
     assert_eq!(err.0, "missing required argument `amount` (e.g. amount=2.80) for ledger.transfer");
-    let err = p.command("list").unwrap().args.check("ledger.list", json!({ "limit": 3 }).as_object().unwrap()).unwrap_err();
+    let err = p
+        .command("list")
+        .unwrap()
+        .args
+        .check("ledger.list", json!({ "limit": 3 }).as_object().unwrap())
+        .unwrap_err();
     assert_eq!(err.0, "unknown argument `limit` for ledger.list; it takes no arguments");
 }
 
@@ -107,7 +119,10 @@ fn confirm_apply_and_mock_are_always_accepted() {
     let list = p.command("list").unwrap();
     let c = list.args.check("ledger.list", json!({ "confirm": true }).as_object().unwrap()).unwrap();
     assert!(c.confirmed && !c.mock && c.values.is_empty());
-    let c = list.args.check("ledger.list", json!({ "apply": true, "mode": "mock" }).as_object().unwrap()).unwrap();
+    let c = list
+        .args
+        .check("ledger.list", json!({ "apply": true, "mode": "mock" }).as_object().unwrap())
+        .unwrap();
     assert!(c.confirmed && c.mock);
     let c = list.args.check("ledger.list", json!({ "confirm": false }).as_object().unwrap()).unwrap();
     assert!(!c.confirmed);
@@ -122,7 +137,8 @@ fn an_args_schema_is_compiled_once_and_reused() {
     let p = transit();
     let plan = p.command("plan").unwrap();
     for i in 0..100 {
-        let a: Map<String, Value> = json!({ "from": format!("S{i}"), "to": "B" }).as_object().cloned().unwrap();
+        let a: Map<String, Value> =
+            json!({ "from": format!("S{i}"), "to": "B" }).as_object().cloned().unwrap();
         assert!(plan.args.check("transit.plan", &a).is_ok());
     }
     assert_eq!(plan.args.required(), ["from", "to"]);
@@ -135,23 +151,48 @@ fn an_args_schema_is_compiled_once_and_reused() {
 fn simple_schemas_validate_exactly_as_json_schema_does() {
     use hcpx::args::ArgSpec;
     let values = [
-        json!("x"), json!(""), json!("-1"), json!(0), json!(-1), json!(1), json!(1.0), json!(-0.0), json!(1.5), json!(1e20),
-        json!(1.5e300), json!(u64::MAX), json!(i64::MIN), json!(true), json!(false), Value::Null, json!([]), json!([1]), json!({}),
+        json!("x"),
+        json!(""),
+        json!("-1"),
+        json!(0),
+        json!(-1),
+        json!(1),
+        json!(1.0),
+        json!(-0.0),
+        json!(1.5),
+        json!(1e20),
+        json!(1.5e300),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(true),
+        json!(false),
+        Value::Null,
+        json!([]),
+        json!([1]),
+        json!({}),
         json!({ "a": 1 }),
     ];
     for t in ["string", "integer", "number", "boolean"] {
         let simple = json!({ "type": "object", "properties": { "v": { "type": t, "description": "d.", "examples": [], "x-position": 0 } } });
         let mut full = simple.clone();
         full["additionalProperties"] = json!(true); // no constraint, but not a simple schema: compiled by jsonschema
-        let (simple, full) = (ArgSpec::compile(Some(&simple)).unwrap(), ArgSpec::compile(Some(&full)).unwrap());
+        let (simple, full) =
+            (ArgSpec::compile(Some(&simple)).unwrap(), ArgSpec::compile(Some(&full)).unwrap());
         for v in &values {
             let args = json!({ "v": v }).as_object().cloned().unwrap();
             let (a, b) = (simple.check("p.c", &args), full.check("p.c", &args));
-            assert_eq!(a.as_ref().map_err(|e| &e.0).map(|c| &c.values), b.as_ref().map_err(|e| &e.0).map(|c| &c.values), "type {t}, value {v}");
+            assert_eq!(
+                a.as_ref().map_err(|e| &e.0).map(|c| &c.values),
+                b.as_ref().map_err(|e| &e.0).map(|c| &c.values),
+                "type {t}, value {v}"
+            );
         }
     }
     // A malformed simple-looking schema is still refused at load, by the meta-schema.
-    for bad in [json!({ "properties": { "v": { "type": "strng" } } }), json!({ "properties": { "v": { "type": "string", "description": 5 } } })] {
+    for bad in [
+        json!({ "properties": { "v": { "type": "strng" } } }),
+        json!({ "properties": { "v": { "type": "string", "description": 5 } } }),
+    ] {
         assert!(ArgSpec::compile(Some(&bad)).is_err(), "{bad}");
     }
 }

@@ -56,9 +56,11 @@ fn a_pack_that_rewrites_its_own_files_is_refused() {
 fn credential_files_are_private_from_the_start() {
     use std::os::unix::fs::PermissionsExt;
     let h = Home::new();
-    let set = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "token"], &[], Some("abcdefgh"));
+    let set =
+        crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "token"], &[], Some("abcdefgh"));
     assert_eq!(set.status.code(), Some(0));
-    let _ = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "other"], &[], Some("ijklmnop"));
+    let _ =
+        crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "fam", "other"], &[], Some("ijklmnop"));
     let rm = h.run(&["credential", "rm", "fam", "other"]);
     assert_eq!(rm.status.code(), Some(0));
     let mode = fs::metadata(h.store().join("credentials/fam.json")).unwrap().permissions().mode() & 0o777;
@@ -74,7 +76,8 @@ fn overlapping_secrets_are_redacted_whole() {
     f.files[0].1 = "#!/bin/sh\necho \"$B $A\"\nprintf %s \"$A\" | head -c 6 >&2\n".into();
     h.install(&f, "probe");
     for (field, value) in [("short", "abcd1234"), ("long", "abcd1234-and-more")] {
-        let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", field], &[], Some(value));
+        let out =
+            crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", field], &[], Some(value));
         assert_eq!(out.status.code(), Some(0));
     }
     let (rc, out) = h.exec("probe", "look", &[]);
@@ -148,7 +151,12 @@ fn user_bindings_are_per_principal() {
     f.files[0].1 = "#!/bin/sh\necho \"token=$PROBE_TOKEN\"\n".into();
     h.install(&f, "probe");
     // Another Principal's credential is not this one's.
-    let set = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--principal", "alice"], &[], Some("alice-secret"));
+    let set = crate::helpers::hcpx_with(
+        h.t.path(),
+        &["credential", "set", "probe", "token", "--principal", "alice"],
+        &[],
+        Some("alice-secret"),
+    );
     assert_eq!(set.status.code(), Some(0));
     let (_, out) = h.exec_env("probe", "look", &[], &[("USER", "bob")]);
     assert_eq!(out["code"], "binding_failed", "{out}");
@@ -156,7 +164,12 @@ fn user_bindings_are_per_principal() {
     assert_eq!(rc, 0, "{out}");
     assert_eq!(out["stdout"], "token=[redacted]\n");
     assert!(h.store().join("credentials/probe/alice.json").exists());
-    let bad = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--principal", "../x"], &[], Some("v"));
+    let bad = crate::helpers::hcpx_with(
+        h.t.path(),
+        &["credential", "set", "probe", "token", "--principal", "../x"],
+        &[],
+        Some("v"),
+    );
     assert_eq!(bad.status.code(), Some(1));
 }
 
@@ -170,7 +183,8 @@ fn a_secret_printed_encoded_is_redacted_too() {
     f.files[0].1 = "#!/bin/sh\nprintf %s \"$TOKEN\" | base64\necho \"x$TOKEN\" | base64 -w0; echo\nprintf %s \"$TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo\nprintf 'q=%s\\n' 'ghp%2Fsecret%20value-42' >&2\n".into();
     h.install(&f, "probe");
     let secret = "ghp/secret value-42";
-    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token"], &[], Some(secret));
+    let out =
+        crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token"], &[], Some(secret));
     assert_eq!(out.status.code(), Some(0));
     let (_, v) = h.exec("probe", "look", &[]);
     let printed = format!("{} {}", v["stdout"].as_str().unwrap(), v["stderr"].as_str().unwrap());
@@ -190,14 +204,26 @@ fn control_characters_never_reach_the_terminal() {
     f.files[0].1 = "#!/bin/sh\nprintf 'safe\\033]52;c;cm0gLXJmIH4=\\007 \\033[2A\\rover\\n'\n".into();
     h.install(&f, "probe");
     let out = h.run(&["exec", "probe", "look"]);
-    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !out.stdout.contains(&b'\r'), "{:?}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("safe\\x1b]52;c;"), "shown escaped: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07) && !out.stdout.contains(&b'\r'),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("safe\\x1b]52;c;"),
+        "shown escaped: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // The same through a caller's argument in a title, and an error.
     let demo = Fixture::wrap();
     h.install(&demo, "demo");
     let evil = "i-1\u{1b}]0;pwned\u{7}";
     let out = h.run(&["title", "demo", "show", "--", &format!("id={evil}")]);
-    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = h.run(&["exec", "nope\u{1b}[2J", "look"]);
     assert!(!out.stderr.contains(&0x1b), "{:?}", String::from_utf8_lossy(&out.stderr));
     // JSON stays JSON: serde escapes them.
@@ -217,7 +243,8 @@ fn a_value_after_a_flag_that_takes_none_cannot_become_an_option() {
     fs::create_dir_all(&proj).unwrap();
     fs::write(proj.join("x.json"), "{\"a\":1}").unwrap();
     for bad in ["path=-h", "path=--run-tests", "path=-5"] {
-        let (rc, v) = h.exec_env("jq", "keys", &["file=x.json", bad], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
+        let (rc, v) =
+            h.exec_env("jq", "keys", &["file=x.json", bad], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
         assert_eq!((rc, v["code"].as_str()), (1, Some("invalid_args")), "{bad}: {v}");
     }
     let (rc, v) = h.exec_env("jq", "keys", &["file=x.json"], &[("HCP_PROJECT_DIR", proj.to_str().unwrap())]);
@@ -227,7 +254,12 @@ fn a_value_after_a_flag_that_takes_none_cannot_become_an_option() {
 #[test]
 fn a_pack_gets_no_credentials_of_a_family_it_was_not_allowed() {
     let h = Home::new();
-    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "ledger", "token"], &[], Some("ledger-secret-123"));
+    let out = crate::helpers::hcpx_with(
+        h.t.path(),
+        &["credential", "set", "ledger", "token"],
+        &[],
+        Some("ledger-secret-123"),
+    );
     assert_eq!(out.status.code(), Some(0));
     // Another pack names the ledger family to be handed its token.
     let mut f = probe_fixture(&h.marker);
@@ -239,7 +271,11 @@ fn a_pack_gets_no_credentials_of_a_family_it_was_not_allowed() {
     let dir = f.write(&src);
     let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
     let v = stdout_json(&out);
-    assert_eq!(v["credential_family"], json!({ "family": "ledger", "allowed": false, "packs": ["ledger"] }), "install says who holds it: {v}");
+    assert_eq!(
+        v["credential_family"],
+        json!({ "family": "ledger", "allowed": false, "packs": ["ledger"] }),
+        "install says who holds it: {v}"
+    );
     assert_eq!(h.run(&["activate", "probe"]).status.code(), Some(0));
     let (rc, v) = h.exec("probe", "look", &[]);
     assert_eq!((rc, v["code"].as_str()), (1, Some("binding_failed")), "{v}");
@@ -263,13 +299,25 @@ fn a_user_binding_mint_error_names_the_principal() {
     h.install(&f, "probe");
     let (_, v) = h.exec_env("probe", "look", &[], &[("USER", "alice")]);
     assert_eq!(v["code"], "binding_failed", "{v}");
-    assert!(v["error"].as_str().unwrap().contains("hcpx credential set probe token --principal alice"), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("hcpx credential set probe token --principal alice"),
+        "{v}"
+    );
     // A family only user-mode packs use is stored for the local Principal when none is named.
-    let out = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token", "--json"], &[("USER", "alice")], Some("alices-token-1"));
+    let out = crate::helpers::hcpx_with(
+        h.t.path(),
+        &["credential", "set", "probe", "token", "--json"],
+        &[("USER", "alice")],
+        Some("alices-token-1"),
+    );
     assert_eq!(stdout_json(&out)["principal"], "alice");
     let (rc, v) = h.exec_env("probe", "look", &[], &[("USER", "alice")]);
     assert_eq!(rc, 0, "{v}");
-    assert_eq!(h.exec_env("probe", "look", &[], &[("USER", "bob")]).1["code"], "binding_failed", "bob never gets alice's token");
+    assert_eq!(
+        h.exec_env("probe", "look", &[], &[("USER", "bob")]).1["code"],
+        "binding_failed",
+        "bob never gets alice's token"
+    );
 }
 
 #[test]

@@ -93,12 +93,20 @@ fn expected(errors: u64, warnings: u64, strict: bool) -> (u64, char, i32) {
     if errors > 0 && grade < 'D' {
         grade = 'D';
     }
-    let exit = if errors > 0 || (strict && warnings > 0) { 1 } else if warnings > 0 { 2 } else { 0 };
+    let exit = if errors > 0 || (strict && warnings > 0) {
+        1
+    } else if warnings > 0 {
+        2
+    } else {
+        0
+    };
     (score, grade, exit)
 }
 
 fn assert_consistent(report: &Value, exit: i32, strict: bool) {
-    let count = |sev: &str| report["findings"].as_array().unwrap().iter().filter(|f| f["severity"] == sev).count() as u64;
+    let count = |sev: &str| {
+        report["findings"].as_array().unwrap().iter().filter(|f| f["severity"] == sev).count() as u64
+    };
     let (errors, warnings) = (count("error"), count("warning"));
     let (score, grade, code) = expected(errors, warnings, strict);
     assert_eq!(report["errors"], errors);
@@ -123,23 +131,34 @@ fn the_base_fixture_is_clean_under_probe_and_strict() {
 fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
     let dir = repo().join("tests/fixtures/check/rules");
     let ids: BTreeSet<String> = hcpx::check::RULES.iter().map(|r| r.id.to_string()).collect();
-    let files: BTreeSet<String> =
-        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".json").to_string()).collect();
+    let files: BTreeSet<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".json").to_string())
+        .collect();
     assert_eq!(ids, files, "one fixture per rule, and no fixture without a rule");
     assert!(ids.len() >= 60, "about 60 rules: {}", ids.len());
     let mut failures = Vec::new();
     for id in &ids {
-        let fixture: Value = serde_json::from_str(&fs::read_to_string(dir.join(format!("{id}.json"))).unwrap()).unwrap();
+        let fixture: Value =
+            serde_json::from_str(&fs::read_to_string(dir.join(format!("{id}.json"))).unwrap()).unwrap();
         let t = TestDir::new();
         let (pack, args) = apply(&fixture, t.path());
         let mut argv: Vec<&str> = vec!["check", pack.to_str().unwrap(), "--json"];
         argv.extend(args.iter().map(String::as_str));
         let out = hcpx(t.path(), &argv);
         let report = stdout_json(&out);
-        let found: BTreeSet<String> =
-            report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect();
+        let found: BTreeSet<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect();
         if found != BTreeSet::from([id.clone()]) {
-            failures.push(format!("{id} ({}): found {found:?}\n{}", fixture["about"], serde_json::to_string_pretty(&report["findings"]).unwrap()));
+            failures.push(format!(
+                "{id} ({}): found {found:?}\n{}",
+                fixture["about"],
+                serde_json::to_string_pretty(&report["findings"]).unwrap()
+            ));
             continue;
         }
         let rule = hcpx::check::RULES.iter().find(|r| r.id == id).unwrap();
@@ -147,7 +166,10 @@ fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
             assert_eq!(f["severity"], rule.severity.as_str(), "{id}");
             assert_eq!(f["category"], rule.category.as_str(), "{id}");
             assert_eq!(f["docs"], format!("docs/rules.md#{}", id.to_lowercase()));
-            assert!(!f["fix"].as_str().unwrap().is_empty() && !f["message"].as_str().unwrap().is_empty(), "{id}: {f}");
+            assert!(
+                !f["fix"].as_str().unwrap().is_empty() && !f["message"].as_str().unwrap().is_empty(),
+                "{id}: {f}"
+            );
         }
         assert_consistent(&report, out.status.code().unwrap(), false);
         // --strict turns warnings into failure, never notes.
@@ -163,9 +185,14 @@ fn lint_failures_are_l_findings_and_stop_the_other_layers() {
     let t = TestDir::new();
     let pack = t.join("pack");
     copy_tree(&base(), &pack);
-    fs::write(pack.join("policy.json"), r#"{ "surface_id": "notes", "verbs": { "list": { "operation": "read", "confrim": true } } }"#).unwrap();
+    fs::write(
+        pack.join("policy.json"),
+        r#"{ "surface_id": "notes", "verbs": { "list": { "operation": "read", "confrim": true } } }"#,
+    )
+    .unwrap();
     let (exit, report) = check(&t, &pack, &["--probe"]);
-    let ids: BTreeSet<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    let ids: BTreeSet<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert!(ids.iter().all(|i| i.starts_with("L-")), "{report}");
     assert!(ids.contains("L-unknown_field"), "{report}");
     assert!(report.get("probes").is_none(), "no probe runs on a pack that fails lint");
@@ -186,7 +213,11 @@ fn logging_pack(t: &TestDir) -> PathBuf {
     let grant = json!({ "packs": { "notes": { "write": [t.join("marks")] } } });
     fs::write(t.join("hcp-home/sandbox.json"), grant.to_string()).unwrap();
     let log = t.join("marks/calls.log");
-    let script = fs::read_to_string(pack.join("bin/notes")).unwrap().replacen("case", &format!("echo \"$*\" >> {}\ncase", log.display()), 1);
+    let script = fs::read_to_string(pack.join("bin/notes")).unwrap().replacen(
+        "case",
+        &format!("echo \"$*\" >> {}\ncase", log.display()),
+        1,
+    );
     fs::write(pack.join("bin/notes"), script).unwrap();
     pack
 }
@@ -199,11 +230,18 @@ fn probes_never_run_a_write_and_reach_reads_with_arguments() {
     assert_eq!(exit, 0, "{report}");
     let calls = fs::read_to_string(t.join("marks/calls.log")).unwrap();
     assert!(!calls.contains("remove"), "a probe ran a write: {calls}");
-    assert!(calls.contains("show n1"), "the first eval case that expects success supplies show's arguments: {calls}");
+    assert!(
+        calls.contains("show n1"),
+        "the first eval case that expects success supplies show's arguments: {calls}"
+    );
     let probes = report["probes"].as_array().unwrap();
     assert_eq!(probes.iter().map(|p| p["verb"].as_str().unwrap()).collect::<Vec<_>>(), ["list", "show"]);
     for p in probes {
-        assert_eq!((p["exit_code"].as_i64(), p["json"].as_bool(), p["ran"].as_bool()), (Some(0), Some(true), Some(true)), "{p}");
+        assert_eq!(
+            (p["exit_code"].as_i64(), p["json"].as_bool(), p["ran"].as_bool()),
+            (Some(0), Some(true), Some(true)),
+            "{p}"
+        );
         assert!(p["tokens"].as_u64().unwrap() > 0 && p["ms"].is_u64(), "{p}");
     }
     // Without --probe nothing but the eval layer runs the CLI, and the report says the probe layer was skipped.
@@ -219,9 +257,14 @@ fn project_mode_probes_run_in_the_callers_directory() {
     let pack = t.join("pack");
     copy_tree(&base(), &pack);
     // `list` reads a file only the project holds, and tries to write one there.
-    let notes = fs::read_to_string(pack.join("bin/notes")).unwrap().replacen("list) ", "list) echo read > last-read.txt; cat here.json; exit $? ;; unused) ", 1);
+    let notes = fs::read_to_string(pack.join("bin/notes")).unwrap().replacen(
+        "list) ",
+        "list) echo read > last-read.txt; cat here.json; exit $? ;; unused) ",
+        1,
+    );
     fs::write(pack.join("bin/notes"), notes).unwrap();
-    let mut surface: Value = serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    let mut surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
     surface["wrap"]["workspace"] = json!({ "mode": "project" });
     fs::write(pack.join("surface.json"), surface.to_string()).unwrap();
     let project = t.join("project");
@@ -236,10 +279,16 @@ fn project_mode_probes_run_in_the_callers_directory() {
         .unwrap();
     let report = stdout_json(&out);
     let list = report["probes"].as_array().unwrap().iter().find(|p| p["verb"] == "list").cloned().unwrap();
-    assert_eq!(list["exit_code"], 0, "the probe ran in the directory check started from (it read here.json): {report}");
+    assert_eq!(
+        list["exit_code"], 0,
+        "the probe ran in the directory check started from (it read here.json): {report}"
+    );
     let canonical = fs::canonicalize(&project).unwrap();
     let ran_in = report["ran_in"].as_str().unwrap();
-    assert!(ran_in.contains(&canonical.display().to_string()) || ran_in.contains(&project.display().to_string()), "check says where probes run: {report}");
+    assert!(
+        ran_in.contains(&canonical.display().to_string()) || ran_in.contains(&project.display().to_string()),
+        "check says where probes run: {report}"
+    );
     if !crate::escape::layer("landlock") {
         return;
     }
@@ -257,9 +306,11 @@ fn the_eval_and_probe_layers_report_failures_timeouts_text_and_budget() {
     let script = "#!/bin/sh\ncase \"$1\" in\n  list) echo 'n1 First note' ;;\n  show) sleep 30 ;;\n  remove) echo '{}' ;;\nesac\n";
     fs::write(pack.join("bin/notes"), script).unwrap();
     let (exit, report) = check(&t, &pack, &["--probe", "--timeout", "800"]);
-    let ids: BTreeSet<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    let ids: BTreeSet<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert_eq!(ids, BTreeSet::from(["R002", "R006", "E005"]), "{report}");
-    let reasons: Vec<&str> = report["evals"]["cases"].as_array().unwrap().iter().filter_map(|c| c["reason"].as_str()).collect();
+    let reasons: Vec<&str> =
+        report["evals"]["cases"].as_array().unwrap().iter().filter_map(|c| c["reason"].as_str()).collect();
     assert!(reasons.iter().any(|r| r.contains("expected JSON output")), "{reasons:?}");
     assert!(reasons.iter().any(|r| r.contains("timed out")), "{reasons:?}");
     assert!(report["evals"]["p95_ms"].as_u64().unwrap() >= report["evals"]["p50_ms"].as_u64().unwrap());
@@ -268,7 +319,8 @@ fn the_eval_and_probe_layers_report_failures_timeouts_text_and_budget() {
     let flood = "#!/bin/sh\ncase \"$1\" in\n  list) printf '[\"n1\",\"'; head -c 120000 /dev/zero | tr '\\0' a; printf '\"]\\n' ;;\n  show) echo '{\"body\":\"Hello\"}' ;;\nesac\n";
     fs::write(pack.join("bin/notes"), flood).unwrap();
     let (_, report) = check(&t, &pack, &["--probe"]);
-    let ids: BTreeSet<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    let ids: BTreeSet<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     assert_eq!(ids, BTreeSet::from(["R003", "E005"]), "{report}");
     assert!(report["evals"]["cases"][0]["reason"].as_str().unwrap().contains("max_tokens"), "{report}");
 }
@@ -279,11 +331,13 @@ fn init_evals_writes_the_starter_file_once_and_never_overwrites() {
     let pack = t.join("pack");
     copy_tree(&base(), &pack);
     fs::remove_file(pack.join("hcp.eval.json")).unwrap();
-    let mut surface: Value = serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    let mut surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
     surface["verbs"]["remove"]["args"]["properties"]["note"].as_object_mut().unwrap().remove("examples");
     fs::write(pack.join("surface.json"), surface.to_string()).unwrap();
     let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--init-evals", "--json"]);
-    let written: Value = serde_json::from_str(&fs::read_to_string(pack.join("hcp.eval.json")).unwrap()).unwrap();
+    let written: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("hcp.eval.json")).unwrap()).unwrap();
     assert_eq!(
         written,
         json!({ "cases": [
@@ -294,7 +348,8 @@ fn init_evals_writes_the_starter_file_once_and_never_overwrites() {
     );
     // The check then runs the new cases: the TODO case fails without running (E005).
     let report = stdout_json(&out);
-    let e005: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "E005").collect();
+    let e005: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "E005").collect();
     assert_eq!(e005.len(), 1, "{report}");
     assert!(e005[0]["message"].as_str().unwrap().contains("TODO"), "{report}");
     assert_eq!(report["evals"]["cases"][2]["ran"], false);
@@ -330,7 +385,8 @@ fn wrap_scaffolds_a_pack_that_m018_flags_and_the_check_loop_takes_to_90() {
     let v = stdout_json(&out);
     assert_eq!(v["scaffold"]["commands"], json!(["list", "show", "add"]));
     let pack = t.join("tasks");
-    let surface: Value = serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
     assert_eq!(surface["wrap"]["workspace"]["mode"], "project");
     assert_eq!(surface["wrap"]["bin"], "tasks");
     // Never over an existing pack.
@@ -343,7 +399,10 @@ fn wrap_scaffolds_a_pack_that_m018_flags_and_the_check_loop_takes_to_90() {
     assert_eq!(out.status.code(), Some(1), "{md}");
     assert!(md.starts_with("# hcpx check: tasks\n\nScore "), "{md}");
     assert!(md.contains("\n## Fix now (errors)\n\n1. **surface.json `/verbs`** (M018): 3 command(s) still carry the scaffold template"), "{md}");
-    assert!(md.contains("   Do: Replace the template commands with 5 to 12 real commands from \"tasks --help\""), "{md}");
+    assert!(
+        md.contains("   Do: Replace the template commands with 5 to 12 real commands from \"tasks --help\""),
+        "{md}"
+    );
     assert!(md.contains("   Why: docs/rules.md#m018"), "{md}");
     assert!(md.contains("## Loop"), "{md}");
 
@@ -382,20 +441,37 @@ fn a_terminal_shows_probe_and_case_progress_on_stderr_only() {
     let t = TestDir::new();
     let bin = env!("CARGO_BIN_EXE_hcpx");
     let cmd = format!("{bin} check {} --probe 2>&1 >/dev/null", base().display());
-    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).env("HCP_HOME", t.join("home")).current_dir(t.path()).output().unwrap();
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("HCP_HOME", t.join("home"))
+        .current_dir(t.path())
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("probe 2 of 2: Opening note n1"), "{text:?}");
     assert!(text.contains("case 3 of 3: "), "{text:?}");
     // Without a terminal, stderr carries no progress.
     let out = hcpx(t.path(), &["check", base().to_str().unwrap(), "--probe"]);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains(" of "), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains(" of "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("notes: score 100/100, grade A"));
 }
 
 #[test]
 fn example_and_real_cli_packs_score_90_with_no_errors() {
     // (pack, must have no findings at all under --strict)
-    let packs = [("ledger", false), ("transit", false), ("transit-composite", false), ("jq", true), ("sqlite", true), ("ip", true), ("git", false)];
+    let packs = [
+        ("ledger", false),
+        ("transit", false),
+        ("transit-composite", false),
+        ("jq", true),
+        ("sqlite", true),
+        ("ip", true),
+        ("git", false),
+    ];
     for (p, strict) in packs {
         let t = TestDir::new();
         let dir = repo().join("packs").join(p);
@@ -409,19 +485,29 @@ fn example_and_real_cli_packs_score_90_with_no_errors() {
         if p == "ip" {
             // ip reads the network state over netlink, which its manifest declares and the operator grants.
             fs::create_dir_all(t.join("home")).unwrap();
-            fs::write(t.join("home/sandbox.json"), r#"{ "packs": { "ip": { "network": ["netlink"] } } }"#).unwrap();
+            fs::write(t.join("home/sandbox.json"), r#"{ "packs": { "ip": { "network": ["netlink"] } } }"#)
+                .unwrap();
         }
         let mut args = vec!["check", dir.to_str().unwrap(), "--probe", "--json"];
         if strict {
             args.push("--strict");
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_hcpx")).args(&args).env("HCP_HOME", t.join("home")).current_dir(&project).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_hcpx"))
+            .args(&args)
+            .env("HCP_HOME", t.join("home"))
+            .current_dir(&project)
+            .output()
+            .unwrap();
         let report = stdout_json(&out);
         assert_eq!(report["errors"], 0, "{p}: {report}");
         assert!(report["score"].as_u64().unwrap() >= 90 && report["ready"] == true, "{p}: {report}");
         assert_eq!(report["evals"]["failed"], 0, "{p}: {report}");
         if strict {
-            assert_eq!((out.status.code(), report["findings"].as_array().unwrap().len()), (Some(0), 0), "{p}: {report}");
+            assert_eq!(
+                (out.status.code(), report["findings"].as_array().unwrap().len()),
+                (Some(0), 0),
+                "{p}: {report}"
+            );
         }
         assert_consistent(&report, out.status.code().unwrap(), strict);
     }
@@ -433,7 +519,8 @@ fn a_value_spliced_into_sql_is_an_error_and_a_closed_one_is_not() {
     let t = TestDir::new();
     let mut f = crate::helpers::Fixture::wrap();
     f.surface["cliBin"] = json!("sqlite3");
-    f.surface["wrap"] = json!({ "bin": "sqlite3", "json_flag": ["-json"], "workspace": { "mode": "project" } });
+    f.surface["wrap"] =
+        json!({ "bin": "sqlite3", "json_flag": ["-json"], "workspace": { "mode": "project" } });
     f.surface["verbs"] = json!({
         "add": {
             "description": "Add one note with the given body text.",
@@ -452,7 +539,8 @@ fn a_value_spliced_into_sql_is_an_error_and_a_closed_one_is_not() {
     f.harness = "# Notes\n\nA notes database.\n".into();
     let dir = f.write(t.path());
     let (_, report) = check(&t, &dir, &["--no-eval"]);
-    let m027: Vec<&Value> = report["findings"].as_array().unwrap().iter().filter(|x| x["id"] == "M027").collect();
+    let m027: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|x| x["id"] == "M027").collect();
     assert_eq!(m027.len(), 1, "{report}");
     assert!(m027[0]["message"].as_str().unwrap().contains("`add` splices `{{body}}`"), "{report}");
     assert_eq!(m027[0]["severity"], "error");

@@ -60,7 +60,12 @@ fn proof_scripts_pass_with_a_temp_home() {
             .env("HCP_HOME", t.join("home"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{p} proof failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{p} proof failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{p} proof: ok")));
     }
 }
@@ -72,7 +77,11 @@ fn twin_face_holds_on_both_example_packs() {
     let direct = |pack: &str, bin: &str, argv: &[&str]| -> Value {
         let cwd = h.t.join(&format!("direct-{pack}"));
         std::fs::create_dir_all(&cwd).unwrap();
-        let out = Command::new(repo().join("packs").join(pack).join("bin").join(bin)).args(argv).current_dir(&cwd).output().unwrap();
+        let out = Command::new(repo().join("packs").join(pack).join("bin").join(bin))
+            .args(argv)
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let (_, v) = h.exec("transit", "plan", &["from=A", "to=B"]);
@@ -82,7 +91,10 @@ fn twin_face_holds_on_both_example_packs() {
     let (_, v) = h.exec("ledger", "status", &[]);
     assert_eq!(v["result"], direct("ledger", "ledger.mjs", &["status", "--json"]));
     let (_, v) = h.exec("ledger", "transfer", &["amount=2.80", "payee=demo-transit", "confirm=true"]);
-    assert_eq!(v["result"], direct("ledger", "ledger.mjs", &["transfer", "2.80", "--to", "demo-transit", "--confirm", "--json"]));
+    assert_eq!(
+        v["result"],
+        direct("ledger", "ledger.mjs", &["transfer", "2.80", "--to", "demo-transit", "--confirm", "--json"])
+    );
 }
 
 #[test]
@@ -99,8 +111,13 @@ fn human_output_goes_to_the_right_stream() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("error: confirm required (confirm_required)"));
     let out = h.run(&["title", "ledger", "list"]);
-    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(0), true), "no title declared: nothing, exit 0");
-    let out = h.run(&["title", "ledger", "transfer", "--result", "{}", "--", "amount=2.80", "payee=demo-transit"]);
+    assert_eq!(
+        (out.status.code(), out.stdout.is_empty()),
+        (Some(0), true),
+        "no title declared: nothing, exit 0"
+    );
+    let out =
+        h.run(&["title", "ledger", "transfer", "--result", "{}", "--", "amount=2.80", "payee=demo-transit"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Paid 2.80 to demo-transit");
     let out = h.run(&["commands", "transit", "--json"]);
     let v = stdout_json(&out);
@@ -127,7 +144,8 @@ fn a_terminal_shows_the_live_then_the_done_title() {
     let h = Home::new();
     setup_examples(&h);
     let bin = env!("CARGO_BIN_EXE_hcpx");
-    let cmd = format!("{bin} exec ledger transfer -- amount=2.80 payee=demo-transit confirm=true 2>&1 >/dev/null");
+    let cmd =
+        format!("{bin} exec ledger transfer -- amount=2.80 payee=demo-transit confirm=true 2>&1 >/dev/null");
     let out = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .env("HCP_HOME", h.store())
@@ -140,7 +158,12 @@ fn a_terminal_shows_the_live_then_the_done_title() {
     assert!(text.contains("✓ Paid 2.80 to demo-transit"), "{text:?}");
     assert!(!text.contains("ledger.mjs"), "the command line stays one flag away: {text:?}");
     let verbose = format!("{bin} exec ledger list --verbose 2>&1 >/dev/null");
-    let out = Command::new("script").args(["-qec", &verbose, "/dev/null"]).env("HCP_HOME", h.store()).current_dir(h.t.path()).output().unwrap();
+    let out = Command::new("script")
+        .args(["-qec", &verbose, "/dev/null"])
+        .env("HCP_HOME", h.store())
+        .current_dir(h.t.path())
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ledger.mjs list --json"), "--verbose shows the exact command: {text:?}");
 }

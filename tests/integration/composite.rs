@@ -13,7 +13,9 @@ use hcpx::store::Store;
 
 /// A guest built by `scripts/test.sh` (cargo build --release --target wasm32-wasip2 in guest-adapters/).
 pub(crate) fn guest(name: &str) -> PathBuf {
-    let p = repo().join("guest-adapters/target/wasm32-wasip2/release").join(format!("{}.wasm", name.replace('-', "_")));
+    let p = repo()
+        .join("guest-adapters/target/wasm32-wasip2/release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
     assert!(p.exists(), "{} is not built: run scripts/test.sh, or `cargo build --release --target wasm32-wasip2` in guest-adapters/", p.display());
     p
 }
@@ -22,12 +24,15 @@ pub(crate) fn guest(name: &str) -> PathBuf {
 pub(crate) fn install_guest(h: &Home, name: &str, verbs: &[&str], mode: Option<&str>) -> String {
     let id = name.to_string();
     let mut f = Fixture::wrap();
-    let cmds: Map<String, Value> = verbs.iter().map(|v| (v.to_string(), json!({ "description": format!("{v}.") }))).collect();
-    f.surface = json!({ "id": id, "kind": "composite", "component": { "path": "./adapter.wasm" }, "verbs": cmds });
+    let cmds: Map<String, Value> =
+        verbs.iter().map(|v| (v.to_string(), json!({ "description": format!("{v}.") }))).collect();
+    f.surface =
+        json!({ "id": id, "kind": "composite", "component": { "path": "./adapter.wasm" }, "verbs": cmds });
     if let Some(m) = mode {
         f.surface["wrap"] = json!({ "workspace": { "mode": m } });
     }
-    let rows: Map<String, Value> = verbs.iter().map(|v| (v.to_string(), json!({ "operation": "read" }))).collect();
+    let rows: Map<String, Value> =
+        verbs.iter().map(|v| (v.to_string(), json!({ "operation": "read" }))).collect();
     f.policy = json!({ "surface_id": id, "verbs": rows });
     f.harness = format!("# {name}\n\nA test guest.\n");
     f.files.clear();
@@ -88,15 +93,29 @@ fn transit_composite_proof_and_twin_face_with_the_wrap_pack() {
         .env("HCP_HOME", t.join("home"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "proof failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "proof failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The same twin face, asserted here too, through the library.
     let h = Home::new();
     for p in ["transit", "transit-composite"] {
-        assert_eq!(h.run(&["install", repo().join("packs").join(p).to_str().unwrap()]).status.code(), Some(0));
+        assert_eq!(
+            h.run(&["install", repo().join("packs").join(p).to_str().unwrap()]).status.code(),
+            Some(0)
+        );
     }
     assert_eq!(h.run(&["activate", "transit", "transit-composite"]).status.code(), Some(0));
     let rt = runtime(&h);
-    for (verb, args) in [("plan", json!({"from": "A", "to": "B"})), ("find", json!({"query": "Central"})), ("show", json!({"option": "opt-4"})), ("follow", json!({"option": "opt-1"})), ("status", json!({}))] {
+    for (verb, args) in [
+        ("plan", json!({"from": "A", "to": "B"})),
+        ("find", json!({"query": "Central"})),
+        ("show", json!({"option": "opt-4"})),
+        ("follow", json!({"option": "opt-1"})),
+        ("status", json!({})),
+    ] {
         let a = args.as_object().cloned().unwrap();
         let wrap = rt.exec(&principal(), &Envelope::new("transit", verb, a.clone()));
         let comp = rt.exec(&principal(), &Envelope::new("transit-composite", verb, a));
@@ -177,7 +196,10 @@ fn concurrent_calls_on_one_runtime_each_keep_their_own_deadline() {
         for (name, handle) in [("run", spin), ("sleep", sleep)] {
             let (out, took) = handle.join().unwrap();
             assert_eq!(out.code, Some(Code::Timeout), "{name}: {out:?}");
-            assert!(took >= Duration::from_millis(390) && took < Duration::from_millis(1500), "{name} took {took:?}");
+            assert!(
+                took >= Duration::from_millis(390) && took < Duration::from_millis(1500),
+                "{name} took {took:?}"
+            );
         }
     });
     assert!(call(&rt, &id, "ok").ok);
@@ -275,7 +297,11 @@ fn a_tampered_cache_file_is_refused_and_replaced() {
     let out = h.run(&["exec", &id, "ok", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let cache = h.store().join("cache");
-    let cwasm: Vec<PathBuf> = fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
+    let cwasm: Vec<PathBuf> = fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
     assert_eq!(cwasm.len(), 1, "one cache file per component");
     let mut bytes = fs::read(&cwasm[0]).unwrap();
     let mid = bytes.len() / 2;
@@ -284,7 +310,12 @@ fn a_tampered_cache_file_is_refused_and_replaced() {
     }
     fs::write(&cwasm[0], &bytes).unwrap();
     let out = h.run(&["exec", &id, "ok", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "recompiled from the verified component: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "recompiled from the verified component: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_ne!(fs::read(&cwasm[0]).unwrap(), bytes, "the tampered file was replaced, not loaded");
 }
 

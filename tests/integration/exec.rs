@@ -38,7 +38,10 @@ fn unknown_pack_not_activated_and_no_policy_deny_before_anything_runs() {
     assert_eq!((code(&out), out["error"].as_str()), ("no_policy", Some("no policy for nope")));
     assert_eq!(h.run(&["deactivate", "probe"]).status.code(), Some(0));
     let (rc, out) = h.exec("probe", "look", &[]);
-    assert_eq!((rc, code(&out), out["error"].as_str()), (1, "not_activated", Some("pack probe not activated")));
+    assert_eq!(
+        (rc, code(&out), out["error"].as_str()),
+        (1, "not_activated", Some("pack probe not activated"))
+    );
     // Hostile ids never reach the file system.
     let (_, out) = h.exec("../../etc", "look", &[]);
     assert_eq!(code(&out), "unknown_pack");
@@ -52,7 +55,10 @@ fn land_brain_requires_a_project_id() {
     f.policy["verbs"]["look"]["privacy"] = json!({ "land": "brain" });
     h.install(&f, "probe");
     let (_, out) = h.exec("probe", "look", &[]);
-    assert_eq!((code(&out), out["error"].as_str()), ("project_required", Some("privacy.land brain requires project_id")));
+    assert_eq!(
+        (code(&out), out["error"].as_str()),
+        ("project_required", Some("privacy.land brain requires project_id"))
+    );
     assert_eq!(h.runs(), 0);
     let out = h.run(&["exec", "probe", "look", "--json", "--project-id", "p1"]);
     assert_eq!(out.status.code(), Some(0));
@@ -77,7 +83,10 @@ fn grant_deny_names_the_missing_capability() {
     let audit = fs::read_to_string(h.store().join("audit.log")).unwrap();
     assert!(audit.contains("\"code\":\"denied\""), "{audit}");
     // A grant scoped to other commands does not cover this one.
-    h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "probe", "verb_keys": ["echo"] }]"#);
+    h.write_store(
+        "grants.json",
+        r#"[{ "capability": "verb.exec.read", "pack_id": "probe", "verb_keys": ["echo"] }]"#,
+    );
     assert_eq!(code(&h.exec("probe", "look", &[]).1), "denied");
     assert_eq!(h.runs(), 1);
 }
@@ -115,7 +124,11 @@ fn invalid_args_are_refused_before_anything_runs() {
     for words in [vec!["word=a", "extra=1"], vec![], vec!["word=--help"], vec!["word:=[1"]] {
         let (rc, out) = h.exec("probe", "echo", &words);
         assert_eq!((rc, code(&out)), (1, "invalid_args"), "{words:?}: {out}");
-        assert!(out["error"].as_str().unwrap().contains("word") || out["error"].as_str().unwrap().contains("extra"), "{out}");
+        assert!(
+            out["error"].as_str().unwrap().contains("word")
+                || out["error"].as_str().unwrap().contains("extra"),
+            "{out}"
+        );
     }
     assert_eq!(h.runs(), 0);
 }
@@ -168,14 +181,23 @@ fn binding_mint_failure_never_falls_back_to_the_environment() {
     let mut f = probe_fixture(&h.marker);
     f.surface["binding"] = json!({ "mode": "local", "hub": "local-credential", "family": "probe" });
     f.surface["wrap"]["agent_env"] = json!({ "PROBE_TOKEN": "{{binding.token}}" });
-    f.files[0].1 = f.files[0].1.replace("printf '{", "printf '{\"token\":\"%s\",").replace("\"$(pwd -P)\"", "\"$PROBE_TOKEN\" \"$(pwd -P)\"");
+    f.files[0].1 = f.files[0]
+        .1
+        .replace("printf '{", "printf '{\"token\":\"%s\",")
+        .replace("\"$(pwd -P)\"", "\"$PROBE_TOKEN\" \"$(pwd -P)\"");
     h.install(&f, "probe");
-    let (rc, out) = h.exec_env("probe", "look", &[], &[("PROBE_TOKEN", "from-host-env"), ("TOKEN", "from-host-env")]);
+    let (rc, out) =
+        h.exec_env("probe", "look", &[], &[("PROBE_TOKEN", "from-host-env"), ("TOKEN", "from-host-env")]);
     assert_eq!((rc, code(&out)), (1, "binding_failed"), "{out}");
     assert!(out["error"].as_str().unwrap().contains("hcpx credential set probe token"), "{out}");
     assert_eq!(h.runs(), 0);
     // With the credential stored, it reaches the child, and its value is scrubbed from what comes back.
-    let set = crate::helpers::hcpx_with(h.t.path(), &["credential", "set", "probe", "token"], &[], Some("s3cret-value\n"));
+    let set = crate::helpers::hcpx_with(
+        h.t.path(),
+        &["credential", "set", "probe", "token"],
+        &[],
+        Some("s3cret-value\n"),
+    );
     assert_eq!(set.status.code(), Some(0));
     let (rc, out) = h.exec("probe", "look", &[]);
     assert_eq!(rc, 0, "{out}");
@@ -317,7 +339,9 @@ fn a_timeout_kills_the_child_and_everything_it_started() {
 fn an_output_flood_is_capped_and_marked_truncated() {
     let h = Home::new();
     let mut f = probe_fixture(&h.marker);
-    f.files[0].1 = "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' a\nhead -c 500000 /dev/zero | tr '\\0' b >&2\n".into();
+    f.files[0].1 =
+        "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' a\nhead -c 500000 /dev/zero | tr '\\0' b >&2\n"
+            .into();
     h.install(&f, "probe");
     h.write_store("sandbox.json", r#"{ "max_output_bytes": 100000 }"#);
     let (rc, out) = h.exec("probe", "look", &[]);
@@ -331,7 +355,8 @@ fn an_output_flood_is_capped_and_marked_truncated() {
 fn a_failing_bin_returns_stderr_or_exit_n() {
     let h = Home::new();
     let mut f = probe_fixture(&h.marker);
-    f.files[0].1 = "#!/bin/sh\nif [ \"$1\" = look ]; then echo 'no such thing' >&2; exit 3; fi\nexit 4\n".into();
+    f.files[0].1 =
+        "#!/bin/sh\nif [ \"$1\" = look ]; then echo 'no such thing' >&2; exit 3; fi\nexit 4\n".into();
     h.install(&f, "probe");
     let (rc, out) = h.exec("probe", "look", &[]);
     assert_eq!((rc, code(&out), out["error"].as_str()), (1, "exit_nonzero", Some("no such thing")));
@@ -407,9 +432,11 @@ fn openapi_and_sense_only_packs_install_but_do_not_execute() {
 
 #[test]
 fn the_envelope_alias_surface_id_is_accepted() {
-    let env: hcpx::Envelope = serde_json::from_value(json!({ "surface_id": "ledger", "verb_key": "list" })).unwrap();
+    let env: hcpx::Envelope =
+        serde_json::from_value(json!({ "surface_id": "ledger", "verb_key": "list" })).unwrap();
     assert_eq!(env.pack_id, "ledger");
-    assert!(serde_json::from_value::<hcpx::Envelope>(json!({ "pack_id": "a", "verb_key": "b", "argz": {} })).is_err());
+    assert!(serde_json::from_value::<hcpx::Envelope>(json!({ "pack_id": "a", "verb_key": "b", "argz": {} }))
+        .is_err());
 }
 
 #[test]
@@ -417,7 +444,8 @@ fn pass_through_refuses_option_words_the_pack_does_not_list() {
     let h = Home::new();
     let mut f = probe_fixture(&h.marker);
     f.surface["verbs"] = json!({});
-    f.surface["pass_through"] = json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["--oneline", "--format="] });
+    f.surface["pass_through"] =
+        json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["--oneline", "--format="] });
     f.policy["verbs"] = json!({ "log": { "operation": "read" } });
     h.install(&f, "probe");
     // The attack: a read row forwarding `log --output=FILE` to git, which writes a file.
@@ -434,7 +462,8 @@ fn pass_through_refuses_option_words_the_pack_does_not_list() {
     let t = crate::helpers::TestDir::new();
     let mut g = probe_fixture(&h.marker);
     g.surface["verbs"] = json!({});
-    g.surface["pass_through"] = json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["oneline"] });
+    g.surface["pass_through"] =
+        json!({ "allowedSubcommands": ["log"], "maxArgv": 3, "allowedOptions": ["oneline"] });
     g.policy["verbs"] = json!({ "log": { "operation": "read" } });
     let out = crate::helpers::hcpx(t.path(), &["lint", g.write(t.path()).to_str().unwrap(), "--json"]);
     assert_eq!(stdout_json(&out)["issues"][0]["kind"], "bad_pass_through");

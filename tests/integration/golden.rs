@@ -12,7 +12,10 @@ fn golden(name: &str, actual: &str, tmp: &Path) {
         std::fs::write(&path, &actual).unwrap();
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(expected == actual, "{name} differs from the expected file:\n--- expected\n{expected}\n--- actual\n{actual}");
+    assert!(
+        expected == actual,
+        "{name} differs from the expected file:\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
 }
 
 #[test]

@@ -129,11 +129,14 @@ impl Fixture {
     pub fn write(&self, dir: &Path) -> PathBuf {
         let p = dir.join("pack");
         fs::create_dir_all(&p).expect("mkdir");
-        fs::write(p.join("surface.json"), serde_json::to_string_pretty(&self.surface).expect("json")).expect("write");
-        fs::write(p.join("policy.json"), serde_json::to_string_pretty(&self.policy).expect("json")).expect("write");
+        fs::write(p.join("surface.json"), serde_json::to_string_pretty(&self.surface).expect("json"))
+            .expect("write");
+        fs::write(p.join("policy.json"), serde_json::to_string_pretty(&self.policy).expect("json"))
+            .expect("write");
         fs::write(p.join("HARNESS.md"), &self.harness).expect("write");
         if let Some(e) = &self.evals {
-            fs::write(p.join("hcp.eval.json"), serde_json::to_string_pretty(e).expect("json")).expect("write");
+            fs::write(p.join("hcp.eval.json"), serde_json::to_string_pretty(e).expect("json"))
+                .expect("write");
         }
         for (rel, body, exec) in &self.files {
             let f = p.join(rel);
@@ -201,7 +204,9 @@ pub fn hcpx_with(home: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn hcpx");
     if let Some(input) = stdin {
         child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
@@ -284,8 +289,11 @@ impl Home {
         std::fs::create_dir_all(self.store()).expect("mkdir");
         let path = self.store().join(rel);
         if rel == "sandbox.json" {
-            let old: Option<Value> = fs::read_to_string(&path).ok().and_then(|s| serde_json::from_str(&s).ok());
-            if let (Some(Value::Object(mut old)), Ok(Value::Object(new))) = (old, serde_json::from_str::<Value>(body)) {
+            let old: Option<Value> =
+                fs::read_to_string(&path).ok().and_then(|s| serde_json::from_str(&s).ok());
+            if let (Some(Value::Object(mut old)), Ok(Value::Object(new))) =
+                (old, serde_json::from_str::<Value>(body))
+            {
                 for (k, v) in new {
                     match (k.as_str(), old.get_mut("packs"), &v) {
                         ("packs", Some(Value::Object(have)), Value::Object(more)) => {

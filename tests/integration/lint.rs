@@ -21,11 +21,31 @@ fn simple_skill(f: &mut Fixture) {
 
 const ROWS: &[Row] = &[
     Row { kind: "missing_file", prep: |_| {}, after: |p| fs::remove_file(p.join("HARNESS.md")).unwrap() },
-    Row { kind: "file_unreadable", prep: |_| {}, after: |p| fs::write(p.join("HARNESS.md"), b"# Demo\n\nbad \xff byte\n").unwrap() },
-    Row { kind: "invalid_json", prep: |_| {}, after: |p| fs::write(p.join("surface.json"), "{\"id\": \"demo\",").unwrap() },
-    Row { kind: "invalid_field", prep: |f| set(&mut f.policy, "/verbs/list/operation", json!("delete")), after: none },
-    Row { kind: "unknown_field", prep: |f| set(&mut f.policy, "/verbs/list/confrim", json!(true)), after: none },
-    Row { kind: "agent_env_denied", prep: |f| set(&mut f.surface, "/wrap/agent_env/LD_PRELOAD", json!("./lib/hook.so")), after: none },
+    Row {
+        kind: "file_unreadable",
+        prep: |_| {},
+        after: |p| fs::write(p.join("HARNESS.md"), b"# Demo\n\nbad \xff byte\n").unwrap(),
+    },
+    Row {
+        kind: "invalid_json",
+        prep: |_| {},
+        after: |p| fs::write(p.join("surface.json"), "{\"id\": \"demo\",").unwrap(),
+    },
+    Row {
+        kind: "invalid_field",
+        prep: |f| set(&mut f.policy, "/verbs/list/operation", json!("delete")),
+        after: none,
+    },
+    Row {
+        kind: "unknown_field",
+        prep: |f| set(&mut f.policy, "/verbs/list/confrim", json!(true)),
+        after: none,
+    },
+    Row {
+        kind: "agent_env_denied",
+        prep: |f| set(&mut f.surface, "/wrap/agent_env/LD_PRELOAD", json!("./lib/hook.so")),
+        after: none,
+    },
     Row {
         kind: "bad_name",
         prep: |f| {
@@ -34,8 +54,16 @@ const ROWS: &[Row] = &[
         },
         after: none,
     },
-    Row { kind: "surface_id_mismatch", prep: |f| set(&mut f.policy, "/surface_id", json!("other")), after: none },
-    Row { kind: "hcp_mismatch", prep: |f| set(&mut f.surface, "/hcp", json!({ "hcp": 1, "pack_id": "other" })), after: none },
+    Row {
+        kind: "surface_id_mismatch",
+        prep: |f| set(&mut f.policy, "/surface_id", json!("other")),
+        after: none,
+    },
+    Row {
+        kind: "hcp_mismatch",
+        prep: |f| set(&mut f.surface, "/hcp", json!({ "hcp": 1, "pack_id": "other" })),
+        after: none,
+    },
     Row { kind: "wrap_missing", prep: |f| remove(&mut f.surface, "/wrap/bin"), after: none },
     Row {
         kind: "wrap_no_commands",
@@ -46,11 +74,7 @@ const ROWS: &[Row] = &[
         },
         after: none,
     },
-    Row {
-        kind: "control_binding",
-        prep: |f| set(&mut f.surface, "/plane", json!("control")),
-        after: none,
-    },
+    Row { kind: "control_binding", prep: |f| set(&mut f.surface, "/plane", json!("control")), after: none },
     Row { kind: "openapi_missing", prep: |f| set(&mut f.surface, "/kind", json!("openapi")), after: none },
     Row {
         kind: "sense_no_trigger",
@@ -62,22 +86,50 @@ const ROWS: &[Row] = &[
         after: none,
     },
     Row { kind: "component_missing", prep: |f| remove(&mut f.surface, "/kind"), after: none },
-    Row { kind: "path_escapes", prep: |f| set(&mut f.surface, "/wrap/bin", json!("../outside/demo")), after: none },
-    Row { kind: "path_missing", prep: |f| set(&mut f.surface, "/wrap/bin", json!("./bin/nope")), after: none },
+    Row {
+        kind: "path_escapes",
+        prep: |f| set(&mut f.surface, "/wrap/bin", json!("../outside/demo")),
+        after: none,
+    },
+    Row {
+        kind: "path_missing",
+        prep: |f| set(&mut f.surface, "/wrap/bin", json!("./bin/nope")),
+        after: none,
+    },
     Row { kind: "bin_not_executable", prep: |f| f.files[0].2 = false, after: none },
     Row { kind: "policy_missing", prep: |f| remove(&mut f.policy, "/verbs/list"), after: none },
-    Row { kind: "policy_extra", prep: |f| set(&mut f.policy, "/verbs/extra", json!({ "operation": "read" })), after: none },
+    Row {
+        kind: "policy_extra",
+        prep: |f| set(&mut f.policy, "/verbs/extra", json!({ "operation": "read" })),
+        after: none,
+    },
     Row { kind: "stimulus_missing", prep: |f| remove(&mut f.policy, "/stimuli"), after: none },
     Row {
         kind: "stimulus_extra",
         prep: |f| set(&mut f.policy, "/stimuli/other.thing", json!({ "delivery": "announce" })),
         after: none,
     },
-    Row { kind: "confirm_on_read", prep: |f| set(&mut f.policy, "/verbs/list/confirm", json!(true)), after: none },
-    Row { kind: "skill_no_lead", prep: |f| f.harness = "## Hot path\n\nNothing before the first heading.\n".into(), after: none },
+    Row {
+        kind: "confirm_on_read",
+        prep: |f| set(&mut f.policy, "/verbs/list/confirm", json!(true)),
+        after: none,
+    },
+    Row {
+        kind: "skill_no_lead",
+        prep: |f| f.harness = "## Hot path\n\nNothing before the first heading.\n".into(),
+        after: none,
+    },
     Row { kind: "skill_unknown_command", prep: |f| f.harness.push_str("| `nope` | never |\n"), after: none },
-    Row { kind: "cli_bin_mismatch", prep: |f| set(&mut f.surface, "/verbs/list/cli", json!(["other", "list"])), after: none },
-    Row { kind: "bad_placeholder", prep: |f| set(&mut f.surface, "/verbs/list/cli", json!(["demo", "list", "{{oops"])), after: none },
+    Row {
+        kind: "cli_bin_mismatch",
+        prep: |f| set(&mut f.surface, "/verbs/list/cli", json!(["other", "list"])),
+        after: none,
+    },
+    Row {
+        kind: "bad_placeholder",
+        prep: |f| set(&mut f.surface, "/verbs/list/cli", json!(["demo", "list", "{{oops"])),
+        after: none,
+    },
     Row {
         kind: "unknown_placeholder",
         prep: |f| set(&mut f.surface, "/verbs/list/cli", json!(["demo", "list", "--page={{page}}"])),
@@ -90,7 +142,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         kind: "schema_ref",
-        prep: |f| set(&mut f.surface, "/verbs/show/args/properties/format", json!({ "$ref": "https://example.com/format.json" })),
+        prep: |f| {
+            set(
+                &mut f.surface,
+                "/verbs/show/args/properties/format",
+                json!({ "$ref": "https://example.com/format.json" }),
+            )
+        },
         after: none,
     },
     Row {
@@ -100,7 +158,10 @@ const ROWS: &[Row] = &[
     },
     Row {
         kind: "eval_unknown_command",
-        prep: |f| f.evals = Some(json!({ "cases": [{ "name": "nope works", "verb": "nope", "expect": { "ok": true } }] })),
+        prep: |f| {
+            f.evals =
+                Some(json!({ "cases": [{ "name": "nope works", "verb": "nope", "expect": { "ok": true } }] }))
+        },
         after: none,
     },
 ];
@@ -154,15 +215,26 @@ fn every_kind_has_a_fixture_that_triggers_exactly_it() {
             }
             assert!(issue["pointer"].is_string());
             let msg = issue["message"].as_str().unwrap();
-            let starts_lower = msg.starts_with("HARNESS.md") || msg.chars().next().is_some_and(|c| !c.is_uppercase());
+            let starts_lower =
+                msg.starts_with("HARNESS.md") || msg.chars().next().is_some_and(|c| !c.is_uppercase());
             assert!(starts_lower, "messages are lower-case: {msg}");
         }
         // In `hcpx check` the same fixture is exactly `L-<kind>`, an error, and stops the other layers.
         let out = hcpx(t.path(), &["check", dir.to_str().unwrap(), "--probe", "--json"]);
         let check = stdout_json(&out);
-        let ids: BTreeSet<String> = check["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect();
+        let ids: BTreeSet<String> = check["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect();
         assert_eq!(ids, BTreeSet::from([format!("L-{}", row.kind)]), "{}: {check:#}", row.kind);
-        assert_eq!((out.status.code(), check["grade"].as_str()), (Some(1), Some("D")), "{}: {check}", row.kind);
+        assert_eq!(
+            (out.status.code(), check["grade"].as_str()),
+            (Some(1), Some("D")),
+            "{}: {check}",
+            row.kind
+        );
     }
 }
 
@@ -196,11 +268,8 @@ fn a_repeated_policy_row_is_refused() {
     let t = TestDir::new();
     let dir = Fixture::wrap().write(t.path());
     let text = fs::read_to_string(dir.join("policy.json")).unwrap();
-    let doubled = text.replacen(
-        "\"remove\": {",
-        "\"remove\": { \"operation\": \"write\" },\n    \"remove\": {",
-        1,
-    );
+    let doubled =
+        text.replacen("\"remove\": {", "\"remove\": { \"operation\": \"write\" },\n    \"remove\": {", 1);
     assert_ne!(text, doubled);
     fs::write(dir.join("policy.json"), doubled).unwrap();
     let (code, report) = lint_json(&t, &dir);
@@ -256,7 +325,11 @@ fn schema_refs_to_files_and_urls_are_refused_but_local_ones_work() {
     }
     let t = TestDir::new();
     let mut f = Fixture::wrap();
-    set(&mut f.surface, "/verbs/show/args/$defs", json!({ "fmt": { "type": "string", "enum": ["short", "long"] } }));
+    set(
+        &mut f.surface,
+        "/verbs/show/args/$defs",
+        json!({ "fmt": { "type": "string", "enum": ["short", "long"] } }),
+    );
     set(&mut f.surface, "/verbs/show/args/properties/format", json!({ "$ref": "#/$defs/fmt" }));
     let (code, report) = lint_json(&t, &f.write(t.path()));
     assert_eq!(code, 0, "{report}");
@@ -337,7 +410,11 @@ fn agent_env_names_that_load_or_run_code_are_refused() {
         set(&mut f.surface, &format!("/wrap/agent_env/{name}"), json!("x"));
         let dir = f.write(t.path());
         let (code, report) = lint_json(&t, &dir);
-        assert_eq!((code, kinds(&report)), (1, BTreeSet::from(["agent_env_denied".to_string()])), "{name}: {report}");
+        assert_eq!(
+            (code, kinds(&report)),
+            (1, BTreeSet::from(["agent_env_denied".to_string()])),
+            "{name}: {report}"
+        );
         let msg = report["issues"][0]["message"].as_str().unwrap();
         assert!(msg.contains(name) && msg.contains(family), "{name}: {msg}");
         // Install refuses it too, so no call ever starts with it.
@@ -350,7 +427,15 @@ fn agent_env_names_that_load_or_run_code_are_refused() {
 fn the_documented_environment_deny_list_is_the_one_in_the_code() {
     let doc = fs::read_to_string(repo().join("docs/security.md")).unwrap();
     for d in hcpx::pack::env_deny::DENIED_ENV {
-        let row = doc.lines().find(|l| l.starts_with(&format!("| {} |", d.family))).unwrap_or_else(|| panic!("no row for {}", d.family));
-        assert!(row.contains(&format!("`{}`", d.pattern)), "docs/security.md lacks {} under {}", d.pattern, d.family);
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", d.family)))
+            .unwrap_or_else(|| panic!("no row for {}", d.family));
+        assert!(
+            row.contains(&format!("`{}`", d.pattern)),
+            "docs/security.md lacks {} under {}",
+            d.pattern,
+            d.family
+        );
     }
 }

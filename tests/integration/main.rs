@@ -1,19 +1,21 @@
 //! The one integration test binary: every test gets its own temp dir, and CLI tests drive the real `hcpx`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
+
 mod args;
+mod attacks;
+mod bootstrap;
+mod check;
+mod cli;
+mod composite;
 mod docs;
+mod escape;
+mod eval;
+mod exec;
+mod golden;
 mod helpers;
 mod lint;
 mod render;
 mod robustness;
-mod titles;
-mod exec;
-mod cli;
 mod store;
-mod composite;
-mod bootstrap;
-mod golden;
-mod eval;
-mod attacks;
-mod check;
-mod escape;
+mod titles;

@@ -15,7 +15,8 @@ fn rendered_cmd(wrap: Value, verb: &str, mut cmd: Value, args: Value) -> Result<
     if cmd["cli"].is_null() {
         cmd.as_object_mut().unwrap().remove("cli");
     }
-    let arg_names: Vec<String> = args.as_object().unwrap().keys().filter(|k| *k != "confirm").cloned().collect();
+    let arg_names: Vec<String> =
+        args.as_object().unwrap().keys().filter(|k| *k != "confirm").cloned().collect();
     if cmd.get("args").is_none() && !arg_names.is_empty() {
         let props: serde_json::Map<String, Value> =
             arg_names.iter().map(|n| (n.clone(), json!({ "type": "string", "description": "x" }))).collect();
@@ -61,13 +62,23 @@ fn wrap() -> Value {
 
 #[test]
 fn row_transit_plan() {
-    let r = rendered(wrap(), "plan", Some(json!(["transit", "plan", "{{from}}", "{{to}}"])), json!({ "from": "A", "to": "B" }));
+    let r = rendered(
+        wrap(),
+        "plan",
+        Some(json!(["transit", "plan", "{{from}}", "{{to}}"])),
+        json!({ "from": "A", "to": "B" }),
+    );
     assert_eq!(r.unwrap(), "transit plan A B --json");
 }
 
 #[test]
 fn row_mail_list_flag_equals() {
-    let r = rendered(wrap(), "mail.list", Some(json!(["mail", "list", "--folder={{folder}}"])), json!({ "folder": "inbox" }));
+    let r = rendered(
+        wrap(),
+        "mail.list",
+        Some(json!(["mail", "list", "--folder={{folder}}"])),
+        json!({ "folder": "inbox" }),
+    );
     assert_eq!(r.unwrap(), "mail list --folder=inbox --json");
 }
 
@@ -76,7 +87,16 @@ fn row_ledger_transfer_drops_missing_memo_and_its_flag() {
     let r = rendered(
         wrap(),
         "transfer",
-        Some(json!(["ledger", "transfer", "{{amount}}", "--to", "{{payee}}", "--memo", "{{memo}}", "--confirm"])),
+        Some(json!([
+            "ledger",
+            "transfer",
+            "{{amount}}",
+            "--to",
+            "{{payee}}",
+            "--memo",
+            "{{memo}}",
+            "--confirm"
+        ])),
         json!({ "amount": "2.80", "payee": "demo-transit", "confirm": true }),
     );
     assert_eq!(r.unwrap(), "ledger transfer 2.80 --to demo-transit --confirm --json");
@@ -122,7 +142,8 @@ fn json_row_cli_already_selects_json() {
         json!(["x", "ls", "--format", "json"]),
         json!(["x", "ls", "-f", "json"]),
     ] {
-        let toks: Vec<String> = cli.as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+        let toks: Vec<String> =
+            cli.as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
         let r = rendered(wrap(), "list", Some(cli), json!({})).unwrap();
         assert_eq!(r, toks.join(" "), "nothing is appended to {toks:?}");
     }
@@ -160,12 +181,20 @@ fn values_render_as_js_string_and_stay_one_argument() {
     let c = pack.command("put").unwrap();
     let args = json!({ "text": "two words; rm -rf / $(x)", "n": 2.5, "on": false, "tags": ["a", "b"] });
     let argv = render_argv(pack.wrap.as_ref().unwrap(), c, args.as_object().unwrap()).unwrap();
-    assert_eq!(argv, vec!["put", "two words; rm -rf / $(x)", "--n", "2.5", "--on=false", "--tags", "a,b", "--json"]);
+    assert_eq!(
+        argv,
+        vec!["put", "two words; rm -rf / $(x)", "--n", "2.5", "--on=false", "--tags", "a,b", "--json"]
+    );
 }
 
 #[test]
 fn a_missing_flag_equals_value_drops_only_that_token() {
-    let r = rendered(wrap(), "mail.list", Some(json!(["mail", "list", "--folder={{folder}}", "--all"])), json!({}));
+    let r = rendered(
+        wrap(),
+        "mail.list",
+        Some(json!(["mail", "list", "--folder={{folder}}", "--all"])),
+        json!({}),
+    );
     assert_eq!(r.unwrap(), "mail list --all --json");
 }
 
@@ -184,30 +213,54 @@ fn an_empty_string_counts_as_missing() {
 fn argv_template_expands_verb_to_the_command_tail() {
     let w = json!({ "bin": "./bin/tool", "argv_template": ["{{verb}}", "--id", "{{id}}"] });
     let cmd = json!({ "description": "d.", "args": { "type": "object", "properties": { "id": { "type": "string" } } } });
-    assert_eq!(rendered_cmd(w.clone(), "setup.apply", cmd.clone(), json!({ "id": "7" })).unwrap(), "<bin> apply --id 7 --json");
+    assert_eq!(
+        rendered_cmd(w.clone(), "setup.apply", cmd.clone(), json!({ "id": "7" })).unwrap(),
+        "<bin> apply --id 7 --json"
+    );
     assert_eq!(rendered_cmd(w.clone(), "mail.list", cmd.clone(), json!({})).unwrap(), "<bin> list --json");
     // The default template is just {{verb}}.
-    assert_eq!(rendered_cmd(wrap(), "status", json!({ "description": "d." }), json!({})).unwrap(), "<bin> status --json");
+    assert_eq!(
+        rendered_cmd(wrap(), "status", json!({ "description": "d." }), json!({})).unwrap(),
+        "<bin> status --json"
+    );
 }
 
 #[test]
 fn a_positional_value_that_looks_like_a_flag_is_refused() {
-    let r = rendered(wrap(), "plan", Some(json!(["transit", "plan", "{{from}}", "{{to}}"])), json!({ "from": "--help", "to": "B" }));
+    let r = rendered(
+        wrap(),
+        "plan",
+        Some(json!(["transit", "plan", "{{from}}", "{{to}}"])),
+        json!({ "from": "--help", "to": "B" }),
+    );
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "from"), "{r:?}");
     // A negative number passes only as the value a flag takes (`--by {{by}}`) or joined to it (`--by={{by}}`):
     // alone it is an option to many CLIs (`head -5`, `git log -5`).
     let by = json!({ "type": "object", "properties": { "by": { "type": "integer" } } });
     let cmd = json!({ "description": "d.", "cli": ["t", "move", "{{by}}"], "args": by });
-    assert!(matches!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })), Err(RenderError::LooksLikeFlag { .. })));
+    assert!(matches!(
+        rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })),
+        Err(RenderError::LooksLikeFlag { .. })
+    ));
     let cmd = json!({ "description": "d.", "cli": ["t", "move", "--by", "{{by}}"], "args": by });
     assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move --by -5 --json");
     let cmd = json!({ "description": "d.", "cli": ["t", "move", "--by={{by}}"], "args": by });
     assert_eq!(rendered_cmd(wrap(), "move", cmd, json!({ "by": -5 })).unwrap(), "t move --by=-5 --json");
     // A string that spells a negative number is an option to many CLIs (`ip -6`): refused.
-    let r = rendered(wrap(), "route", Some(json!(["ip", "route", "get", "{{destination}}"])), json!({ "destination": "-6" }));
+    let r = rendered(
+        wrap(),
+        "route",
+        Some(json!(["ip", "route", "get", "{{destination}}"])),
+        json!({ "destination": "-6" }),
+    );
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "destination"), "{r:?}");
     // A token that starts with a placeholder is the value's to start, whatever follows it.
-    let r = rendered(wrap(), "resolve", Some(json!(["git", "rev-parse", "{{ref}}^{commit}"])), json!({ "ref": "--output=x" }));
+    let r = rendered(
+        wrap(),
+        "resolve",
+        Some(json!(["git", "rev-parse", "{{ref}}^{commit}"])),
+        json!({ "ref": "--output=x" }),
+    );
     assert!(matches!(r, Err(RenderError::LooksLikeFlag { ref arg, .. }) if arg == "ref"), "{r:?}");
     // A string after a flag is refused too: the template cannot say that flag takes a value (`--verbose {{name}}`,
     // jq's `--args {{path}}` with path=-h), so the value could be read as an option of its own.

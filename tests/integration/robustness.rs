@@ -11,7 +11,9 @@ use hcpx::render::render_argv;
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at.clone());
     match v {
-        Value::Object(m) => m.iter().for_each(|(k, c)| pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, c)| pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
         Value::Array(a) => a.iter().enumerate().for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
         _ => {}
     }
@@ -101,7 +103,11 @@ fn huge_inputs_are_refused_or_handled() {
     // Nesting deeper than the parser allows is an error, not a stack overflow.
     let t = TestDir::new();
     let dir = Fixture::wrap().write(t.path());
-    let deep = format!("{{\"id\":\"demo\",\"verbs\":{{\"x\":{{\"args\":{}{}}}}}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = format!(
+        "{{\"id\":\"demo\",\"verbs\":{{\"x\":{{\"args\":{}{}}}}}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     fs::write(dir.join("surface.json"), deep).unwrap();
     let report = lint_dir(&dir);
     assert!(!report.ok);

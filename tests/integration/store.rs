@@ -76,7 +76,9 @@ fn parallel_processes_lose_nothing_and_tear_nothing() {
     for i in 0..n {
         let store = h.store();
         let bin = env!("CARGO_BIN_EXE_hcpx");
-        children.push(Command::new(bin).args(["allow", &format!("tool{i}")]).env("HCP_HOME", &store).spawn().unwrap());
+        children.push(
+            Command::new(bin).args(["allow", &format!("tool{i}")]).env("HCP_HOME", &store).spawn().unwrap(),
+        );
         children.push(
             Command::new(bin)
                 .args(["exec", "probe", "put", "--json", "--", "confirm=true"])
@@ -84,13 +86,16 @@ fn parallel_processes_lose_nothing_and_tear_nothing() {
                 .spawn()
                 .unwrap(),
         );
-        children.push(Command::new(bin).args(["allow", &format!("par{i}")]).env("HCP_HOME", &store).spawn().unwrap());
+        children.push(
+            Command::new(bin).args(["allow", &format!("par{i}")]).env("HCP_HOME", &store).spawn().unwrap(),
+        );
         children.push(Command::new(bin).args(["activate", "probe"]).env("HCP_HOME", &store).spawn().unwrap());
     }
     for mut c in children {
         assert!(c.wait().unwrap().success());
     }
-    let sandbox: Value = serde_json::from_str(&fs::read_to_string(h.store().join("sandbox.json")).unwrap()).unwrap();
+    let sandbox: Value =
+        serde_json::from_str(&fs::read_to_string(h.store().join("sandbox.json")).unwrap()).unwrap();
     let allow: Vec<&str> = sandbox["allow"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     for i in 0..n {
         assert!(allow.contains(&format!("par{i}").as_str()), "par{i} lost: {allow:?}");
@@ -102,7 +107,8 @@ fn parallel_processes_lose_nothing_and_tear_nothing() {
         let rec: Value = serde_json::from_str(line).expect("every audit line is whole JSON");
         assert_eq!(rec["ok"], json!(true));
     }
-    let state: Value = serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
+    let state: Value =
+        serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
     assert_eq!(state["packs"]["probe"]["activated"], json!(true));
     assert_eq!(h.runs(), n);
     let leftovers: Vec<_> = fs::read_dir(h.store().join("tmp")).unwrap().collect();
@@ -141,13 +147,18 @@ fn another_pack_under_an_installed_id_needs_replace_and_starts_deactivated() {
     assert_eq!(out.status.code(), Some(1));
     let v = stdout_json(&out);
     assert!(v["error"].as_str().unwrap().contains("--replace"), "{v}");
-    let state: Value = serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
+    let state: Value =
+        serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
     assert_eq!(state["packs"]["probe"]["activated"], true, "nothing changed: {state}");
     assert!(state["packs"]["probe"]["source"].as_str().unwrap().contains("src-first"), "{state}");
     // --replace --keep-workspace: replaced, deactivated, the workspace kept.
     let out = h.run(&["install", dir.to_str().unwrap(), "--replace", "--keep-workspace", "--json"]);
     let v = stdout_json(&out);
-    assert_eq!((out.status.code(), v["deactivated"].clone(), v["workspace_removed"].clone()), (Some(0), json!(true), json!(false)), "{v}");
+    assert_eq!(
+        (out.status.code(), v["deactivated"].clone(), v["workspace_removed"].clone()),
+        (Some(0), json!(true), json!(false)),
+        "{v}"
+    );
     assert!(h.store().join("workspaces/probe/state.txt").exists());
     // Back to the first: --replace alone removes the other's workspace.
     let first_dir = h.t.join("src-first/pack");
@@ -159,6 +170,7 @@ fn another_pack_under_an_installed_id_needs_replace_and_starts_deactivated() {
     assert_eq!(h.run(&["activate", "probe"]).status.code(), Some(0));
     let out = h.run(&["install", first_dir.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0));
-    let state: Value = serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
+    let state: Value =
+        serde_json::from_str(&fs::read_to_string(h.store().join("state.json")).unwrap()).unwrap();
     assert_eq!(state["packs"]["probe"]["activated"], true);
 }

@@ -52,7 +52,10 @@ fn table_row_q_laura() {
     let p = mail_pack(&t);
     let a = args(json!({ "q": "Laura" }));
     assert_eq!(command_title(&p, "find", &a, None).as_deref(), Some("Searching the Inbox for “Laura”"));
-    assert_eq!(command_title(&p, "find", &a, Some(&json!({}))).as_deref(), Some("Searched the Inbox for “Laura”"));
+    assert_eq!(
+        command_title(&p, "find", &a, Some(&json!({}))).as_deref(),
+        Some("Searched the Inbox for “Laura”")
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn result_fields_fill_only_done_titles() {
     // live cannot use the result, and has no fallback: no title at all.
     assert_eq!(command_title(&p, "read", &Map::new(), None), None);
     assert_eq!(command_title(&p, "read", &Map::new(), Some(&r)).as_deref(), Some("Read Quarterly numbers"));
-    assert_eq!(command_title(&p, "read", &Map::new(), Some(&json!({ "mail": {} }))).as_deref(), Some("Read a mail"));
+    assert_eq!(
+        command_title(&p, "read", &Map::new(), Some(&json!({ "mail": {} }))).as_deref(),
+        Some("Read a mail")
+    );
 }
 
 #[test]
@@ -122,7 +128,10 @@ fn previews_fill_from_args() {
     let p = Fixture::wrap().load(&t);
     let cmd = p.command("remove").unwrap();
     let card = cmd.preview.as_ref().unwrap().render(&args(json!({ "id": "i-9" })));
-    assert_eq!(serde_json::to_value(&card).unwrap(), json!({ "kind": "removal", "title": "Remove i-9", "fields": { "id": "i-9" } }));
+    assert_eq!(
+        serde_json::to_value(&card).unwrap(),
+        json!({ "kind": "removal", "title": "Remove i-9", "fields": { "id": "i-9" } })
+    );
 }
 
 #[test]
@@ -130,7 +139,10 @@ fn the_ledger_example_titles_and_preview() {
     let p = hcpx::Pack::load(&crate::helpers::repo().join("packs/ledger")).unwrap();
     let a = args(json!({ "amount": "2.80", "payee": "demo-transit" }));
     assert_eq!(command_title(&p, "transfer", &a, None).as_deref(), Some("Paying 2.80 to demo-transit"));
-    assert_eq!(command_title(&p, "transfer", &a, Some(&json!({ "ok": true }))).as_deref(), Some("Paid 2.80 to demo-transit"));
+    assert_eq!(
+        command_title(&p, "transfer", &a, Some(&json!({ "ok": true }))).as_deref(),
+        Some("Paid 2.80 to demo-transit")
+    );
     assert_eq!(command_title(&p, "transfer", &Map::new(), None).as_deref(), Some("Paying a payee"));
     let card = p.command("transfer").unwrap().preview.as_ref().unwrap().render(&a);
     assert_eq!(

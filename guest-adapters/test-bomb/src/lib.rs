@@ -6,7 +6,11 @@ wit_bindgen::generate!({ world: "composite", path: "../../wit" });
 struct Bomb;
 
 impl Guest for Bomb {
-    fn exec(_ctx: hcp::adapter::types::CallContext, verb_key: String, _args: String) -> Result<String, String> {
+    fn exec(
+        _ctx: hcp::adapter::types::CallContext,
+        verb_key: String,
+        _args: String,
+    ) -> Result<String, String> {
         if verb_key == "ok" {
             return Ok("{\"ok\":true}".into());
         }

@@ -5,7 +5,11 @@ wit_bindgen::generate!({ world: "composite", path: "../../wit" });
 struct Env;
 
 impl Guest for Env {
-    fn exec(_ctx: hcp::adapter::types::CallContext, _verb_key: String, _args: String) -> Result<String, String> {
+    fn exec(
+        _ctx: hcp::adapter::types::CallContext,
+        _verb_key: String,
+        _args: String,
+    ) -> Result<String, String> {
         let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
         let argv: Vec<String> = std::env::args().collect();
         Ok(format!("{{\"vars\":{:?},\"argv\":{:?}}}", vars, argv))

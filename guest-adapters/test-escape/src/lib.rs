@@ -6,10 +6,18 @@ wit_bindgen::generate!({ world: "composite", path: "../../wit" });
 struct Escape;
 
 impl Guest for Escape {
-    fn exec(_ctx: hcp::adapter::types::CallContext, verb_key: String, _args: String) -> Result<String, String> {
+    fn exec(
+        _ctx: hcp::adapter::types::CallContext,
+        verb_key: String,
+        _args: String,
+    ) -> Result<String, String> {
         if verb_key == "git" {
             use std::io::Write;
-            let config = std::fs::OpenOptions::new().append(true).open(".git/config").and_then(|mut f| f.write_all(b"[core]\n\tfsmonitor = /tmp/x\n")).is_ok();
+            let config = std::fs::OpenOptions::new()
+                .append(true)
+                .open(".git/config")
+                .and_then(|mut f| f.write_all(b"[core]\n\tfsmonitor = /tmp/x\n"))
+                .is_ok();
             let hook = std::fs::write(".git/hooks/pre-commit", "#!/bin/sh\necho pwned\n").is_ok();
             let renamed = std::fs::rename(".git", ".git-old").is_ok();
             if renamed {
@@ -17,7 +25,9 @@ impl Guest for Escape {
                 let _ = std::fs::write(".git/config", "[core]\n\tfsmonitor = /tmp/x\n");
             }
             let plain = std::fs::write("written.txt", "ok").is_ok();
-            return Ok(format!("{{\"config\":{config},\"hook\":{hook},\"renamed\":{renamed},\"plain\":{plain}}}"));
+            return Ok(format!(
+                "{{\"config\":{config},\"hook\":{hook},\"renamed\":{renamed},\"plain\":{plain}}}"
+            ));
         }
         let mut found = Vec::new();
         for p in ["/etc/passwd", "../../../../etc/passwd", "/proc/self/environ", "..", "/", "/tmp"] {
@@ -25,14 +35,17 @@ impl Guest for Escape {
                 found.push(format!("read {p}: {} bytes", s.len()));
             }
             if let Ok(d) = std::fs::read_dir(p) {
-                let names: Vec<String> = d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+                let names: Vec<String> =
+                    d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
                 if !names.is_empty() {
                     found.push(format!("listed {p}: {names:?}"));
                 }
             }
         }
         let written = std::fs::write("inside.txt", "ok").is_ok();
-        let listed: Vec<String> = std::fs::read_dir(".").map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+        let listed: Vec<String> = std::fs::read_dir(".")
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
         Ok(format!("{{\"escaped\":{:?},\"wrote_inside\":{},\"inside\":{:?}}}", found, written, listed))
     }
 

@@ -38,7 +38,8 @@ pub fn load(store: &Store, engine: &Engine, bytes: &[u8], component_sha: &str) -
         }
         // A tampered or stale file is never loaded: it is replaced below.
     }
-    let component = Component::new(engine, bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
+    let component =
+        Component::new(engine, bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
     if let Ok(serialized) = component.serialize() {
         let _ = std::fs::create_dir_all(store.path("cache"));
         let digest = sha256_hex(&serialized);

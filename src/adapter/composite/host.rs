@@ -41,18 +41,33 @@ impl CallLimits {
 }
 
 impl wasmtime::ResourceLimiter for CallLimits {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let next = self.used.saturating_sub(current).saturating_add(desired);
         if next > self.memory_cap {
-            return Err(wasmtime::Error::msg(format!("{MEMORY_CAP_ERROR}: {next} bytes asked, {} allowed", self.memory_cap)));
+            return Err(wasmtime::Error::msg(format!(
+                "{MEMORY_CAP_ERROR}: {next} bytes asked, {} allowed",
+                self.memory_cap
+            )));
         }
         self.used = next;
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > MAX_TABLE_ELEMENTS {
-            return Err(wasmtime::Error::msg(format!("table limit of {MAX_TABLE_ELEMENTS} elements reached")));
+            return Err(wasmtime::Error::msg(format!(
+                "table limit of {MAX_TABLE_ELEMENTS} elements reached"
+            )));
         }
         Ok(true)
     }

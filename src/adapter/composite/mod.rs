@@ -21,11 +21,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{workspace, Adapter, AdapterResult, Call};
 use crate::pack::Pack;
-use crate::store::config::SandboxConfig;
 use crate::runtime::Code;
-pub use cache::sha256_hex;
+use crate::store::config::SandboxConfig;
 use bindings::hcp::adapter::types::{CallContext, Credential};
 use bindings::{Composite, CompositePre};
+pub use cache::sha256_hex;
 use host::CallState;
 
 /// How often the engine's epoch advances; deadlines are counted in these ticks.
@@ -48,7 +48,11 @@ fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
     let built = if pooling {
         // A long-lived runtime may be called from many threads at once: one worker thread drives the timers,
         // so one caller's deadline fires even while another caller's wasm is running.
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("hcpx-wasi").enable_time().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("hcpx-wasi")
+            .enable_time()
+            .build()
     } else {
         // One call per process: its own thread drives the timers while it waits.
         tokio::runtime::Builder::new_current_thread().enable_time().build()
@@ -79,7 +83,12 @@ impl CompositeAdapter {
     }
 
     fn with_pooling(pooling: bool) -> CompositeAdapter {
-        CompositeAdapter { pooling, engine: OnceLock::new(), tokio: OnceLock::new(), prepared: Mutex::new(HashMap::new()) }
+        CompositeAdapter {
+            pooling,
+            engine: OnceLock::new(),
+            tokio: OnceLock::new(),
+            prepared: Mutex::new(HashMap::new()),
+        }
     }
 
     /// An adapter for a process that runs one call and exits: on-demand instance allocation.
@@ -99,7 +108,11 @@ impl CompositeAdapter {
     /// when it was dropped at the limit.
     ///
     /// Blocking: call it from a plain thread (in async code, from `spawn_blocking`), never from a task.
-    pub fn block_on<F: std::future::Future>(&self, limit: Duration, fut: F) -> Result<Option<F::Output>, String> {
+    pub fn block_on<F: std::future::Future>(
+        &self,
+        limit: Duration,
+        fut: F,
+    ) -> Result<Option<F::Output>, String> {
         match self.tokio.get_or_init(|| make_tokio(self.pooling)) {
             // The timer is made inside the runtime: it needs its clock.
             Ok(rt) => Ok(rt.block_on(async { tokio::time::timeout(limit, fut).await.ok() })),
@@ -107,24 +120,42 @@ impl CompositeAdapter {
         }
     }
 
-    fn prepare(&self, store: &crate::store::Store, pack: &Pack, bytes: &[u8], sha: &str) -> Result<Arc<Prepared>, String> {
+    fn prepare(
+        &self,
+        store: &crate::store::Store,
+        pack: &Pack,
+        bytes: &[u8],
+        sha: &str,
+    ) -> Result<Arc<Prepared>, String> {
         let (engine, _) = self.engine()?;
         let component = cache::load(store, engine, bytes, sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| format!("cannot link WASI: {e:#}"))?;
         Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
-        let pre = linker.instantiate_pre(&component).map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
-        let pre = CompositePre::new(pre).map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
+        let pre = CompositePre::new(pre)
+            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
         // The component must implement every command the manifest declares.
-        let mut wstore = new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+        let mut wstore =
+            new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
         let described = self.block_on(DESCRIBE_TIMEOUT, async {
-            let inst = pre.instantiate_async(&mut wstore).await.map_err(|e| format!("the component cannot start: {e:#}"))?;
+            let inst = pre
+                .instantiate_async(&mut wstore)
+                .await
+                .map_err(|e| format!("the component cannot start: {e:#}"))?;
             inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
         })?;
-        let names = described.ok_or_else(|| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
+        let names = described
+            .ok_or_else(|| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
         if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
-            return Err(format!("the component does not implement command {missing} (it describes: {})", names.join(", ")));
+            return Err(format!(
+                "the component does not implement command {missing} (it describes: {})",
+                names.join(", ")
+            ));
         }
         Ok(Arc::new(Prepared { pre }))
     }
@@ -150,7 +181,9 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     let (engine, pooled) = match pooling.then(|| Engine::new(&pooled_cfg).ok()).flatten() {
         Some(e) => (e, true),
         // The machine may refuse the pool's address-space reservation: fall back to on-demand allocation.
-        None => (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false),
+        None => {
+            (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false)
+        }
     };
     let ticker = engine.weak();
     std::thread::Builder::new()
@@ -177,11 +210,18 @@ fn new_store(
     wasi.env("HCP_SANDBOX", "sandbox");
     if let Some((dir, writable)) = preopen {
         let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-        wasi.preopened_dir(dir, ".", perms).map_err(|e| format!("cannot open the workspace {}: {e:#}", dir.display()))?;
+        wasi.preopened_dir(dir, ".", perms)
+            .map_err(|e| format!("cannot open the workspace {}: {e:#}", dir.display()))?;
     }
     let memory = (memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
     let limits = host::CallLimits::new(memory);
-    let state = CallState { wasi: wasi.build(), table: ResourceTable::new(), limits, credentials, log: String::new() };
+    let state = CallState {
+        wasi: wasi.build(),
+        table: ResourceTable::new(),
+        limits,
+        credentials,
+        log: String::new(),
+    };
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);
@@ -219,9 +259,17 @@ impl CompositeAdapter {
     ///
     /// The bytes are read and hashed once per process and component; later calls reuse the instance prepared
     /// from those verified bytes, so a file changed afterwards is never loaded.
-    fn ready(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig, installed: Option<&str>) -> Result<(String, Arc<Prepared>), (Code, String)> {
+    fn ready(
+        &self,
+        store: &crate::store::Store,
+        pack: &Pack,
+        sandbox: &SandboxConfig,
+        installed: Option<&str>,
+    ) -> Result<(String, Arc<Prepared>), (Code, String)> {
         let fail = |msg: String| (Code::AdapterFailed, msg);
-        let installed = installed.ok_or_else(|| fail(format!("pack {} has no component digest recorded at install; reinstall it", pack.id)))?;
+        let installed = installed.ok_or_else(|| {
+            fail(format!("pack {} has no component digest recorded at install; reinstall it", pack.id))
+        })?;
         if let Some(allowed) = &sandbox.allow_components {
             if !allowed.iter().any(|a| a == installed) {
                 return Err((Code::SandboxDenied, format!("sandbox: component {installed} not allowlisted")));
@@ -247,8 +295,14 @@ impl CompositeAdapter {
     }
 
     /// Whether the pack's component can run here (for `availability` and `doctor`).
-    pub fn runnable(&self, store: &crate::store::Store, pack: &Pack, sandbox: &SandboxConfig) -> Result<(), String> {
-        let installed = store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
+    pub fn runnable(
+        &self,
+        store: &crate::store::Store,
+        pack: &Pack,
+        sandbox: &SandboxConfig,
+    ) -> Result<(), String> {
+        let installed =
+            store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
         self.ready(store, pack, sandbox, installed.as_deref()).map(|_| ()).map_err(|(_, m)| m)
     }
 }
@@ -260,10 +314,11 @@ impl Adapter for CompositeAdapter {
             Ok(x) => x,
             Err((code, msg)) => return AdapterResult::fail(code, msg),
         };
-        let work = match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
-            Ok(w) => w,
-            Err((code, msg)) => return AdapterResult::fail(code, msg),
-        };
+        let work =
+            match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
+                Ok(w) => w,
+                Err((code, msg)) => return AdapterResult::fail(code, msg),
+            };
         let (engine, _) = match self.engine() {
             Ok(e) => e,
             Err(e) => return fail(e),
@@ -271,8 +326,13 @@ impl Adapter for CompositeAdapter {
         let limits = call.sandbox.limits();
         // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
         let writable = crate::sandbox::workdir_writable(call.pack.workspace, call.write);
-        let fields: Vec<(String, String)> = call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let creds: Vec<Credential> = fields.iter().enumerate().map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 }).collect();
+        let fields: Vec<(String, String)> =
+            call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let creds: Vec<Credential> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 })
+            .collect();
         let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
         // A write in the caller's project sees it through a namespace where .git/config and .git/hooks are
         // read-only (a preopen has no per-path permissions), where the kernel allows namespaces.
@@ -285,7 +345,13 @@ impl Adapter for CompositeAdapter {
             Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}")),
         };
         let preopen = guard.as_ref().map(|g| g.path()).unwrap_or_else(|| work.path.clone());
-        let store = match new_store(engine, limits.memory_mb, limits.timeout_ms, values, Some((&preopen, writable))) {
+        let store = match new_store(
+            engine,
+            limits.memory_mb,
+            limits.timeout_ms,
+            values,
+            Some((&preopen, writable)),
+        ) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
@@ -297,7 +363,10 @@ impl Adapter for CompositeAdapter {
         };
         let args = serde_json::Value::Object(call.args.clone()).to_string();
         if call.hooks.watching() {
-            call.hooks.started(call.live_title, &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]));
+            call.hooks.started(
+                call.live_title,
+                &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]),
+            );
         }
         let timeout = Duration::from_millis(limits.timeout_ms);
         let answer = self.block_on(timeout, call_component(prepared, store, ctx, call.verb_key, &args));
@@ -333,7 +402,11 @@ impl Adapter for CompositeAdapter {
             s[..end].to_string()
         };
         let mut out = match outcome {
-            Ok(Ok(text)) if text.len() > cap => AdapterResult { ok: true, result: Some(serde_json::Value::String(cut(text))), ..AdapterResult::default() },
+            Ok(Ok(text)) if text.len() > cap => AdapterResult {
+                ok: true,
+                result: Some(serde_json::Value::String(cut(text))),
+                ..AdapterResult::default()
+            },
             Ok(Ok(text)) => AdapterResult {
                 ok: true,
                 result: Some(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
@@ -355,7 +428,13 @@ type Outcome = (wasmtime::Result<Result<String, String>>, String);
 /// Instantiates the component and calls it. Run under the call's deadline: epoch interruption stops wasm code at
 /// the deadline (a trap); a call still pending then is blocked in a host call, and the timeout drops this future,
 /// which unwinds the guest's fiber and frees its Store.
-async fn call_component(prepared: Arc<Prepared>, mut store: WStore<CallState>, ctx: CallContext, verb: &str, args: &str) -> Outcome {
+async fn call_component(
+    prepared: Arc<Prepared>,
+    mut store: WStore<CallState>,
+    ctx: CallContext,
+    verb: &str,
+    args: &str,
+) -> Outcome {
     let outcome = match prepared.pre.instantiate_async(&mut store).await {
         Ok(inst) => inst.call_exec(&mut store, &ctx, verb, args).await,
         Err(e) => Err(e),
@@ -370,7 +449,10 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
     }
     let text = format!("{e:#}");
     if text.contains(host::MEMORY_CAP_ERROR) || text.contains("memory minimum size") {
-        return AdapterResult::fail(Code::AdapterFailed, format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"));
+        return AdapterResult::fail(
+            Code::AdapterFailed,
+            format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"),
+        );
     }
     let first = text.lines().next().unwrap_or("trap").to_string();
     AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The house gates (docs/architecture.md): one layout, no clippy warnings, no blessing in CI.
+# Run before the tests by .ci/run; run it yourself before you push.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -n "${HCPX_BLESS:-}${INSTA_UPDATE:-}" ] && [ -n "${CI:-}" ]; then
+  echo "gates: HCPX_BLESS or INSTA_UPDATE is set in CI; expected files are only ever written by hand" >&2
+  exit 1
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+cargo fmt --check
+(cd guest-adapters && cargo fmt --check)
+cargo clippy --locked --all-targets -- -D warnings
+(cd guest-adapters && cargo clippy --locked --release --target wasm32-wasip2 -- -D warnings)
+echo "gates: fmt and clippy clean"

@@ -12,8 +12,9 @@ use hcpx::adapter::composite::bindings::hcp::adapter::types::CallContext;
 use hcpx::adapter::composite::bindings::{Composite, CompositePre};
 use hcpx::adapter::composite::host::{CallLimits, CallState};
 use hcpx::adapter::composite::CompositeAdapter;
-use hcpx::grants::Grants;
-use hcpx::runtime::{Envelope, Invoker, Principal, Runtime};
+use hcpx::model::grants::Grants;
+use hcpx::model::{Envelope, Invoker, Principal};
+use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 

@@ -4,8 +4,8 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 use std::fmt;
 
-use crate::lint::LintKind;
-use crate::naming::is_arg_name;
+use crate::model::naming::is_arg_name;
+use crate::model::LintKind;
 
 /// Arguments every command accepts, always as booleans: they satisfy the confirm gate.
 pub const GATE_ARGS: [&str; 2] = ["confirm", "apply"];
@@ -223,7 +223,7 @@ impl ArgSpec {
             None => {}
             Some(Value::Object(p)) => {
                 for (name, prop) in p {
-                    let ptr = format!("/properties/{}", crate::lint::pointer_segment(name));
+                    let ptr = format!("/properties/{}", crate::model::diagnostic::pointer_segment(name));
                     if !is_arg_name(name) {
                         problems.push(SchemaProblem {
                             kind: LintKind::BadName,
@@ -348,7 +348,7 @@ impl ArgSpec {
         let mut positions = Vec::new();
         for (i, (pos, name)) in by_pos.iter().enumerate() {
             if *pos != i {
-                bad(&mut problems, &format!("/properties/{}/x-position", crate::lint::pointer_segment(name)), format!("x-position values must run 0, 1, 2 … without gaps or repeats; `{name}` has {pos} where {i} was expected"), "number the positional arguments 0, 1, 2 … in command-line order");
+                bad(&mut problems, &format!("/properties/{}/x-position", crate::model::diagnostic::pointer_segment(name)), format!("x-position values must run 0, 1, 2 … without gaps or repeats; `{name}` has {pos} where {i} was expected"), "number the positional arguments 0, 1, 2 … in command-line order");
                 break;
             }
             positions.push(name.clone());
@@ -460,10 +460,8 @@ impl ArgSpec {
             }
         }
         if types.contains(&"boolean") {
-            match raw {
-                "true" => return Ok(Value::Bool(true)),
-                "false" => return Ok(Value::Bool(false)),
-                _ => {}
+            if let Some(b) = crate::model::wire::parse_bool(raw) {
+                return Ok(Value::Bool(b));
             }
         }
         if types.contains(&"null") && raw == "null" {
@@ -587,7 +585,7 @@ fn find_refs(v: &Value, at: &str, problems: &mut Vec<SchemaProblem>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                let ptr = format!("{at}/{}", crate::lint::pointer_segment(k));
+                let ptr = format!("{at}/{}", crate::model::diagnostic::pointer_segment(k));
                 if matches!(k.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef") {
                     if let Some(r) = child.as_str() {
                         if !r.starts_with('#') {

@@ -5,9 +5,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::model::ResultEnvelope;
 use crate::pack::raw::RawEvalCase;
 use crate::pack::Pack;
-use crate::runtime::ResultEnvelope;
 use crate::trial::Trial;
 
 /// Default per-case timeout.
@@ -164,7 +164,7 @@ pub fn output_of(out: &ResultEnvelope) -> String {
 
 fn check(case: &RawEvalCase, out: &ResultEnvelope, output: &str, ms: u64, tokens: u64) -> Result<(), String> {
     let e = &case.expect;
-    if out.code == Some(crate::runtime::Code::Timeout) {
+    if out.code == Some(crate::model::Code::Timeout) {
         return Err(format!("timed out: {}", out.error.as_deref().unwrap_or("")));
     }
     if let Some(ok) = e.ok {

@@ -3,27 +3,38 @@
 //! The library is the runtime; the `hcpx` binary and every other face are thin callers of it.
 //! Load a pack with [`pack::Pack::load`], lint one with [`lint::lint_dir`], render argv with
 //! [`render::render_argv`], check arguments with [`args::ArgSpec`] and title a step with
-//! [`title::command_title`].
+//! [`command_title`].
+//!
+//! The modules are layers, listed here bottom first; each imports only modules above it in this list
+//! (docs/architecture.md; `tests/integration/layers.rs` enforces it).
+
+pub mod model;
+
+pub mod template;
 
 pub mod args;
-pub mod eval;
-pub mod lint;
-pub mod naming;
-pub mod pack;
-pub mod render;
-pub mod template;
 pub mod title;
 
-pub use pack::{Pack, PackError};
-pub use title::command_title;
-pub mod adapter;
-pub mod check;
-pub mod clock;
-pub mod grants;
-pub mod runtime;
-pub mod sandbox;
-pub mod scaffold;
+pub mod pack;
+
+pub mod lint;
+pub mod render;
+
 pub mod store;
+
+pub mod sandbox;
+
+pub mod adapter;
+
+pub mod runtime;
+
 pub mod trial;
 
-pub use runtime::{Envelope, ResultEnvelope, Runtime};
+pub mod eval;
+
+pub mod check;
+pub mod scaffold;
+
+pub use model::{Envelope, ResultEnvelope};
+pub use pack::{command_title, Pack, PackError};
+pub use runtime::Runtime;

@@ -3,7 +3,8 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
-use crate::naming::command_tail;
+use crate::model::naming::command_tail;
+pub use crate::pack::cli_selects_json;
 use crate::pack::{Command, WrapTarget};
 use crate::template::{Piece, Template};
 
@@ -46,18 +47,6 @@ pub fn arg_text(v: &Value) -> Option<String> {
         Value::Object(_) => v.to_string(),
     };
     (!s.is_empty()).then_some(s)
-}
-
-/// True when declared `cli[]` tokens already select JSON output.
-pub fn cli_selects_json<S: AsRef<str>>(tokens: &[S]) -> bool {
-    tokens.iter().enumerate().any(|(i, t)| {
-        let t = t.as_ref();
-        t == "--json"
-            || t.starts_with("--json=")
-            || matches!(t, "--output=json" | "--format=json" | "-ojson" | "-fjson")
-            || (matches!(t, "-o" | "--output" | "--format" | "-f")
-                && tokens.get(i + 1).map(|n| n.as_ref()) == Some("json"))
-    })
 }
 
 /// The JSON flag appended to this command's argv.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::adapter::wrap::{find_on_path, CHILD_PATH};
 use crate::sandbox::spawn::{self, Spawn};
 
-use crate::naming::{is_command_name, is_pack_id};
+use crate::model::naming::{is_command_name, is_pack_id};
 
 /// Most template commands a scaffold writes.
 pub const MAX_TEMPLATES: usize = 8;
@@ -133,7 +133,7 @@ fn pack_id_for(bin: &str) -> String {
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), ScaffoldError> {
     let p = dir.join(name);
     std::fs::write(&p, text)
-        .map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::pack::io_reason(&e) })
+        .map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::model::io_reason(&e) })
 }
 
 /// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`).
@@ -185,7 +185,7 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
         "# {bin}\n\nTODO: one paragraph for an agent: what `{bin}` does in this project, which command to start with, and which commands change something.\n\n## Hot path\n\n{table}"
     );
     std::fs::create_dir_all(out)
-        .map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::pack::io_reason(&e) })?;
+        .map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::model::io_reason(&e) })?;
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     write(out, "surface.json", &pretty(&surface))?;
     write(out, "policy.json", &pretty(&policy))?;

@@ -1,10 +1,9 @@
 //! Titles and approval previews (command.md "Titles"): the words a host shows for a step, filled from args and result.
 
 use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::pack::{Pack, PreviewKind};
+use crate::model::{Preview, PreviewKind};
 use crate::template::Template;
 
 /// Longest value a title shows before it is cut.
@@ -23,15 +22,6 @@ pub struct PreviewSpec {
     pub kind: PreviewKind,
     pub title: Option<Template>,
     pub fields: IndexMap<String, Template>,
-}
-
-/// A filled approval card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Preview {
-    pub kind: PreviewKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    pub fields: IndexMap<String, String>,
 }
 
 impl TitleSpec {
@@ -61,17 +51,6 @@ impl PreviewSpec {
                 .collect(),
         }
     }
-}
-
-/// `command_title(pack, verb_key, args, result)`: the live title while a command runs, the done title once it has
-/// a result, or `None` when the pack declares none for that command and the host uses its own.
-pub fn command_title(
-    pack: &Pack,
-    verb_key: &str,
-    args: &Map<String, Value>,
-    result: Option<&Value>,
-) -> Option<String> {
-    pack.command(verb_key)?.title.render(args, result)
 }
 
 fn lookup(name: &str, args: &Map<String, Value>, result: Option<&Value>, cut: bool) -> Option<String> {

@@ -8,9 +8,10 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use crate::adapter::ExecHooks;
-use crate::grants::Grants;
+use crate::model::grants::Grants;
+use crate::model::{Envelope, Invoker, Principal, ResultEnvelope};
 use crate::pack::{Bin, BindingMode, Pack, WorkspaceMode};
-use crate::runtime::{Envelope, Invoker, Principal, ResultEnvelope, Runtime};
+use crate::runtime::Runtime;
 use crate::store::config::SandboxConfig;
 use crate::store::{unique_name, Store};
 

@@ -8,14 +8,24 @@ pub mod wrap;
 use serde_json::{Map, Value};
 use std::path::Path;
 
+use crate::model::{Code, Denial, MintedBinding, Principal, SandboxReport};
 use crate::pack::{Command, Pack};
-use crate::runtime::{Code, MintedBinding, Principal};
 use crate::store::config::SandboxConfig;
-use crate::store::Store;
+use crate::store::Layout;
+
+/// What an adapter may know of the host for a pack: where its files go, the operator's sandbox settings, and
+/// the component digest recorded at install. Never the store itself.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub layout: &'a Layout,
+    pub sandbox: &'a SandboxConfig,
+    /// The component digest recorded at install (composites).
+    pub component_sha256: Option<&'a str>,
+}
 
 /// Everything an adapter may use for one call; nothing else reaches it.
 pub struct Call<'a> {
-    pub store: &'a Store,
+    pub env: Env<'a>,
     pub pack: &'a Pack,
     pub verb_key: &'a str,
     /// The named command, or `None` for a pass-through subcommand.
@@ -27,11 +37,8 @@ pub struct Call<'a> {
     /// Extra argv of a pass-through call.
     pub pass_argv: &'a [String],
     pub binding: &'a MintedBinding,
-    pub sandbox: &'a SandboxConfig,
     /// The caller's project, when the runtime has one.
     pub project_dir: Option<&'a Path>,
-    /// The component digest recorded at install (composites).
-    pub component_sha256: Option<&'a str>,
     pub principal: &'a Principal,
     /// The live title, shown while the command runs.
     pub live_title: Option<&'a str>,
@@ -51,7 +58,7 @@ pub struct AdapterResult {
     /// The process's exit code, when one ran and exited (not killed by a signal).
     pub exit_code: Option<i32>,
     /// The confinement a wrap's child ran under.
-    pub sandbox: Option<crate::sandbox::SandboxReport>,
+    pub sandbox: Option<SandboxReport>,
 }
 
 impl AdapterResult {
@@ -61,10 +68,20 @@ impl AdapterResult {
     }
 }
 
+impl From<Denial> for AdapterResult {
+    fn from(d: Denial) -> AdapterResult {
+        AdapterResult::fail(d.code, d.message)
+    }
+}
+
 /// Runs a command for a pack kind.
-pub trait Adapter {
+pub trait Adapter: Send + Sync {
     /// Runs the call in the sandbox; never panics, every failure is a value.
     fn run(&self, call: &Call<'_>) -> AdapterResult;
+
+    /// Whether `pack` can run here now, as `availability` reports it: its bin resolves and is allow-listed
+    /// and its network granted (wrap), or its component is unchanged, allow-listed and loads (composite).
+    fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial>;
 }
 
 /// Observes a call while it runs (the terminal face shows the live title).

@@ -5,9 +5,11 @@ use cap_std::fs::Dir;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use tempfile::TempDir;
+
+use crate::model::{Code, Denial};
 use crate::pack::{Pack, WorkspaceMode};
-use crate::runtime::Code;
-use crate::store::Store;
+use crate::store::Layout;
 
 /// A prepared working directory; per-call directories are removed on drop.
 pub struct Workdir {
@@ -16,39 +18,35 @@ pub struct Workdir {
     pub dir: Option<Dir>,
     pub home: PathBuf,
     pub tmpdir: PathBuf,
-    remove: Vec<PathBuf>,
-}
-
-impl Drop for Workdir {
-    fn drop(&mut self) {
-        for p in &self.remove {
-            let _ = fs::remove_dir_all(p);
-        }
-    }
+    /// Per-call directories (the ephemeral workspace, the wrap's TMPDIR), removed when the call ends.
+    _per_call: Vec<TempDir>,
 }
 
 /// Prepares the working directory of `pack` under `mode`.
 /// `for_wrap`: a wrap also gets a private `HOME`, a fresh per-call `TMPDIR` and its cwd opened as a `Dir`;
 /// a component has no environment to take them, so it gets only the directory.
 pub fn prepare(
-    store: &Store,
+    layout: &Layout,
     pack: &Pack,
     mode: WorkspaceMode,
     project: Option<&Path>,
     for_wrap: bool,
-) -> Result<Workdir, (Code, String)> {
+) -> Result<Workdir, Denial> {
     let io = |p: &Path, e: std::io::Error| {
-        (Code::AdapterFailed, format!("cannot prepare {}: {}", p.display(), crate::pack::io_reason(&e)))
+        Denial::new(
+            Code::AdapterFailed,
+            format!("cannot prepare {}: {}", p.display(), crate::model::io_reason(&e)),
+        )
     };
-    let private = store.path("workspaces").join(&pack.id);
-    let home_for = |cwd: &Path| -> Result<PathBuf, (Code, String)> {
+    let private = layout.workspaces.join(&pack.id);
+    let home_for = |cwd: &Path| -> Result<PathBuf, Denial> {
         if for_wrap {
             ensure(&private).map_err(|e| io(&private, e))
         } else {
             Ok(cwd.to_path_buf())
         }
     };
-    let mut remove = Vec::new();
+    let mut per_call = Vec::new();
     let (path, home) = match mode {
         WorkspaceMode::None => (pack.dir.clone(), home_for(&pack.dir)?),
         WorkspaceMode::Workspace => {
@@ -57,52 +55,42 @@ pub fn prepare(
         }
         WorkspaceMode::Project => {
             let Some(project) = project else {
-                return Err((
+                return Err(Denial::new(
                     Code::NoProject,
                     format!("pack {} runs in the caller's project (workspace mode project), and this runtime has no project directory; run it from a project or set HCP_PROJECT_DIR", pack.id),
                 ));
             };
-            if let Some(why) = store_overlap(store.home(), project) {
-                return Err((Code::NoProject, why));
+            if let Some(why) = store_overlap(&layout.home, project) {
+                return Err(Denial::new(Code::NoProject, why));
             }
             (project.to_path_buf(), home_for(project)?)
         }
         WorkspaceMode::Ephemeral => {
-            let p = store.temp_path(&format!("ephemeral-{}", pack.id));
-            fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
-            remove.push(p.clone());
+            fs::create_dir_all(&layout.tmp).map_err(|e| io(&layout.tmp, e))?;
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("ephemeral-{}-", pack.id))
+                .tempdir_in(&layout.tmp)
+                .map_err(|e| io(&layout.tmp, e))?;
+            let p = dir.path().to_path_buf();
+            per_call.push(dir);
             (p.clone(), p)
         }
     };
-    // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
     if !for_wrap {
-        return Ok(Workdir { path, dir: None, tmpdir: home.clone(), home, remove });
+        return Ok(Workdir { path, dir: None, tmpdir: home.clone(), home, _per_call: per_call });
     }
-    let tmpdir = std::env::temp_dir().join(crate::store::unique_name("hcpx-call"));
-    let made = fs::create_dir_all(&tmpdir);
-    remove.push(tmpdir.clone());
-    let dir = made.map_err(|e| io(&tmpdir, e)).and_then(|_| {
-        Dir::open_ambient_dir(&path, ambient_authority()).map(Some).map_err(|e| {
-            (
-                Code::AdapterFailed,
-                format!(
-                    "cannot open the working directory {}: {}",
-                    path.display(),
-                    crate::pack::io_reason(&e)
-                ),
-            )
-        })
-    });
-    let dir = match dir {
-        Ok(d) => d,
-        Err(e) => {
-            for p in &remove {
-                let _ = fs::remove_dir_all(p);
-            }
-            return Err(e);
-        }
-    };
-    Ok(Workdir { path, dir, home, tmpdir, remove })
+    // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
+    let tmp =
+        tempfile::Builder::new().prefix("hcpx-call-").tempdir().map_err(|e| io(&std::env::temp_dir(), e))?;
+    let tmpdir = tmp.path().to_path_buf();
+    per_call.push(tmp);
+    let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| {
+        Denial::new(
+            Code::AdapterFailed,
+            format!("cannot open the working directory {}: {}", path.display(), crate::model::io_reason(&e)),
+        )
+    })?;
+    Ok(Workdir { path, dir: Some(dir), home, tmpdir, _per_call: per_call })
 }
 
 /// Why `project` cannot be a call's project: it holds the store at `home` (its credentials, grants, other

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::workspace;
-use super::{Adapter, AdapterResult, Call};
+use super::{Adapter, AdapterResult, Call, Env};
+use crate::model::{Code, Denial};
 use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
 use crate::render::{cli_selects_json, render_argv};
-use crate::runtime::Code;
 use crate::sandbox::spawn::{self, Spawn};
 use crate::sandbox::{workdir_writable, Confinement, KernelProbe, WrapView};
 use crate::store::config::SandboxConfig;
@@ -21,148 +21,148 @@ pub struct WrapAdapter;
 
 impl Adapter for WrapAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
-        let Some(wrap) = &call.pack.wrap else {
-            return AdapterResult::fail(
-                Code::AdapterFailed,
-                format!("pack {} has no wrap target", call.pack.id),
-            );
-        };
-        // Lint refuses these names; a pack that reaches here with one anyway is refused again.
-        if let Some((k, family)) =
-            wrap.agent_env.keys().find_map(|k| crate::pack::env_deny::denied_env(k).map(|f| (k, f)))
-        {
-            return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: pack {} sets agent_env {k}, one of {family} settings a pack may not set; remove it and reinstall", call.pack.id));
-        }
-        let program = match resolve_bin(call.pack, wrap, call.sandbox) {
-            Ok(p) => p,
-            Err((code, msg)) => return AdapterResult::fail(code, msg),
-        };
-        let argv = match call.command {
-            Some(cmd) => match render_argv(wrap, cmd, call.args) {
-                Ok(a) => a,
-                Err(e) => return AdapterResult::fail(Code::InvalidArgs, e.to_string()),
-            },
-            None => {
-                let mut a = vec![call.verb_key.to_string()];
-                a.extend(call.pass_argv.iter().cloned());
-                if !cli_selects_json(call.pass_argv) {
-                    a.extend(wrap.json_flag.iter().cloned());
-                }
-                a
-            }
-        };
-        let work = match workspace::prepare(call.store, call.pack, wrap.workspace, call.project_dir, true) {
-            Ok(w) => w,
-            Err((code, msg)) => return AdapterResult::fail(code, msg),
-        };
-        let Some(cwd) = work.dir.as_ref() else {
-            return AdapterResult::fail(
-                Code::AdapterFailed,
-                "internal: the working directory was not opened".to_string(),
-            );
-        };
-        if let Some(cmd) = call.command {
-            if let Err(msg) = check_paths(cmd, call.args, cwd) {
-                return AdapterResult::fail(Code::InvalidArgs, msg);
-            }
-        }
-        let limits = call.sandbox.limits();
-        let probe = KernelProbe::get();
-        let (project, writable) =
-            (wrap.workspace == WorkspaceMode::Project, workdir_writable(wrap.workspace, call.write));
-        if project && writable {
-            crate::sandbox::ready_git_guard(&work.path);
-        }
-        let view = WrapView {
-            pack_id: &call.pack.id,
-            pack_dir: &call.pack.dir,
-            program: &program,
-            workdir: &work.path,
-            workdir_writable: writable,
-            home: &work.home,
-            tmpdir: &work.tmpdir,
-            network: &wrap.network,
-            project,
-            timeout_ms: limits.timeout_ms,
-        };
-        let confinement = match Confinement::for_wrap(&view, call.sandbox, &probe) {
-            Ok(c) => c,
-            Err(r) => return AdapterResult::fail(Code::SandboxDenied, r.0),
-        };
-        if call.sandbox.requires_full() && !confinement.full() {
-            return AdapterResult::fail(
-                Code::SandboxDenied,
-                format!(
-                    "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; run hcpx doctor, or remove \"require\": \"full\"",
-                    confinement.missing().join("; ")
-                ),
-            );
-        }
-        let env = child_env(call, wrap, &work.home, &work.tmpdir, confinement.mode());
-        if call.hooks.watching() {
-            call.hooks.started(call.live_title, &command_line(&program, &argv));
-        }
-        let spawned = spawn::run(&Spawn {
-            program: &program,
-            argv: &argv,
-            cwd,
-            env: &env,
-            timeout: Duration::from_millis(limits.timeout_ms),
-            max_output: limits.max_output_bytes,
-            confine: Some((&confinement, probe.landlock_abi(call.sandbox))),
-        });
-        drop(work);
-        let fin = match spawned {
-            Ok(f) => f,
-            Err(e) if e.not_runnable => {
-                return AdapterResult::fail(
-                    Code::SandboxDenied,
-                    format!(
-                        "sandbox: bin {:?} cannot be run: {}",
-                        program.display().to_string(),
-                        crate::pack::io_reason(&e.error)
-                    ),
-                )
-            }
-            Err(e) => {
-                return AdapterResult::fail(
-                    Code::SandboxDenied,
-                    format!(
-                        "sandbox: {} for {}: {e}; run hcpx doctor to see which layers this kernel allows",
-                        call.pack.id,
-                        program.display()
-                    ),
-                )
-            }
-        };
-        let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
-        let trimmed = stdout.trim();
-        let result = if trimmed.is_empty() {
-            None
-        } else {
-            Some(serde_json::from_str(trimmed).unwrap_or_else(|_| serde_json::Value::String(stdout.clone())))
-        };
-        let mut out = AdapterResult {
-            sandbox: Some(confinement.report()),
-            ok: fin.status.success() && !fin.timed_out,
-            result,
-            stdout: Some(stdout),
-            stderr: Some(stderr.clone()),
-            truncated: Some(fin.truncated),
-            exit_code: fin.status.code(),
-            ..AdapterResult::default()
-        };
-        if fin.timed_out {
-            out.code = Some(Code::Timeout);
-            out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms));
-        } else if !fin.status.success() {
-            out.code = Some(Code::ExitNonzero);
-            let msg = stderr.trim();
-            out.error = Some(if msg.is_empty() { fin.describe_exit() } else { msg.to_string() });
-        }
-        out
+        run_wrap(call).unwrap_or_else(AdapterResult::from)
     }
+
+    fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {
+        let wrap = target(pack)?;
+        resolve_bin(pack, wrap, env.sandbox)?;
+        crate::sandbox::network_granted(&pack.id, &wrap.network, env.sandbox)
+            .map_err(|r| Denial::new(Code::SandboxDenied, r.0))
+    }
+}
+
+/// The pack's wrap target, which a linted `kind: wrap` pack always has.
+fn target(pack: &Pack) -> Result<&WrapTarget, Denial> {
+    pack.wrap
+        .as_ref()
+        .ok_or_else(|| Denial::new(Code::AdapterFailed, format!("pack {} has no wrap target", pack.id)))
+}
+
+/// The argv that follows the bin: the named command rendered from its arguments, or a pass-through
+/// subcommand and its words (with the pack's JSON flag unless the words already select JSON).
+fn argv_for(call: &Call<'_>, wrap: &WrapTarget) -> Result<Vec<String>, Denial> {
+    match call.command {
+        Some(cmd) => {
+            render_argv(wrap, cmd, call.args).map_err(|e| Denial::new(Code::InvalidArgs, e.to_string()))
+        }
+        None => {
+            let mut a = vec![call.verb_key.to_string()];
+            a.extend(call.pass_argv.iter().cloned());
+            if !cli_selects_json(call.pass_argv) {
+                a.extend(wrap.json_flag.iter().cloned());
+            }
+            Ok(a)
+        }
+    }
+}
+
+fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
+    let wrap = target(call.pack)?;
+    // Lint refuses these names; a pack that reaches here with one anyway is refused again.
+    if let Some((k, family)) =
+        wrap.agent_env.keys().find_map(|k| crate::pack::env_deny::denied_env(k).map(|f| (k, f)))
+    {
+        return Err(Denial::new(Code::SandboxDenied, format!("sandbox: pack {} sets agent_env {k}, one of {family} settings a pack may not set; remove it and reinstall", call.pack.id)));
+    }
+    let sandbox = call.env.sandbox;
+    let program = resolve_bin(call.pack, wrap, sandbox)?;
+    let argv = argv_for(call, wrap)?;
+    let work = workspace::prepare(call.env.layout, call.pack, wrap.workspace, call.project_dir, true)?;
+    let cwd = work
+        .dir
+        .as_ref()
+        .ok_or_else(|| Denial::new(Code::AdapterFailed, "internal: the working directory was not opened"))?;
+    if let Some(cmd) = call.command {
+        check_paths(cmd, call.args, cwd).map_err(|m| Denial::new(Code::InvalidArgs, m))?;
+    }
+    let limits = sandbox.limits();
+    let probe = KernelProbe::get();
+    let (project, writable) =
+        (wrap.workspace == WorkspaceMode::Project, workdir_writable(wrap.workspace, call.write));
+    if project && writable {
+        crate::sandbox::ready_git_guard(&work.path);
+    }
+    let view = WrapView {
+        pack_id: &call.pack.id,
+        pack_dir: &call.pack.dir,
+        program: &program,
+        workdir: &work.path,
+        workdir_writable: writable,
+        home: &work.home,
+        tmpdir: &work.tmpdir,
+        network: &wrap.network,
+        project,
+        timeout_ms: limits.timeout_ms,
+    };
+    let confinement =
+        Confinement::for_wrap(&view, sandbox, &probe).map_err(|r| Denial::new(Code::SandboxDenied, r.0))?;
+    if sandbox.requires_full() && !confinement.full() {
+        return Err(Denial::new(
+            Code::SandboxDenied,
+            format!(
+                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; run hcpx doctor, or remove \"require\": \"full\"",
+                confinement.missing().join("; ")
+            ),
+        ));
+    }
+    let env = child_env(call, wrap, &work.home, &work.tmpdir, confinement.mode().as_str());
+    if call.hooks.watching() {
+        call.hooks.started(call.live_title, &command_line(&program, &argv));
+    }
+    let spawned = spawn::run(&Spawn {
+        program: &program,
+        argv: &argv,
+        cwd,
+        env: &env,
+        timeout: Duration::from_millis(limits.timeout_ms),
+        max_output: limits.max_output_bytes,
+        confine: Some((&confinement, probe.landlock_abi(sandbox))),
+    });
+    drop(work);
+    let fin = spawned.map_err(|e| {
+        let message = if e.not_runnable {
+            format!(
+                "sandbox: bin {:?} cannot be run: {}",
+                program.display().to_string(),
+                crate::model::io_reason(&e.error)
+            )
+        } else {
+            format!(
+                "sandbox: {} for {}: {e}; run hcpx doctor to see which layers this kernel allows",
+                call.pack.id,
+                program.display()
+            )
+        };
+        Denial::new(Code::SandboxDenied, message)
+    })?;
+    let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
+    let trimmed = stdout.trim();
+    let result = if trimmed.is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str(trimmed).unwrap_or_else(|_| serde_json::Value::String(stdout.clone())))
+    };
+    let mut out = AdapterResult {
+        sandbox: Some(confinement.report()),
+        ok: fin.status.success() && !fin.timed_out,
+        result,
+        stdout: Some(stdout),
+        stderr: Some(stderr.clone()),
+        truncated: Some(fin.truncated),
+        exit_code: fin.status.code(),
+        ..AdapterResult::default()
+    };
+    if fin.timed_out {
+        out.code = Some(Code::Timeout);
+        out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms));
+    } else if !fin.status.success() {
+        out.code = Some(Code::ExitNonzero);
+        let msg = stderr.trim();
+        out.error = Some(if msg.is_empty() { fin.describe_exit() } else { msg.to_string() });
+    }
+    Ok(out)
 }
 
 /// Every `x-path` argument names something beneath the working directory `dir`: relative, no `..`, and not
@@ -201,23 +201,19 @@ fn check_paths(
 }
 
 /// The program to spawn: a pack bin opened beneath the installed pack, or an allow-listed bare name on PATH.
-pub fn resolve_bin(
-    pack: &Pack,
-    wrap: &WrapTarget,
-    sandbox: &SandboxConfig,
-) -> Result<PathBuf, (Code, String)> {
+pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> Result<PathBuf, Denial> {
     match &wrap.bin {
         Bin::Path(rel) => {
             let root =
                 cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority()).map_err(|e| {
-                    (
+                    Denial::new(
                         Code::SandboxDenied,
-                        format!("sandbox: pack directory cannot be opened: {}", crate::pack::io_reason(&e)),
+                        format!("sandbox: pack directory cannot be opened: {}", crate::model::io_reason(&e)),
                     )
                 })?;
             match root.metadata(rel) {
                 Ok(m) if m.is_file() => Ok(pack.dir.join(rel)),
-                _ => Err((
+                _ => Err(Denial::new(
                     Code::SandboxDenied,
                     format!(
                         "sandbox: bin {rel:?} is not a file inside the installed pack; reinstall the pack"
@@ -227,10 +223,13 @@ pub fn resolve_bin(
         }
         Bin::Name(name) => {
             if !sandbox.allows_bin(name) {
-                return Err((Code::SandboxDenied, format!("sandbox: bin {name:?} not allowlisted")));
+                return Err(Denial::new(
+                    Code::SandboxDenied,
+                    format!("sandbox: bin {name:?} not allowlisted"),
+                ));
             }
             find_on_path(name).ok_or_else(|| {
-                (
+                Denial::new(
                     Code::SandboxDenied,
                     format!("sandbox: bin {name:?} is allow-listed but not found on PATH; install it"),
                 )

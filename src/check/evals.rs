@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use super::{Ctx, Hits};
-use crate::lint::pointer;
+use crate::model::diagnostic::pointer;
 use crate::pack::raw::RawEvalCase;
 use crate::pack::Operation;
 

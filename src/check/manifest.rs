@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::{Ctx, Hits};
-use crate::lint::pointer;
+use crate::model::diagnostic::pointer;
 use crate::pack::{AdapterKind, Bin, BindingMode, Command, WorkspaceMode};
 use crate::template::{Piece, Template};
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::eval::{run_cases, EvalReport};
 use crate::lint::LintIssue;
+use crate::model::wire::wire_enum;
 use crate::pack::Pack;
 use crate::trial::Trial;
 
@@ -25,59 +26,26 @@ pub use init::{init_evals, InitOutcome};
 pub use probe::ProbeRecord;
 pub use rules::{docs_markdown, Rule, RULES};
 
-/// How bad a finding is. Errors cost 12 points, warnings 4; notes never fail and cost nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-    Info,
-}
-
-impl Severity {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
+wire_enum! {
+    /// How bad a finding is. Errors cost 12 points, warnings 4; notes never fail and cost nothing.
+    #[derive(PartialOrd, Ord)]
+    pub enum Severity ("severity") {
+        Error = "error",
+        Warning = "warning",
+        Info = "info",
     }
 }
 
-/// The layer a rule belongs to; each gets its own score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Category {
-    Structure,
-    Manifest,
-    Policy,
-    Skill,
-    Probe,
-    Eval,
-}
-
-impl Category {
-    /// Every category, in report order.
-    pub const ALL: [Category; 6] = [
-        Category::Structure,
-        Category::Manifest,
-        Category::Policy,
-        Category::Skill,
-        Category::Probe,
-        Category::Eval,
-    ];
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Structure => "structure",
-            Category::Manifest => "manifest",
-            Category::Policy => "policy",
-            Category::Skill => "skill",
-            Category::Probe => "probe",
-            Category::Eval => "eval",
-        }
+wire_enum! {
+    /// The layer a rule belongs to; each gets its own score. `ALL` is the report order.
+    #[derive(PartialOrd, Ord)]
+    pub enum Category ("category") {
+        Structure = "structure",
+        Manifest = "manifest",
+        Policy = "policy",
+        Skill = "skill",
+        Probe = "probe",
+        Eval = "eval",
     }
 }
 

@@ -1,7 +1,7 @@
 //! Policy rules: is every write explicit, gated where it matters, and visible as such on both faces?
 
 use super::{Ctx, Hits};
-use crate::lint::pointer;
+use crate::model::diagnostic::pointer;
 use crate::pack::{BindingMode, Land, Operation};
 
 const POLICY: &str = "policy.json";

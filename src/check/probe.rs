@@ -9,9 +9,9 @@ use std::time::UNIX_EPOCH;
 
 use super::{Ctx, Hits};
 use crate::eval::{approx_tokens, output_of, todo_arg};
-use crate::lint::pointer;
+use crate::model::diagnostic::pointer;
+use crate::model::Code;
 use crate::pack::{Command, Operation, Pack};
-use crate::runtime::Code;
 use crate::trial::Trial;
 
 const SURFACE: &str = "surface.json";

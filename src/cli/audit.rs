@@ -18,8 +18,7 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
         p.message("the audit log is empty");
     } else {
         for r in &records {
-            let outcome =
-                if r.ok { "ok".to_string() } else { r.code.clone().unwrap_or_else(|| "failed".into()) };
+            let outcome = if r.ok { "ok" } else { r.code.map_or("failed", |c| c.as_str()) };
             p.data(&format!(
                 "{}  {}@{} via {}  {}.{}  {outcome}  args {}",
                 r.at,

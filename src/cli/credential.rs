@@ -21,7 +21,8 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
             // A family only `user`-mode packs use is stored per Principal: the local one unless another is named.
             let principal = principal.clone().or_else(|| {
                 user_only_family(&store, family).then(|| {
-                    hcpx::runtime::Principal::local(hcpx::grants::Grants::All, hcpx::runtime::Invoker::Cli).id
+                    hcpx::model::Principal::local(hcpx::model::grants::Grants::All, hcpx::model::Invoker::Cli)
+                        .id
                 })
             });
             match store.credential_set(family, principal.as_deref(), field, value) {

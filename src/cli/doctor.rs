@@ -46,11 +46,11 @@ pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
     let layers = hcpx::sandbox::KernelProbe::get().doctor_layers(&cfg);
     for l in &layers {
         let level = match l.status {
-            hcpx::sandbox::LayerStatus::Enforced => "ok",
+            hcpx::model::LayerStatus::Enforced => "ok",
             _ if cfg.requires_full() => "error",
             _ => "warning",
         };
-        add(&format!("sandbox {}", l.name.as_str()), level, format!("{}: {}", l.status_word(), l.detail));
+        add(&format!("sandbox {}", l.name.as_str()), level, format!("{}: {}", l.status.as_str(), l.detail));
     }
     if let (Ok(state), Ok(_)) = (&state, &sandbox) {
         // The same four flags every face reports (Runtime::availability), for the local Principal.

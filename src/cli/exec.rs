@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
 use hcpx::adapter::ExecHooks;
-use hcpx::grants::Grants;
-use hcpx::runtime::{Code, Envelope, Invoker, Principal, Runtime};
+use hcpx::model::grants::Grants;
+use hcpx::model::{Code, Envelope, Invoker, Principal};
+use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
 /// The local CLI Principal: its grants come from `grants.json` at each call (every grant when absent).

@@ -317,7 +317,7 @@ pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> 
         Ok(text) => serde_json::from_str(&text)
             .map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::pack::io_reason(&e))),
+        Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::model::io_reason(&e))),
     }
 }
 

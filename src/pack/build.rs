@@ -6,11 +6,12 @@ use std::path::Path;
 
 use super::files::{open_dir, parse_json, read_text};
 use super::raw::*;
-use super::{Bin, Binding, Command, Pack, PassThrough, PolicyRow, Skill, WrapTarget};
+use super::{
+    cli_selects_json, Bin, Binding, BindingMode, Command, Pack, PassThrough, PolicyRow, Skill, WrapTarget,
+};
 use crate::args::ArgSpec;
-use crate::lint::{pointer, Issues, LintIssue, LintKind};
-use crate::naming::{is_command_name, is_pack_id};
-use crate::render::cli_selects_json;
+use crate::model::diagnostic::{pointer, Issues, LintIssue, LintKind};
+use crate::model::naming::{is_command_name, is_pack_id};
 use crate::template::Template;
 use crate::title::{PreviewSpec, TitleSpec};
 
@@ -62,7 +63,7 @@ pub fn analyze(dir: &Path) -> Analysis {
         (Some(m), policy, skill) => build(dir, &root, m, policy, skill, evals, &mut is),
         _ => None,
     };
-    let pack = if is.len() == 0 { pack } else { None };
+    let pack = if is.is_empty() { pack } else { None };
     Analysis { issues: is.list, pack_id, pack }
 }
 
@@ -117,7 +118,7 @@ fn build(
             LintKind::ControlBinding,
             SURFACE,
             "/binding/mode",
-            format!("a control-plane pack must use Binding mode mothership, not {}", mode_str(binding.mode)),
+            format!("a control-plane pack must use Binding mode mothership, not {}", binding.mode.as_str()),
             "set \"binding\": {\"mode\": \"mothership\"} or make the pack \"plane\": \"runtime\"",
         );
     }
@@ -249,16 +250,6 @@ fn binding_of(m: &RawManifest, plane: Plane) -> Binding {
             family: m.id.clone(),
             connect_provider_id: None,
         },
-    }
-}
-
-fn mode_str(mode: BindingMode) -> &'static str {
-    match mode {
-        BindingMode::Public => "public",
-        BindingMode::User => "user",
-        BindingMode::Local => "local",
-        BindingMode::Mothership => "mothership",
-        BindingMode::Mock => "mock",
     }
 }
 
@@ -622,7 +613,7 @@ fn build_command(
         });
         let mut fields = IndexMap::new();
         for (k, v) in &p.fields {
-            let ptr = format!("{base}/preview/fields/{}", crate::lint::pointer_segment(k));
+            let ptr = format!("{base}/preview/fields/{}", crate::model::diagnostic::pointer_segment(k));
             if let Some(t) = parse_template(v, &ptr, is) {
                 check_vars(&t, key, args.as_ref(), &ptr, is);
                 fields.insert(k.clone(), t);
@@ -739,11 +730,6 @@ fn check_triggers(m: &RawManifest, policy: Option<&RawPolicy>, is: &mut Issues) 
     refs
 }
 
-/// A value as the pack files spell it.
-fn wire<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
 /// Validates a declared `hcp` object against the manifest, or derives one.
 fn check_meta(
     m: &RawManifest,
@@ -790,20 +776,22 @@ fn check_meta(
     }
     if let Some(p) = meta.plane {
         if p != plane {
-            mismatch("plane", wire(&p), wire(&plane));
+            mismatch("plane", format!("{:?}", p.as_str()), format!("{:?}", plane.as_str()));
         }
     }
     if let (Some(t), declared) = (&meta.transports, &m.transports) {
         let actual = declared.clone().unwrap_or_else(|| vec![Transport::Cli, Transport::JsonExec]);
         if *t != actual {
-            mismatch("transports", wire(t), wire(&actual));
+            let names = |l: &[Transport]| format!("{:?}", l.iter().map(|t| t.as_str()).collect::<Vec<_>>());
+            mismatch("transports", names(t), names(&actual));
         }
     }
     if let Some(b) = &meta.binding {
         if b.mode != binding.mode {
-            mismatch("binding", mode_str(b.mode).into(), mode_str(binding.mode).into());
+            mismatch("binding", b.mode.as_str().into(), binding.mode.as_str().into());
         } else if b.hub.is_some() && b.hub != binding.hub {
-            mismatch("binding", format!("hub {:?}", b.hub), format!("hub {:?}", binding.hub));
+            let hub = |h: Option<Hub>| h.map_or("none given", Hub::as_str);
+            mismatch("binding", format!("hub {}", hub(b.hub)), format!("hub {}", hub(binding.hub)));
         } else if b.family.as_ref().is_some_and(|f| *f != binding.family) {
             mismatch("binding", format!("family {:?}", b.family), format!("family {:?}", binding.family));
         }

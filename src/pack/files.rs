@@ -6,7 +6,8 @@ use serde::de::DeserializeOwned;
 use std::io::Read;
 use std::path::Path;
 
-use crate::lint::{pointer_segment, Issues, LintKind};
+use crate::model::diagnostic::{pointer_segment, Issues, LintKind};
+use crate::model::io_reason;
 
 /// The largest pack file the runtime reads.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -226,14 +227,4 @@ fn path_pointer(path: &serde_path_to_error::Path) -> String {
         }
     }
     out
-}
-
-/// A short lower-case reason for an I/O error.
-pub fn io_reason(e: &std::io::Error) -> String {
-    use std::io::ErrorKind;
-    match e.kind() {
-        ErrorKind::NotFound => "not found".into(),
-        ErrorKind::PermissionDenied => "permission denied (or a link that leaves the pack)".into(),
-        _ => e.to_string().to_lowercase(),
-    }
 }

@@ -8,18 +8,19 @@ mod skill;
 mod unique;
 
 use indexmap::IndexMap;
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
+pub use crate::model::{BindingMode, PreviewKind};
 pub use build::{analyze, Analysis};
-pub use files::{io_reason, MAX_FILE_BYTES};
+pub use files::MAX_FILE_BYTES;
 pub use raw::{
-    AdapterKind, BindingMode, Hub, Land, NetKind, Operation, Plane, PreviewKind, RawEvalFile, RawMeta,
-    Transport, WorkspaceMode,
+    AdapterKind, Hub, Land, NetKind, Operation, Plane, RawEvalFile, RawMeta, Transport, WorkspaceMode,
 };
 pub use skill::Skill;
 
 use crate::args::ArgSpec;
-use crate::lint::LintIssue;
+use crate::model::LintIssue;
 use crate::template::Template;
 use crate::title::{PreviewSpec, TitleSpec};
 
@@ -155,4 +156,27 @@ impl Pack {
     pub fn command(&self, verb_key: &str) -> Option<&Command> {
         self.commands.get(verb_key)
     }
+}
+
+/// `command_title(pack, verb_key, args, result)`: the live title while a command runs, the done title once it has
+/// a result, or `None` when the pack declares none for that command and the host uses its own.
+pub fn command_title(
+    pack: &Pack,
+    verb_key: &str,
+    args: &Map<String, Value>,
+    result: Option<&Value>,
+) -> Option<String> {
+    pack.command(verb_key)?.title.render(args, result)
+}
+
+/// True when declared `cli[]` tokens already select JSON output.
+pub fn cli_selects_json<S: AsRef<str>>(tokens: &[S]) -> bool {
+    tokens.iter().enumerate().any(|(i, t)| {
+        let t = t.as_ref();
+        t == "--json"
+            || t.starts_with("--json=")
+            || matches!(t, "--output=json" | "--format=json" | "-ojson" | "-fjson")
+            || (matches!(t, "-o" | "--output" | "--format" | "-f")
+                && tokens.get(i + 1).map(|n| n.as_ref()) == Some("json"))
+    })
 }

@@ -5,129 +5,75 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::unique::unique_map;
+use crate::model::wire::wire_enum;
+use crate::model::{BindingMode, PreviewKind};
 
-/// `kind` (alias `adapter_kind`): how commands run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AdapterKind {
-    Wrap,
-    Composite,
-    Openapi,
-    SenseOnly,
-}
-
-impl AdapterKind {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AdapterKind::Wrap => "wrap",
-            AdapterKind::Composite => "composite",
-            AdapterKind::Openapi => "openapi",
-            AdapterKind::SenseOnly => "sense_only",
-        }
+wire_enum! {
+    /// `kind` (alias `adapter_kind`): how commands run.
+    pub enum AdapterKind ("adapter kind") {
+        Wrap = "wrap",
+        Composite = "composite",
+        Openapi = "openapi",
+        SenseOnly = "sense_only",
     }
 }
 
-/// `plane`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Plane {
-    Runtime,
-    Control,
-}
-
-/// One entry of `transports`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Transport {
-    Cli,
-    JsonExec,
-    Mcp,
-}
-
-/// `binding.mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BindingMode {
-    Public,
-    User,
-    Local,
-    Mothership,
-    Mock,
-}
-
-/// `binding.hub`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Hub {
-    Keyring,
-    LocalCredential,
-    Public,
-    None,
-}
-
-/// `wrap.workspace.mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkspaceMode {
-    #[default]
-    None,
-    Project,
-    Workspace,
-    Ephemeral,
-}
-
-impl WorkspaceMode {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkspaceMode::None => "none",
-            WorkspaceMode::Project => "project",
-            WorkspaceMode::Workspace => "workspace",
-            WorkspaceMode::Ephemeral => "ephemeral",
-        }
+wire_enum! {
+    /// `plane`.
+    pub enum Plane ("plane") {
+        Runtime = "runtime",
+        Control = "control",
     }
 }
 
-/// A Policy row's `operation`, also the manifest's legacy `policy` hint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operation {
-    Read,
-    Write,
-}
-
-impl Operation {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Read => "read",
-            Operation::Write => "write",
-        }
+wire_enum! {
+    /// One entry of `transports`.
+    pub enum Transport ("transport") {
+        Cli = "cli",
+        JsonExec = "json_exec",
+        Mcp = "mcp",
     }
 }
 
-/// `privacy.land`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Land {
-    #[default]
-    Local,
-    Brain,
-    Public,
+wire_enum! {
+    /// `binding.hub`.
+    pub enum Hub ("hub") {
+        Keyring = "keyring",
+        LocalCredential = "local-credential",
+        Public = "public",
+        None = "none",
+    }
 }
 
-/// `preview.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PreviewKind {
-    Message,
-    Payment,
-    Event,
-    Removal,
-    Publish,
-    Record,
-    Fields,
+wire_enum! {
+    /// `wrap.workspace.mode`.
+    #[derive(Default)]
+    pub enum WorkspaceMode ("workspace mode") {
+        #[default]
+        None = "none",
+        Project = "project",
+        Workspace = "workspace",
+        Ephemeral = "ephemeral",
+    }
+}
+
+wire_enum! {
+    /// A Policy row's `operation`, also the manifest's legacy `policy` hint.
+    pub enum Operation ("operation") {
+        Read = "read",
+        Write = "write",
+    }
+}
+
+wire_enum! {
+    /// `privacy.land`.
+    #[derive(Default)]
+    pub enum Land ("land") {
+        #[default]
+        Local = "local",
+        Brain = "brain",
+        Public = "public",
+    }
 }
 
 /// `surface.json`.
@@ -183,23 +129,14 @@ pub struct RawWrap {
     pub network: Vec<NetKind>,
 }
 
-/// A kind of network access a wrap may ask for (`wrap.network`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NetKind {
-    /// TCP and UDP over IPv4 and IPv6: connect, bind and listen.
-    Inet,
-    /// Kernel netlink sockets (reading interfaces, addresses and routes, as `ip` does).
-    Netlink,
-}
-
-impl NetKind {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NetKind::Inet => "inet",
-            NetKind::Netlink => "netlink",
-        }
+wire_enum! {
+    /// A kind of network access a wrap may ask for (`wrap.network`).
+    #[derive(PartialOrd, Ord)]
+    pub enum NetKind ("net kind") {
+        /// TCP and UDP over IPv4 and IPv6: connect, bind and listen.
+        Inet = "inet",
+        /// Kernel netlink sockets (reading interfaces, addresses and routes, as `ip` does).
+        Netlink = "netlink",
     }
 }
 
@@ -353,11 +290,11 @@ pub struct RawPrivacy {
     pub land: Land,
 }
 
-/// `stimuli` delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    Announce,
+wire_enum! {
+    /// `stimuli` delivery.
+    pub enum Delivery ("delivery") {
+        Announce = "announce",
+    }
 }
 
 /// One `stimuli` row.

@@ -3,9 +3,9 @@
 use serde::Serialize;
 use serde_json::Map;
 
-use super::{mint, Principal, Runtime};
-use crate::adapter::wrap::resolve_bin;
-use crate::pack::AdapterKind;
+use super::{mint, Runtime};
+use crate::adapter::Env;
+use crate::model::Principal;
 
 /// What `hcpx availability` and `hcp.availability` report; `notes` says why a flag is false.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -19,7 +19,8 @@ pub struct Availability {
 }
 
 impl Runtime {
-    /// The four flags of `pack_id` for `principal`.
+    /// The four flags of `pack_id` for `principal`. `runnable` asks the pack's adapter, the same check a call
+    /// makes before it runs.
     pub fn availability(&self, principal: &Principal, pack_id: &str) -> Availability {
         let mut notes = Map::new();
         let mut note = |k: &str, v: String| {
@@ -51,17 +52,15 @@ impl Runtime {
             match store.sandbox() {
                 Err(e) => note("runnable", e.to_string()),
                 Ok(sandbox) => {
-                    let ready = match (&pack.kind, &pack.wrap) {
-                        (AdapterKind::Wrap, Some(w)) => {
-                            resolve_bin(pack, w, &sandbox).map(|_| ()).map_err(|(_, m)| m).and_then(|()| {
-                                crate::sandbox::network_granted(&pack.id, &w.network, &sandbox)
-                                    .map_err(|r| r.0)
-                            })
-                        }
-                        (AdapterKind::Composite, _) => self.composite.runnable(store, pack, &sandbox),
-                        (kind, _) => {
-                            Err(format!("kind {} cannot be executed by this runtime", kind.as_str()))
-                        }
+                    let layout = store.layout();
+                    let env = Env {
+                        layout: &layout,
+                        sandbox: &sandbox,
+                        component_sha256: record.as_ref().and_then(|r| r.component_sha256.as_deref()),
+                    };
+                    let ready = match self.adapter(pack.kind) {
+                        Some(adapter) => adapter.runnable(pack, env).map_err(|d| d.message),
+                        None => Err(format!("kind {} cannot be executed by this runtime", pack.kind)),
                     };
                     match ready {
                         Ok(()) => runnable = true,

@@ -3,25 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::pack::{BindingMode, Hub, Pack};
-use crate::runtime::Principal;
+use crate::model::Principal;
+use crate::model::{BindingMode, MintedBinding};
+use crate::pack::{Hub, Pack};
 use crate::store::Store;
-
-/// A minted Binding: the fields the pack may receive. Values are secrets.
-#[derive(Clone, PartialEq, Eq)]
-pub struct MintedBinding {
-    pub mode: BindingMode,
-    pub fields: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for MintedBinding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MintedBinding")
-            .field("mode", &self.mode)
-            .field("fields", &self.fields.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
 
 /// The `{{binding.FIELD}}` names a pack's `agent_env` needs.
 pub fn required_fields(pack: &Pack) -> Vec<String> {
@@ -46,7 +31,7 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
         return Ok(MintedBinding { mode: BindingMode::Mock, fields });
     }
     let family = &pack.binding.family;
-    if !crate::naming::is_pack_id(family) {
+    if !crate::model::naming::is_pack_id(family) {
         return Err(format!(
             "binding family {family:?} is not a valid name; the pack must be fixed and reinstalled"
         ));
@@ -72,7 +57,7 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
             }
             let rel = if pack.binding.mode == BindingMode::User {
                 let id = &principal.id;
-                if !crate::naming::is_arg_name(id) {
+                if !crate::model::naming::is_arg_name(id) {
                     return Err(format!("principal {id:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`"));
                 }
                 crate::store::credentials::credential_file(family, Some(id))

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Code, Envelope, Principal, ResultEnvelope, Runtime};
-use crate::grants::Capability;
+use super::Runtime;
+use crate::model::grants::Capability;
+use crate::model::wire::parse_bool;
+use crate::model::{Code, Envelope, Principal, ResultEnvelope};
 use crate::pack::Operation;
 
 /// The bootstrap pack's id.
@@ -41,7 +43,7 @@ impl Runtime {
         let Some((_, op, cli)) = COMMANDS.iter().find(|(n, _, _)| *n == verb) else {
             return deny(Code::NoPolicy, format!("no policy for {verb}"));
         };
-        let audit = |out: ResultEnvelope| self.audit(principal, env, *op, out);
+        let audit = |out: ResultEnvelope| self.audit(principal, env, *op, &env.args, out);
         let cap = if *op == Operation::Write { Capability::ExecWrite } else { Capability::ExecRead };
         if !principal.grants.allows(cap, BOOTSTRAP_ID, verb) {
             return audit(deny(Code::Denied, format!("denied: missing {} for {target}", cap.as_str())));
@@ -95,7 +97,7 @@ impl Runtime {
                 let full = match env.args.get("full") {
                     None => false,
                     Some(Value::Bool(b)) => *b,
-                    Some(Value::String(t)) if t == "true" || t == "false" => t == "true",
+                    Some(Value::String(t)) if parse_bool(t).is_some() => parse_bool(t) == Some(true),
                     Some(other) => {
                         return deny(
                             Code::InvalidArgs,

@@ -6,8 +6,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use serde_json::Value;
 
-use super::{MintedBinding, ResultEnvelope};
-use crate::pack::BindingMode;
+use crate::model::{BindingMode, MintedBinding, ResultEnvelope};
 
 /// Encoded forms shorter than this are not scrubbed: too likely to match ordinary text.
 const MIN_ENCODED: usize = 8;

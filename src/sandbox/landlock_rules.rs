@@ -8,7 +8,8 @@ use landlock::{
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use super::{Confinement, LayerName};
+use super::Confinement;
+use crate::model::LayerName;
 
 fn abi_of(n: u8) -> ABI {
     match n {

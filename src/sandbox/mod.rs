@@ -10,10 +10,10 @@ pub mod probe;
 pub mod seccomp;
 pub mod spawn;
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+use crate::model::{LayerName, LayerStatus, SandboxMode, SandboxReport};
 use crate::pack::{NetKind, WorkspaceMode};
 use crate::store::config::SandboxConfig;
 pub use probe::KernelProbe;
@@ -63,60 +63,6 @@ pub const SYSTEM_READ: &[&str] = &[
 /// Device files every wrap may also write (output thrown away).
 pub const SYSTEM_WRITE: &[&str] = &["/dev/null", "/dev/full"];
 
-/// A confinement layer, as `doctor`, a call's result and `sandbox.json` `disable` name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LayerName {
-    /// Landlock on the filesystem: the only readable, writable and executable paths.
-    Landlock,
-    /// Landlock on TCP: no connect, no bind (ABI 4).
-    LandlockNet,
-    /// Landlock scopes: no signals to, and no abstract UNIX sockets of, processes outside the call (ABI 6).
-    LandlockScope,
-    /// seccomp-bpf: no socket families beyond `AF_UNIX` (and what the pack was granted), no io_uring, no
-    /// namespace, module, key, bpf, ptrace or reboot calls.
-    Seccomp,
-    /// Every capability dropped (a child of a root runtime keeps uid 0, not its privileges).
-    Capabilities,
-    /// `no_new_privs`: set-user-ID and file capabilities give nothing.
-    NoNewPrivs,
-    /// The call's own PID namespace: when the command ends, everything it started ends.
-    PidNamespace,
-    /// A mount namespace keeping `.git/config` and `.git/hooks` read-only in a writable project.
-    MountNamespace,
-    /// Resource limits: core dumps, open files, file size, data memory, CPU time.
-    Rlimits,
-    /// A cap on the call's processes (`max_processes`).
-    ProcessLimit,
-}
-
-impl LayerName {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LayerName::Landlock => "landlock",
-            LayerName::LandlockNet => "landlock-net",
-            LayerName::LandlockScope => "landlock-scope",
-            LayerName::Seccomp => "seccomp",
-            LayerName::Capabilities => "capabilities",
-            LayerName::NoNewPrivs => "no-new-privs",
-            LayerName::PidNamespace => "pid-namespace",
-            LayerName::MountNamespace => "mount-namespace",
-            LayerName::Rlimits => "rlimits",
-            LayerName::ProcessLimit => "process-limit",
-        }
-    }
-}
-
-/// Whether a layer held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LayerStatus {
-    Enforced,
-    Partial,
-    Unavailable,
-}
-
 /// One layer of a call's confinement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Layer {
@@ -124,17 +70,6 @@ pub struct Layer {
     pub status: LayerStatus,
     /// Why, in words: what it covers, or what is missing and what to do.
     pub detail: String,
-}
-
-impl Layer {
-    /// The status as the wire spells it.
-    pub fn status_word(&self) -> &'static str {
-        match self.status {
-            LayerStatus::Enforced => "enforced",
-            LayerStatus::Partial => "partial",
-            LayerStatus::Unavailable => "unavailable",
-        }
-    }
 }
 
 /// Limits set in the child before exec.
@@ -310,11 +245,11 @@ impl Confinement {
     }
 
     /// The child's `HCP_SANDBOX`: `sandbox` when every layer held, `native-local` otherwise.
-    pub fn mode(&self) -> &'static str {
+    pub fn mode(&self) -> SandboxMode {
         if self.full() {
-            "sandbox"
+            SandboxMode::Sandbox
         } else {
-            "native-local"
+            SandboxMode::NativeLocal
         }
     }
 
@@ -339,19 +274,8 @@ impl Confinement {
 
     /// What a call's result reports: the mode and each layer's status.
     pub fn report(&self) -> SandboxReport {
-        SandboxReport {
-            mode: self.mode().to_string(),
-            layers: self.layers.iter().map(|l| (l.name, l.status)).collect(),
-        }
+        SandboxReport { mode: self.mode(), layers: self.layers.iter().map(|l| (l.name, l.status)).collect() }
     }
-}
-
-/// The confinement a wrap call ran under, as its result reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SandboxReport {
-    /// `sandbox` when every layer held, `native-local` otherwise (the child's `HCP_SANDBOX`).
-    pub mode: String,
-    pub layers: BTreeMap<LayerName, LayerStatus>,
 }
 
 #[cfg(test)]
@@ -450,7 +374,7 @@ mod tests {
         )
         .unwrap();
         assert!(c.full(), "{:?}", c.missing());
-        assert_eq!(c.mode(), "sandbox");
+        assert_eq!(c.mode(), SandboxMode::Sandbox);
         assert!(
             c.layers.iter().all(|l| l.name != LayerName::MountNamespace),
             "no .git here, so no mount namespace"
@@ -462,7 +386,7 @@ mod tests {
         let p = Path::new("/p");
         let c =
             Confinement::for_wrap(&view(p, false, &[]), &SandboxConfig::default(), &probe(3, true)).unwrap();
-        assert_eq!(c.mode(), "native-local");
+        assert_eq!(c.mode(), SandboxMode::NativeLocal);
         assert!(
             c.enforces(LayerName::Landlock)
                 && !c.applies(LayerName::LandlockNet)

@@ -2,7 +2,8 @@
 
 use std::sync::OnceLock;
 
-use super::{Confinement, Layer, LayerName, LayerStatus};
+use super::{Confinement, Layer};
+use crate::model::{LayerName, LayerStatus};
 use crate::pack::NetKind;
 use crate::store::config::SandboxConfig;
 

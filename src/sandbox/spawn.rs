@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{Confinement, LayerName};
+use super::Confinement;
+use crate::model::LayerName;
 
 /// What to run.
 pub struct Spawn<'a> {
@@ -75,7 +76,7 @@ pub struct SpawnError {
 
 impl std::fmt::Display for SpawnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.stage, crate::pack::io_reason(&self.error))
+        write!(f, "{}: {}", self.stage, crate::model::io_reason(&self.error))
     }
 }
 

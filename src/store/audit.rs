@@ -5,6 +5,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 
 use super::{Store, StoreError};
+use crate::model::{Code, Invoker};
+use crate::pack::Operation;
 
 /// One audit line, with the attribution tuple; arguments only as their SHA-256.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -12,13 +14,13 @@ pub struct AuditRecord {
     pub at: String,
     pub principal: String,
     pub tenant: String,
-    pub invoker: String,
+    pub invoker: Invoker,
     pub pack_id: String,
     pub verb_key: String,
-    pub operation: String,
+    pub operation: Operation,
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    pub code: Option<Code>,
     pub args_sha256: String,
 }
 
@@ -33,9 +35,9 @@ impl Store {
         let _lock = self.lock()?;
         let p = self.path(AUDIT);
         let mut f =
-            OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, &e))?;
-        f.write_all(line.as_bytes()).map_err(|e| StoreError::io(&p, &e))?;
-        f.sync_data().map_err(|e| StoreError::io(&p, &e))
+            OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, e))?;
+        f.write_all(line.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
+        f.sync_data().map_err(|e| StoreError::io(&p, e))
     }
 
     /// Every audit record, oldest first.
@@ -44,7 +46,7 @@ impl Store {
         let text = match std::fs::read_to_string(&p) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io(&p, &e)),
+            Err(e) => return Err(StoreError::io(&p, e)),
         };
         text.lines()
             .filter(|l| !l.trim().is_empty())

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
-use crate::grants::Grant;
+use crate::model::grants::Grant;
 
 /// Default per-call deadline.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -46,7 +46,7 @@ pub struct SandboxConfig {
     /// Confinement layers the operator turns off (for a kernel where one misbehaves); calls then report them
     /// as unavailable and run as `native-local`, or are refused under `"require": "full"`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub disable: Vec<crate::sandbox::LayerName>,
+    pub disable: Vec<crate::model::LayerName>,
     /// The highest Landlock ABI to use (default: the kernel's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock_abi: Option<u8>,
@@ -167,7 +167,7 @@ impl Store {
         kinds: &[crate::pack::NetKind],
         allow: bool,
     ) -> Result<Vec<crate::pack::NetKind>, StoreError> {
-        if !crate::naming::is_pack_id(id) {
+        if !crate::model::naming::is_pack_id(id) {
             return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
         }
         let _lock = self.lock()?;

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use super::{Store, StoreError};
-use crate::naming::{is_arg_name, is_pack_id};
+use crate::model::naming::{is_arg_name, is_pack_id};
 
 type Fields = BTreeMap<String, String>;
 
@@ -26,11 +26,11 @@ impl Store {
         }
         let _lock = self.lock()?;
         let dir = self.path("credentials");
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, &e))?;
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
         if principal.is_some() {
             let sub = dir.join(family);
-            fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, &e))?;
+            fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, e))?;
             let _ = fs::set_permissions(&sub, fs::Permissions::from_mode(0o700));
         }
         let rel = credential_file(family, principal);
@@ -62,7 +62,7 @@ impl Store {
             }
             None => {
                 let p = self.path(&rel);
-                fs::remove_file(&p).map_err(|e| StoreError::io(&p, &e))
+                fs::remove_file(&p).map_err(|e| StoreError::io(&p, e))
             }
         }
     }
@@ -74,7 +74,7 @@ impl Store {
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(StoreError::io(&dir, &e)),
+            Err(e) => return Err(StoreError::io(&dir, e)),
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();

@@ -19,8 +19,12 @@ use std::sync::Arc;
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("store {path}: {reason}")]
-    Io { path: String, reason: String },
+    #[error("store {path}: {}", crate::model::io_reason(source))]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path} is not valid: {reason}; fix or remove the file")]
     Corrupt { path: String, reason: String },
     #[error("{0}")]
@@ -28,8 +32,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(path: &Path, e: &std::io::Error) -> StoreError {
-        StoreError::Io { path: path.display().to_string(), reason: crate::pack::io_reason(e) }
+    pub(crate) fn io(path: &Path, e: std::io::Error) -> StoreError {
+        StoreError::Io { path: path.display().to_string(), source: e }
     }
 }
 
@@ -74,7 +78,7 @@ impl Store {
     pub fn open(home: &Path) -> Result<Store, StoreError> {
         for sub in ["", "packs", "workspaces", "tmp"] {
             let p = home.join(sub);
-            fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, &e))?;
+            fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
         }
         Ok(Store { home: home.to_path_buf(), cache: Default::default() })
     }
@@ -106,8 +110,8 @@ impl Store {
             .truncate(false)
             .write(true)
             .open(&p)
-            .map_err(|e| StoreError::io(&p, &e))?;
-        file.lock().map_err(|e| StoreError::io(&p, &e))?;
+            .map_err(|e| StoreError::io(&p, e))?;
+        file.lock().map_err(|e| StoreError::io(&p, e))?;
         Ok(StoreLock { _file: file })
     }
 
@@ -120,7 +124,7 @@ impl Store {
         let meta = match fs::metadata(&p) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(&p, &e)),
+            Err(e) => return Err(StoreError::io(&p, e)),
         };
         let key = file_key(&meta);
         let hit = self
@@ -146,7 +150,7 @@ impl Store {
         let text = match fs::read_to_string(&p) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(&p, &e)),
+            Err(e) => return Err(StoreError::io(&p, e)),
         };
         serde_json::from_str(&text)
             .map(Some)
@@ -173,26 +177,53 @@ impl Store {
 
     /// Writes bytes atomically at `rel`; the file has `mode` from the moment it is created.
     pub fn write_atomic_mode(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let target = self.path(rel);
-        let tmp = self.temp_path("write");
-        let result = (|| {
-            let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            fs::rename(&tmp, &target)
-        })();
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(StoreError::io(&target, &e));
+        write_atomic(&target, bytes, mode).map_err(|e| StoreError::io(&target, e))
+    }
+
+    /// The paths of the store an adapter may use for a call.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            home: self.home.clone(),
+            workspaces: self.path("workspaces"),
+            tmp: self.path("tmp"),
+            cache: self.path("cache"),
         }
-        Ok(())
     }
 
     /// A fresh, unused path under `$HCP_HOME/tmp`.
     pub fn temp_path(&self, prefix: &str) -> PathBuf {
         self.path("tmp").join(unique_name(prefix))
     }
+}
+
+/// Where an adapter's files live under `$HCP_HOME`: paths only, so an adapter never holds the store (its
+/// state, grants, credentials and audit log) while it runs a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `$HCP_HOME` itself: a project that holds it or lies inside it is refused.
+    pub home: PathBuf,
+    /// Each pack's private `workspace` directory and `HOME`.
+    pub workspaces: PathBuf,
+    /// Per-call directories (`ephemeral`).
+    pub tmp: PathBuf,
+    /// Compiled components, trusted only when their recorded digest matches.
+    pub cache: PathBuf,
+}
+
+/// Writes `bytes` to `target` atomically: a temp file beside it (created with `mode`), fsync, rename, then an
+/// fsync of the directory so the rename itself survives a crash. A crash leaves the old or the new file.
+pub fn write_atomic(target: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".write-")
+        .permissions(fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(target).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
 }
 
 /// A name unique to this process and call: `prefix-<pid>-<nanos>-<counter>`.

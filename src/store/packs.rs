@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Store, StoreError};
 use crate::lint::{lint_dir, LintIssue};
-use crate::naming::is_pack_id;
+use crate::model::naming::is_pack_id;
 use crate::pack::Pack;
 
 /// Most files and directories one pack may hold.
@@ -53,7 +53,7 @@ const MAX_DIGEST_ENTRIES: usize = 20_000;
 /// changed manifest, Policy, Skill or bin, and an added or removed file, are all seen. Links, FIFOs and devices
 /// are recorded by kind and never opened; files are opened without following links and without blocking.
 pub fn pack_files_digest(dir: &Path) -> String {
-    use sha2::{Digest, Sha256};
+    use crate::model::digest::Digest;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut entries = Vec::new();
     let mut stack = vec![PathBuf::new()];
@@ -73,7 +73,7 @@ pub fn pack_files_digest(dir: &Path) -> String {
         }
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut h = Sha256::new();
+    let mut h = Digest::new();
     let mut total = 0u64;
     for (rel, t) in entries {
         h.update(rel.as_os_str().as_encoded_bytes());
@@ -112,7 +112,7 @@ pub fn pack_files_digest(dir: &Path) -> String {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    h.finish()
 }
 
 /// Whether an install may replace a pack of the same id from another source.
@@ -238,14 +238,14 @@ impl Store {
         let replaced = target.exists();
         let trash = self.temp_path(&format!("old-{id}"));
         if replaced {
-            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, &e))?;
+            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
         }
         if let Err(e) = fs::rename(&staged, &target) {
             if replaced {
                 let _ = fs::rename(&trash, &target);
             }
             let _ = fs::remove_dir_all(&staged);
-            return Err(StoreError::io(&target, &e).into());
+            return Err(StoreError::io(&target, e).into());
         }
         // A pack from another source starts deactivated, and without the old pack's workspace unless asked.
         let deactivated = other.is_some() && state.packs.get(&id).is_some_and(|p| p.activated);
@@ -260,16 +260,14 @@ impl Store {
             }
         }
         let component_sha256 = match Pack::load(&target).map(|p| p.component) {
-            Ok(Some(rel)) => {
-                fs::read(target.join(rel)).ok().map(|b| crate::adapter::composite::sha256_hex(&b))
-            }
+            Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::model::digest::sha256_hex(&b)),
             _ => None,
         };
         state.packs.insert(
             id.clone(),
             PackState {
                 source,
-                installed_at: crate::clock::now_rfc3339(),
+                installed_at: crate::model::clock::now_rfc3339(),
                 activated,
                 component_sha256,
                 files_sha256: Some(pack_files_digest(&target)),
@@ -293,7 +291,7 @@ impl Store {
         let target = self.pack_dir(id);
         let trash = self.temp_path(&format!("old-{id}"));
         if target.exists() {
-            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, &e))?;
+            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
         }
         self.write_json(STATE, &state)?;
         let _ = fs::remove_dir_all(&trash);
@@ -335,22 +333,22 @@ fn not_installed(id: &str) -> StoreError {
 
 /// Copies the pack at `src` into `dst` (which must not exist), reading only beneath `src`.
 fn copy_pack(src: &Path, dst: &Path) -> Result<(), StoreError> {
-    let root = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| StoreError::io(src, &e))?;
+    let root = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| StoreError::io(src, e))?;
     let mut budget = (MAX_PACK_ENTRIES, MAX_PACK_BYTES);
     copy_dir(&root, Path::new(""), dst, &mut budget)
 }
 
 fn copy_dir(root: &Dir, rel: &Path, dst: &Path, budget: &mut (usize, u64)) -> Result<(), StoreError> {
     let out = dst.join(rel);
-    fs::create_dir_all(&out).map_err(|e| StoreError::io(&out, &e))?;
+    fs::create_dir_all(&out).map_err(|e| StoreError::io(&out, e))?;
     let dir = if rel.as_os_str().is_empty() {
-        root.try_clone().map_err(|e| StoreError::io(dst, &e))?
+        root.try_clone().map_err(|e| StoreError::io(dst, e))?
     } else {
-        root.open_dir(rel).map_err(|e| StoreError::io(rel, &e))?
+        root.open_dir(rel).map_err(|e| StoreError::io(rel, e))?
     };
-    let entries = dir.entries().map_err(|e| StoreError::io(rel, &e))?;
+    let entries = dir.entries().map_err(|e| StoreError::io(rel, e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| StoreError::io(rel, &e))?;
+        let entry = entry.map_err(|e| StoreError::io(rel, e))?;
         let name = entry.file_name();
         if name == ".git" {
             continue;
@@ -377,14 +375,14 @@ fn copy_dir(root: &Dir, rel: &Path, dst: &Path, budget: &mut (usize, u64)) -> Re
             let mut bytes = Vec::new();
             root.open(&path)
                 .and_then(|f| f.take(meta.len() + 1).read_to_end(&mut bytes))
-                .map_err(|e| StoreError::io(&path, &e))?;
+                .map_err(|e| StoreError::io(&path, e))?;
             let target = dst.join(&path);
-            fs::write(&target, &bytes).map_err(|e| StoreError::io(&target, &e))?;
+            fs::write(&target, &bytes).map_err(|e| StoreError::io(&target, e))?;
             use cap_std::fs::PermissionsExt as _;
             use std::os::unix::fs::PermissionsExt;
             let mode = meta.permissions().mode() & 0o755;
             fs::set_permissions(&target, fs::Permissions::from_mode(mode))
-                .map_err(|e| StoreError::io(&target, &e))?;
+                .map_err(|e| StoreError::io(&target, e))?;
         }
     }
     Ok(())

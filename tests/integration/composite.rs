@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::helpers::{repo, stdout_json, Fixture, Home};
-use hcpx::grants::Grants;
-use hcpx::runtime::{Code, Envelope, Invoker, Principal, Runtime};
+use hcpx::model::grants::Grants;
+use hcpx::model::{Code, Envelope, Invoker, Principal};
+use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
 /// A guest built by `scripts/test.sh` (cargo build --release --target wasm32-wasip2 in guest-adapters/).
@@ -327,7 +328,7 @@ fn the_component_allow_list_fails_closed() {
     let out = h.run(&["exec", &id, "ok", "--json"]);
     assert_eq!(out.status.code(), Some(127));
     let v = stdout_json(&out);
-    let digest = hcpx::adapter::composite::sha256_hex(&fs::read(guest("test-panic")).unwrap());
+    let digest = hcpx::model::digest::sha256_hex(&fs::read(guest("test-panic")).unwrap());
     assert_eq!(v["error"], format!("sandbox: component {digest} not allowlisted"));
     h.write_store("sandbox.json", &format!(r#"{{ "allow_components": ["{digest}"] }}"#));
     assert_eq!(h.run(&["exec", &id, "ok", "--json"]).status.code(), Some(0));

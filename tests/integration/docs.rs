@@ -5,7 +5,7 @@ use crate::helpers::repo;
 #[test]
 fn docs_lint_md_is_generated_from_the_registry() {
     let path = repo().join("docs/lint.md");
-    let want = hcpx::lint::kinds::docs_markdown();
+    let want = hcpx::lint::docs_markdown();
     if std::env::var_os("HCPX_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();
     }

@@ -2,7 +2,8 @@
 //! confinement, and each test fails if the attack succeeds. docs/security.md names each test beside its layer.
 //! A test that needs a layer this kernel lacks is skipped with a printed reason, never silently.
 
-use hcpx::sandbox::{KernelProbe, LayerStatus};
+use hcpx::model::LayerStatus;
+use hcpx::sandbox::KernelProbe;
 use hcpx::store::config::SandboxConfig;
 use serde_json::{json, Value};
 use std::fs;
@@ -18,7 +19,7 @@ pub fn layer(name: &str) -> bool {
     let layers = KernelProbe::get().doctor_layers(&SandboxConfig::default());
     let why = match layers.iter().find(|l| l.name.as_str() == name) {
         Some(l) if l.status == LayerStatus::Enforced => return true,
-        Some(l) => format!("layer {name} is {} here: {}", l.status_word(), l.detail),
+        Some(l) => format!("layer {name} is {} here: {}", l.status.as_str(), l.detail),
         None => format!("no layer {name}"),
     };
     let _ = writeln!(std::io::stderr(), "skipped: {why}");

@@ -301,9 +301,10 @@ fn project_mode_without_a_project_is_refused_by_a_served_runtime() {
     h.install(&f, "probe");
     let store = hcpx::store::Store::open(&h.store()).unwrap();
     let rt = hcpx::Runtime::new(store);
-    let principal = hcpx::runtime::Principal::local(hcpx::grants::Grants::All, hcpx::runtime::Invoker::Http);
+    let principal =
+        hcpx::model::Principal::local(hcpx::model::grants::Grants::All, hcpx::model::Invoker::Http);
     let out = rt.exec(&principal, &hcpx::Envelope::new("probe", "look", Default::default()));
-    assert_eq!(out.code, Some(hcpx::runtime::Code::NoProject));
+    assert_eq!(out.code, Some(hcpx::model::Code::NoProject));
     assert_eq!(h.runs(), 0);
 }
 

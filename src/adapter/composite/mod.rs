@@ -19,13 +19,13 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::{workspace, Adapter, AdapterResult, Call};
+use super::{workspace, Adapter, AdapterResult, Call, Env};
+use crate::model::digest::sha256_hex;
+use crate::model::{Code, Denial};
 use crate::pack::Pack;
-use crate::runtime::Code;
-use crate::store::config::SandboxConfig;
+use crate::store::Layout;
 use bindings::hcp::adapter::types::{CallContext, Credential};
 use bindings::{Composite, CompositePre};
-pub use cache::sha256_hex;
 use host::CallState;
 
 /// How often the engine's epoch advances; deadlines are counted in these ticks.
@@ -122,13 +122,13 @@ impl CompositeAdapter {
 
     fn prepare(
         &self,
-        store: &crate::store::Store,
+        layout: &Layout,
         pack: &Pack,
         bytes: &[u8],
         sha: &str,
     ) -> Result<Arc<Prepared>, String> {
         let (engine, _) = self.engine()?;
-        let component = cache::load(store, engine, bytes, sha)?;
+        let component = cache::load(&layout.cache, engine, bytes, sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| format!("cannot link WASI: {e:#}"))?;
@@ -207,7 +207,7 @@ fn new_store(
     preopen: Option<(&std::path::Path, bool)>,
 ) -> Result<WStore<CallState>, String> {
     let mut wasi = WasiCtxBuilder::new();
-    wasi.env("HCP_SANDBOX", "sandbox");
+    wasi.env("HCP_SANDBOX", crate::model::SandboxMode::Sandbox.as_str());
     if let Some((dir, writable)) = preopen {
         let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         wasi.preopened_dir(dir, ".", perms)
@@ -232,11 +232,11 @@ fn new_store(
 fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
     let rel = pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", pack.id))?;
     let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
-        .map_err(|e| format!("the installed pack cannot be opened: {}", crate::pack::io_reason(&e)))?;
+        .map_err(|e| format!("the installed pack cannot be opened: {}", crate::model::io_reason(&e)))?;
     let mut bytes = Vec::new();
     root.open(rel)
         .and_then(|f| f.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("component {rel} cannot be read: {}", crate::pack::io_reason(&e)))?;
+        .map_err(|e| format!("component {rel} cannot be read: {}", crate::model::io_reason(&e)))?;
     if bytes.len() as u64 > MAX_COMPONENT_BYTES {
         return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
     }
@@ -259,20 +259,18 @@ impl CompositeAdapter {
     ///
     /// The bytes are read and hashed once per process and component; later calls reuse the instance prepared
     /// from those verified bytes, so a file changed afterwards is never loaded.
-    fn ready(
-        &self,
-        store: &crate::store::Store,
-        pack: &Pack,
-        sandbox: &SandboxConfig,
-        installed: Option<&str>,
-    ) -> Result<(String, Arc<Prepared>), (Code, String)> {
-        let fail = |msg: String| (Code::AdapterFailed, msg);
+    fn ready(&self, pack: &Pack, env: Env<'_>) -> Result<(String, Arc<Prepared>), Denial> {
+        let (sandbox, installed) = (env.sandbox, env.component_sha256);
+        let fail = |msg: String| Denial::new(Code::AdapterFailed, msg);
         let installed = installed.ok_or_else(|| {
             fail(format!("pack {} has no component digest recorded at install; reinstall it", pack.id))
         })?;
         if let Some(allowed) = &sandbox.allow_components {
             if !allowed.iter().any(|a| a == installed) {
-                return Err((Code::SandboxDenied, format!("sandbox: component {installed} not allowlisted")));
+                return Err(Denial::new(
+                    Code::SandboxDenied,
+                    format!("sandbox: component {installed} not allowlisted"),
+                ));
             }
         }
         let key = format!("{}:{installed}", pack.id);
@@ -287,43 +285,40 @@ impl CompositeAdapter {
                 pack.id
             )));
         }
-        let prepared = self.prepare(store, pack, &bytes, &sha).map_err(fail)?;
+        let prepared = self.prepare(env.layout, pack, &bytes, &sha).map_err(fail)?;
         if let Ok(mut m) = self.prepared.lock() {
             m.insert(key, prepared.clone());
         }
         Ok((sha, prepared))
     }
-
-    /// Whether the pack's component can run here (for `availability` and `doctor`).
-    pub fn runnable(
-        &self,
-        store: &crate::store::Store,
-        pack: &Pack,
-        sandbox: &SandboxConfig,
-    ) -> Result<(), String> {
-        let installed =
-            store.state().ok().and_then(|s| s.packs.get(&pack.id).and_then(|p| p.component_sha256.clone()));
-        self.ready(store, pack, sandbox, installed.as_deref()).map(|_| ()).map_err(|(_, m)| m)
-    }
 }
 
 impl Adapter for CompositeAdapter {
+    fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {
+        self.ready(pack, env).map(|_| ())
+    }
+
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         let fail = |msg: String| AdapterResult::fail(Code::AdapterFailed, msg);
-        let (sha, prepared) = match self.ready(call.store, call.pack, call.sandbox, call.component_sha256) {
+        let (sha, prepared) = match self.ready(call.pack, call.env) {
             Ok(x) => x,
-            Err((code, msg)) => return AdapterResult::fail(code, msg),
+            Err(d) => return d.into(),
         };
-        let work =
-            match workspace::prepare(call.store, call.pack, call.pack.workspace, call.project_dir, false) {
-                Ok(w) => w,
-                Err((code, msg)) => return AdapterResult::fail(code, msg),
-            };
+        let work = match workspace::prepare(
+            call.env.layout,
+            call.pack,
+            call.pack.workspace,
+            call.project_dir,
+            false,
+        ) {
+            Ok(w) => w,
+            Err(d) => return d.into(),
+        };
         let (engine, _) = match self.engine() {
             Ok(e) => e,
             Err(e) => return fail(e),
         };
-        let limits = call.sandbox.limits();
+        let limits = call.env.sandbox.limits();
         // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
         let writable = crate::sandbox::workdir_writable(call.pack.workspace, call.write);
         let fields: Vec<(String, String)> =
@@ -339,7 +334,7 @@ impl Adapter for CompositeAdapter {
         let guard_wanted = writable
             && call.pack.workspace == crate::pack::WorkspaceMode::Project
             && crate::sandbox::KernelProbe::get().namespaces()
-            && !call.sandbox.disable.contains(&crate::sandbox::LayerName::MountNamespace);
+            && !call.env.sandbox.disable.contains(&crate::model::LayerName::MountNamespace);
         let guard = match guard_wanted.then(|| crate::sandbox::gitguard::guard_git(&work.path)).transpose() {
             Ok(g) => g.flatten(),
             Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}")),

@@ -1,28 +1,15 @@
 //! Who calls: a Principal with a tenant and grants, reaching the runtime through one Invoker face.
 
-use serde::{Deserialize, Serialize};
+use super::grants::Grants;
+use super::wire::wire_enum;
 
-use crate::grants::Grants;
-
-/// The face a call came through; recorded in the audit tuple.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Invoker {
-    Cli,
-    Json,
-    Mcp,
-    Http,
-}
-
-impl Invoker {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Invoker::Cli => "cli",
-            Invoker::Json => "json",
-            Invoker::Mcp => "mcp",
-            Invoker::Http => "http",
-        }
+wire_enum! {
+    /// The face a call came through; recorded in the audit tuple.
+    pub enum Invoker ("invoker") {
+        Cli = "cli",
+        Json = "json",
+        Mcp = "mcp",
+        Http = "http",
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::title::Preview;
+use super::{Code, Preview, SandboxReport};
 
 /// A call: `{ pack_id, verb_key, args, project_id? }`. `surface_id` is accepted for `pack_id`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -22,46 +22,6 @@ impl Envelope {
     /// An envelope with no project id.
     pub fn new(pack_id: &str, verb_key: &str, args: Map<String, Value>) -> Envelope {
         Envelope { pack_id: pack_id.to_string(), verb_key: verb_key.to_string(), args, project_id: None }
-    }
-}
-
-/// The stable codes agents branch on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Code {
-    UnknownPack,
-    NotActivated,
-    NoPolicy,
-    InvalidArgs,
-    ProjectRequired,
-    Denied,
-    ConfirmRequired,
-    NoProject,
-    BindingFailed,
-    SandboxDenied,
-    Timeout,
-    ExitNonzero,
-    AdapterFailed,
-}
-
-impl Code {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::UnknownPack => "unknown_pack",
-            Code::NotActivated => "not_activated",
-            Code::NoPolicy => "no_policy",
-            Code::InvalidArgs => "invalid_args",
-            Code::ProjectRequired => "project_required",
-            Code::Denied => "denied",
-            Code::ConfirmRequired => "confirm_required",
-            Code::NoProject => "no_project",
-            Code::BindingFailed => "binding_failed",
-            Code::SandboxDenied => "sandbox_denied",
-            Code::Timeout => "timeout",
-            Code::ExitNonzero => "exit_nonzero",
-            Code::AdapterFailed => "adapter_failed",
-        }
     }
 }
 
@@ -89,7 +49,7 @@ pub struct ResultEnvelope {
     pub truncated: Option<bool>,
     /// The confinement a wrap ran under: `sandbox` or `native-local`, and each layer's status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::sandbox::SandboxReport>,
+    pub sandbox: Option<SandboxReport>,
     /// On `confirm_required`: the approval card a person sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,

@@ -2,28 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A capability a grant carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Capability {
-    #[serde(rename = "verb.exec.read")]
-    ExecRead,
-    #[serde(rename = "verb.exec.write")]
-    ExecWrite,
-    #[serde(rename = "pack.connect")]
-    PackConnect,
-    #[serde(rename = "sense.announce")]
-    SenseAnnounce,
-}
+use super::wire::wire_enum;
 
-impl Capability {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Capability::ExecRead => "verb.exec.read",
-            Capability::ExecWrite => "verb.exec.write",
-            Capability::PackConnect => "pack.connect",
-            Capability::SenseAnnounce => "sense.announce",
-        }
+wire_enum! {
+    /// A capability a grant carries.
+    pub enum Capability ("capability") {
+        ExecRead = "verb.exec.read",
+        ExecWrite = "verb.exec.write",
+        PackConnect = "pack.connect",
+        SenseAnnounce = "sense.announce",
     }
 }
 

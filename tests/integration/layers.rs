@@ -1,0 +1,124 @@
+//! The house: every module of the library imports only the layers below it (docs/architecture.md). A `use`
+//! that points up, or a new module that is not placed in a layer, fails here.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The library's modules, bottom first: each may import only modules earlier in this list. lib.rs declares
+/// them in this order.
+const LAYERS: &[&str] = &[
+    "model", "template", "args", "title", "pack", "lint", "render", "store", "sandbox", "adapter", "runtime",
+    "trial", "eval", "check", "scaffold",
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The code of a file without its comments (doc links may name any module).
+fn code(path: &Path) -> String {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules a piece of code names through `crate::`.
+fn imports(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        // `$crate::` in a macro is the crate itself, named from anywhere.
+        if i > 0 && code.as_bytes()[i - 1] == b'$' {
+            continue;
+        }
+        let rest = &code[i + "crate::".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        out.insert(name);
+    }
+    out
+}
+
+/// `(file, top module)` for every file of the library (the binary's `main.rs`, `cli/` and `output.rs` are
+/// the faces, above every layer).
+fn library_files() -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(src()).unwrap().to_path_buf();
+            let first =
+                rel.components().next()?.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
+            (!matches!(first.as_str(), "main" | "cli" | "output" | "lib")).then_some((p, first))
+        })
+        .collect()
+}
+
+#[test]
+fn every_module_imports_only_the_layers_below_it() {
+    let mut upward = Vec::new();
+    for (path, module) in library_files() {
+        let rank = LAYERS.iter().position(|l| *l == module);
+        let Some(rank) = rank else {
+            upward.push(format!(
+                "{}: module `{module}` is in no layer; add it to LAYERS and lib.rs",
+                path.display()
+            ));
+            continue;
+        };
+        // super::super:: would reach past the module's root; imports go through crate::.
+        if code(&path).contains("super::super::") {
+            upward.push(format!("{}: uses super::super::; name the module through crate::", path.display()));
+        }
+        for target in imports(&code(&path)) {
+            match LAYERS.iter().position(|l| *l == target) {
+                Some(t) if t <= rank => {}
+                Some(_) => upward
+                    .push(format!("{}: `{module}` imports `{target}`, a layer above it", path.display())),
+                None => {
+                    upward.push(format!("{}: imports crate::{target}, which is in no layer", path.display()))
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports that point up:\n{}", upward.join("\n"));
+}
+
+#[test]
+fn the_model_layer_imports_nothing_else_of_the_crate() {
+    for (path, module) in library_files() {
+        if module == "model" {
+            let other: Vec<String> = imports(&code(&path)).into_iter().filter(|m| m != "model").collect();
+            assert!(other.is_empty(), "{} imports {other:?}", path.display());
+        }
+    }
+}
+
+#[test]
+fn lib_rs_declares_the_layers_in_order() {
+    let lib = code(&src().join("lib.rs"));
+    let declared: Vec<&str> =
+        lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';')).collect();
+    assert_eq!(declared, LAYERS, "lib.rs must declare exactly the layers, bottom first");
+}
+
+#[test]
+fn the_checker_sees_an_upward_import() {
+    // The detector itself: a pack-layer line naming the runtime is caught, a `$crate` in a macro is not.
+    let found = imports("use crate::runtime::Runtime;\nlet x = $crate::model::Code::Denied;");
+    assert_eq!(found.into_iter().collect::<Vec<_>>(), ["runtime"]);
+}

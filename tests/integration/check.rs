@@ -80,41 +80,89 @@ fn check(t: &TestDir, pack: &Path, extra: &[&str]) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), stdout_json(&out))
 }
 
-/// The score, grade and exit code the spec gives for these counts.
-fn expected(errors: u64, warnings: u64, strict: bool) -> (u64, char, i32) {
-    let score = 100u64.saturating_sub(12 * errors + 4 * warnings);
-    let mut grade = match score {
-        90.. => 'A',
-        80..=89 => 'B',
-        70..=79 => 'C',
-        60..=69 => 'D',
-        _ => 'F',
-    };
-    if errors > 0 && grade < 'D' {
-        grade = 'D';
+/// `(errors, warnings, --strict)`.
+type Counts = (u64, u64, bool);
+/// `(score, grade, ready, exit)`.
+type Expect = (u64, &'static str, bool, i32);
+
+/// `(errors, warnings, --strict)` → `(score, grade, ready, exit)`, written out by hand from the spec
+/// (../shared/spec/check-and-evaluate.md, "Findings and score" and the exit line: 100, less 12 per error and 4
+/// per warning; any error caps the grade at D; ready to share at 90 or more with no errors; exit 0 with nothing
+/// to fix, 2 on warnings only, 1 on any error, and --strict fails warnings too) and docs/check.md for what the
+/// spec leaves open (never below 0; A from 90, B from 80, C from 70, D from 60, else F). Notes cost nothing, so
+/// they have no column. A report whose counts have no row fails: add the row, worked out by hand.
+const SCORES: &[(Counts, Expect)] = &[
+    // Nothing to fix.
+    ((0, 0, false), (100, "A", true, 0)),
+    ((0, 0, true), (100, "A", true, 0)),
+    // Warnings only: 4 points each; exit 2, or 1 under --strict; ready while 90 or more.
+    ((0, 1, false), (96, "A", true, 2)),
+    ((0, 1, true), (96, "A", true, 1)),
+    ((0, 2, false), (92, "A", true, 2)),
+    ((0, 2, true), (92, "A", true, 1)),
+    ((0, 3, false), (88, "B", false, 2)),
+    ((0, 5, false), (80, "B", false, 2)),
+    ((0, 6, false), (76, "C", false, 2)),
+    ((0, 7, false), (72, "C", false, 2)),
+    ((0, 8, false), (68, "D", false, 2)),
+    ((0, 10, false), (60, "D", false, 2)),
+    ((0, 11, false), (56, "F", false, 2)),
+    ((0, 25, false), (0, "F", false, 2)),
+    ((0, 30, true), (0, "F", false, 1)),
+    // Any error: 12 points each, the grade at most D, never ready, exit 1 with or without --strict.
+    ((1, 0, false), (88, "D", false, 1)),
+    ((1, 0, true), (88, "D", false, 1)),
+    ((1, 1, false), (84, "D", false, 1)),
+    ((1, 2, false), (80, "D", false, 1)),
+    ((2, 0, false), (76, "D", false, 1)),
+    ((2, 1, false), (72, "D", false, 1)),
+    ((3, 0, false), (64, "D", false, 1)),
+    ((3, 1, false), (60, "D", false, 1)),
+    ((3, 2, false), (56, "F", false, 1)),
+    ((4, 0, false), (52, "F", false, 1)),
+    // The spec's own example: "Score 8/100, grade F. 7 error(s), 2 warning(s)."
+    ((7, 2, false), (8, "F", false, 1)),
+    ((9, 0, false), (0, "F", false, 1)),
+    ((9, 0, true), (0, "F", false, 1)),
+];
+
+/// The row of [`SCORES`] for these counts.
+fn expected(errors: u64, warnings: u64, strict: bool) -> Expect {
+    match SCORES.iter().find(|(k, _)| *k == (errors, warnings, strict)) {
+        Some((_, row)) => *row,
+        None => panic!(
+            "no row for ({errors}, {warnings}, {strict}) in SCORES: add it, worked out by hand from the spec"
+        ),
     }
-    let exit = if errors > 0 || (strict && warnings > 0) {
-        1
-    } else if warnings > 0 {
-        2
-    } else {
-        0
-    };
-    (score, grade, exit)
 }
 
 fn assert_consistent(report: &Value, exit: i32, strict: bool) {
-    let count = |sev: &str| {
-        report["findings"].as_array().unwrap().iter().filter(|f| f["severity"] == sev).count() as u64
-    };
-    let (errors, warnings) = (count("error"), count("warning"));
-    let (score, grade, code) = expected(errors, warnings, strict);
+    let count =
+        |v: &Value, sev: &str| v.as_array().unwrap().iter().filter(|f| f["severity"] == sev).count() as u64;
+    let (errors, warnings) = (count(&report["findings"], "error"), count(&report["findings"], "warning"));
+    let (score, grade, ready, code) = expected(errors, warnings, strict);
     assert_eq!(report["errors"], errors);
     assert_eq!(report["warnings"], warnings);
     assert_eq!(report["score"], score, "{report}");
-    assert_eq!(report["grade"], grade.to_string(), "{report}");
+    assert_eq!(report["grade"], grade, "{report}");
+    assert_eq!(report["ready"], ready, "{report}");
     assert_eq!(exit, code, "{report}");
-    assert_eq!(report["ready"], score >= 90 && errors == 0);
+    // Each category is scored the same way from its own findings.
+    for c in report["categories"].as_array().unwrap() {
+        let (e, w) = (c["errors"].as_u64().unwrap(), c["warnings"].as_u64().unwrap());
+        assert_eq!(c["score"], expected(e, w, false).0, "{c}");
+    }
+}
+
+#[test]
+fn every_score_row_is_what_the_library_computes() {
+    // Rows no fixture reaches (a floor at 0, each grade band) are checked against the library's functions.
+    for &((errors, warnings, _), (score, grade, _, _)) in SCORES {
+        let got = hcpx::check::score(errors as usize, warnings as usize);
+        assert_eq!(got, score as u32, "score of ({errors}, {warnings})");
+        let got = hcpx::check::grade(got, errors as usize);
+        assert_eq!(got.to_string(), grade, "grade of ({errors}, {warnings})");
+    }
 }
 
 #[test]

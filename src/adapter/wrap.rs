@@ -282,11 +282,8 @@ pub fn command_line(program: &Path, argv: &[String]) -> String {
         .join(" ")
 }
 
-/// Quotes a word for display in a POSIX shell.
+/// Quotes a word for display in a POSIX shell (shlex); a word shlex will not quote (it holds a NUL, which
+/// argv never does) is shown as a Rust string literal.
 pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+    shlex::try_quote(s).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{s:?}"))
 }

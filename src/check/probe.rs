@@ -76,27 +76,9 @@ fn probe_args(pack: &Pack, key: &str, cmd: &Command) -> Result<Map<String, Value
     Ok(args)
 }
 
-/// `text` without ANSI escape sequences (CSI `ESC [ … letter` and two-byte `ESC x`).
+/// `text` without ANSI escape sequences (anstream's stripper: CSI, OSC and the rest of the VT100 set).
 pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        if chars.peek() == Some(&'[') {
-            chars.next();
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            chars.next();
-        }
-    }
-    out
+    anstream::adapter::strip_str(text).to_string()
 }
 
 type Snapshot = BTreeMap<String, (u64, u128)>;

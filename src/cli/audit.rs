@@ -2,15 +2,14 @@
 
 use serde_json::json;
 
-use super::{exit, fail, open_store, JsonFlag};
+use super::{exit, fail, open_store};
 use crate::output::Printer;
 
 /// Runs `hcpx audit`.
-pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json);
+pub fn run(p: &Printer) -> anyhow::Result<u8> {
     let records = match open_store()?.audit() {
         Ok(r) => r,
-        Err(e) => return Ok(fail(&p, &e.to_string())),
+        Err(e) => return Ok(fail(p, &e.to_string())),
     };
     if p.json {
         p.json_doc(&json!({ "ok": true, "records": records }));

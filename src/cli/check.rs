@@ -6,12 +6,11 @@ use hcpx::check::{agent_markdown, check_dir, init_evals, CheckOptions, CheckRepo
 use hcpx::Pack;
 
 /// Runs `hcpx check`.
-pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
     if a.init_evals {
         let pack = match Pack::load(&a.dir) {
             Ok(pack) => pack,
-            Err(e) => return Ok(fail(&p, &format!("cannot write hcp.eval.json: {e}"))),
+            Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json: {e}"))),
         };
         match init_evals(&a.dir, &pack) {
             Ok(InitOutcome::Wrote { path, cases }) => p.message(&format!(
@@ -21,14 +20,12 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
             Ok(InitOutcome::Exists { path }) => {
                 p.message(&format!("{} already exists; left as it is", path.display()))
             }
-            Err(e) => {
-                return Ok(fail(&p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display())))
-            }
+            Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
         }
     }
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
-        Err(e) => return Ok(super::fail(&p, &e)),
+        Err(e) => return Ok(super::fail(p, &e)),
     };
     let opts = CheckOptions {
         probe: a.probe,
@@ -48,7 +45,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<u8> {
     } else if a.agent {
         p.data(agent_markdown(&report, &dir).trim_end());
     } else {
-        human(&p, &report);
+        human(p, &report);
     }
     Ok(match (report.errors, report.warnings) {
         (0, 0) => exit::OK,

@@ -7,14 +7,13 @@ use super::{exit, fail, open_store, CredentialCmd};
 use crate::output::Printer;
 
 /// Runs `hcpx credential …`.
-pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
+pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
-        CredentialCmd::Set { family, field, principal, json } => {
-            let p = Printer::new(json.json);
+        CredentialCmd::Set { family, field, principal } => {
             let mut value = String::new();
             if let Err(e) = std::io::stdin().take(64 * 1024).read_to_string(&mut value) {
-                return Ok(fail(&p, &format!("cannot read the value from stdin: {e}")));
+                return Ok(fail(p, &format!("cannot read the value from stdin: {e}")));
             }
             let value = value.strip_suffix('\n').unwrap_or(&value);
             let value = value.strip_suffix('\r').unwrap_or(value);
@@ -41,11 +40,10 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                     }
                     Ok(exit::OK)
                 }
-                Err(e) => Ok(fail(&p, &e.to_string())),
+                Err(e) => Ok(fail(p, &e.to_string())),
             }
         }
-        CredentialCmd::Rm { family, field, principal, json } => {
-            let p = Printer::new(json.json);
+        CredentialCmd::Rm { family, field, principal } => {
             match store.credential_rm(family, principal.as_deref(), field.as_deref()) {
                 Ok(()) => {
                     if p.json {
@@ -58,11 +56,10 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                     }
                     Ok(exit::OK)
                 }
-                Err(e) => Ok(fail(&p, &e.to_string())),
+                Err(e) => Ok(fail(p, &e.to_string())),
             }
         }
-        CredentialCmd::Allow { family, packs, json } | CredentialCmd::Disallow { family, packs, json } => {
-            let p = Printer::new(json.json);
+        CredentialCmd::Allow { family, packs } | CredentialCmd::Disallow { family, packs } => {
             let allow = matches!(c, CredentialCmd::Allow { .. });
             match store.edit_family(family, packs, allow) {
                 Ok(list) => {
@@ -73,25 +70,22 @@ pub fn run(c: &CredentialCmd) -> anyhow::Result<u8> {
                     }
                     Ok(exit::OK)
                 }
-                Err(e) => Ok(fail(&p, &e.to_string())),
+                Err(e) => Ok(fail(p, &e.to_string())),
             }
         }
-        CredentialCmd::List(j) => {
-            let p = Printer::new(j.json);
-            match store.credential_list() {
-                Ok(list) => {
-                    if p.json {
-                        p.json_doc(&json!({ "ok": true, "families": list }));
-                    } else {
-                        for (fam, fields) in &list {
-                            p.data(&format!("{fam}: {}", fields.join(", ")));
-                        }
+        CredentialCmd::List => match store.credential_list() {
+            Ok(list) => {
+                if p.json {
+                    p.json_doc(&json!({ "ok": true, "families": list }));
+                } else {
+                    for (fam, fields) in &list {
+                        p.data(&format!("{fam}: {}", fields.join(", ")));
                     }
-                    Ok(exit::OK)
                 }
-                Err(e) => Ok(fail(&p, &e.to_string())),
+                Ok(exit::OK)
             }
-        }
+            Err(e) => Ok(fail(p, &e.to_string())),
+        },
     }
 }
 

@@ -2,13 +2,12 @@
 
 use serde_json::{json, Value};
 
-use super::{exit, open_store, JsonFlag};
+use super::{exit, open_store};
 use crate::output::Printer;
 use hcpx::runtime::Runtime;
 
 /// Runs `hcpx doctor`.
-pub fn run(a: &JsonFlag) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json);
+pub fn run(p: &Printer) -> anyhow::Result<u8> {
     let store = open_store()?;
     let mut checks: Vec<Value> = Vec::new();
     let mut add = |name: &str, level: &str, detail: String| {

@@ -5,12 +5,11 @@ use crate::output::Printer;
 use hcpx::eval::{run_evals, EvalOptions};
 
 /// Runs `hcpx eval`.
-pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
     let progress = |n: usize, m: usize, title: &str| p.progress(&format!("case {n} of {m}: {title}"));
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
-        Err(e) => return Ok(fail(&p, &e)),
+        Err(e) => return Ok(fail(p, &e)),
     };
     let opts = EvalOptions {
         timeout_ms: a.timeout,
@@ -20,7 +19,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<u8> {
     };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
-        Err(e) => return Ok(fail(&p, &e)),
+        Err(e) => return Ok(fail(p, &e)),
     };
     p.progress_done();
     if p.json {

@@ -56,8 +56,7 @@ impl ExecHooks for Terminal {
 }
 
 /// Runs `hcpx exec`.
-pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let principal = local_principal(&store)?;
     let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir());
@@ -69,7 +68,7 @@ pub fn run(a: &ExecArgs) -> anyhow::Result<u8> {
         words.push("mode=mock".into());
     }
     let hooks = Terminal {
-        on: !a.json.json && std::io::stderr().is_terminal(),
+        on: !p.json && std::io::stderr().is_terminal(),
         verbose: a.verbose,
         line: RefCell::new(None),
     };

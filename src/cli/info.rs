@@ -9,20 +9,18 @@ use hcpx::pack::Pack;
 use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
-/// The printer and the installed pack `id`, or the exit code of the failure already printed.
-fn installed(id: &str, json: bool) -> anyhow::Result<Result<(Printer, Pack), u8>> {
-    let p = Printer::new(json);
+/// The installed pack `id`, or the exit code of the failure already printed.
+fn installed(p: &Printer, id: &str) -> anyhow::Result<Result<Pack, u8>> {
     let store: Store = open_store()?;
     Ok(match store.load_pack(id) {
-        Ok(Some(pack)) => Ok((p, pack)),
-        Ok(None) => Err(fail(&p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
-        Err(e) => Err(fail(&p, &e.to_string())),
+        Ok(Some(pack)) => Ok(pack),
+        Ok(None) => Err(fail(p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
+        Err(e) => Err(fail(p, &e.to_string())),
     })
 }
 
 /// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
-pub fn availability(a: &IdArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let principal = super::exec::local_principal(&store)?;
     let av = Runtime::new(store).availability(&principal, &a.id);
@@ -52,13 +50,14 @@ pub fn exec_line(pack: &Pack, verb: &str) -> String {
     let mut words = Vec::new();
     for (name, prop) in cmd.args.props() {
         let required = cmd.args.required().contains(name);
+        // The name is a plain word (naming rules); only the value may need quoting.
         let word = match &prop.example {
-            Some(Value::String(s)) => format!("{name}={s}"),
-            Some(v) => format!("{name}:={v}"),
-            None if required => format!("{name}=<{name}>"),
+            Some(Value::String(s)) => format!("{name}={}", shell_quote(s)),
+            Some(v) => format!("{name}:={}", shell_quote(&v.to_string())),
+            None if required => format!("{name}={}", shell_quote(&format!("<{name}>"))),
             None => continue,
         };
-        words.push(shell_quote(&word));
+        words.push(word);
     }
     if cmd.policy.confirm {
         words.push("confirm=true".into());
@@ -71,8 +70,8 @@ pub fn exec_line(pack: &Pack, verb: &str) -> String {
 }
 
 /// `hcpx commands ID`.
-pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
-    let (p, pack) = match installed(&a.id, a.json.json)? {
+pub fn commands(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
+    let pack = match installed(p, &a.id)? {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
@@ -104,8 +103,8 @@ pub fn commands(a: &IdArgs) -> anyhow::Result<u8> {
 }
 
 /// `hcpx skill ID [--full]`.
-pub fn skill(a: &SkillArgs) -> anyhow::Result<u8> {
-    let (p, pack) = match installed(&a.id, a.json.json)? {
+pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
+    let pack = match installed(p, &a.id)? {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
@@ -120,17 +119,17 @@ pub fn skill(a: &SkillArgs) -> anyhow::Result<u8> {
 }
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
-pub fn title(a: &TitleArgs) -> anyhow::Result<u8> {
-    let (p, pack) = match installed(&a.id, a.json.json)? {
+pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
+    let pack = match installed(p, &a.id)? {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
     let Some(cmd) = pack.command(&a.verb) else {
-        return Ok(fail(&p, &format!("pack {} has no command {}", pack.id, a.verb)));
+        return Ok(fail(p, &format!("pack {} has no command {}", pack.id, a.verb)));
     };
     let args = match cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words) {
         Ok(args) => args,
-        Err(e) => return Ok(fail(&p, &e.0)),
+        Err(e) => return Ok(fail(p, &e.0)),
     };
     let result = match &a.result {
         Some(r) => match serde_json::from_str::<Value>(r) {

@@ -5,8 +5,7 @@ use crate::output::Printer;
 use hcpx::lint::lint_dir;
 
 /// Runs `hcpx lint`.
-pub fn run(args: &LintArgs) -> anyhow::Result<u8> {
-    let printer = Printer::new(args.json.json);
+pub fn run(printer: &Printer, args: &LintArgs) -> anyhow::Result<u8> {
     let report = lint_dir(&args.dir);
     if printer.json {
         printer.json_doc(&report);

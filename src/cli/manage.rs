@@ -2,14 +2,13 @@
 
 use serde_json::json;
 
-use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs, JsonFlag};
+use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs};
 use crate::output::Printer;
 use hcpx::store::packs::InstallError;
 use hcpx::store::packs::Replace;
 
 /// `hcpx install DIR`.
-pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     match store.install_with(&a.dir, replace) {
@@ -81,13 +80,12 @@ pub fn install(a: &super::InstallArgs) -> anyhow::Result<u8> {
             }
             Ok(exit::FAILURE)
         }
-        Err(InstallError::Store(e)) => Ok(fail(&p, &e.to_string())),
+        Err(InstallError::Store(e)) => Ok(fail(p, &e.to_string())),
     }
 }
 
 /// `hcpx uninstall ID`.
-pub fn uninstall(a: &IdArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn uninstall(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     match open_store()?.uninstall(&a.id) {
         Ok(()) => {
             if p.json {
@@ -97,13 +95,12 @@ pub fn uninstall(a: &IdArgs) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(e) => Ok(fail(&p, &e.to_string())),
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }
 
 /// `hcpx activate ID…` / `hcpx deactivate ID…`.
-pub fn set_activated(a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn set_activated(p: &Printer, a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
     match open_store()?.set_activated(&a.ids, on) {
         Ok(()) => {
             let key = if on { "activated" } else { "deactivated" };
@@ -114,17 +111,16 @@ pub fn set_activated(a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(e) => Ok(fail(&p, &e.to_string())),
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }
 
 /// `hcpx list`.
-pub fn list(a: &JsonFlag) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json);
+pub fn list(p: &Printer) -> anyhow::Result<u8> {
     let store = open_store()?;
     let state = match store.state() {
         Ok(s) => s,
-        Err(e) => return Ok(fail(&p, &e.to_string())),
+        Err(e) => return Ok(fail(p, &e.to_string())),
     };
     let mut rows = Vec::new();
     for (id, st) in &state.packs {
@@ -159,17 +155,16 @@ pub fn list(a: &JsonFlag) -> anyhow::Result<u8> {
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
-pub fn network(a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();
     for k in &a.kinds {
         match serde_json::from_value::<hcpx::pack::NetKind>(serde_json::Value::String(k.clone())) {
             Ok(n) => kinds.push(n),
-            Err(_) => return Ok(fail(&p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
+            Err(_) => return Ok(fail(p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
         }
     }
     if on && kinds.is_empty() {
-        return Ok(fail(&p, "name the network kinds to allow: inet, netlink"));
+        return Ok(fail(p, "name the network kinds to allow: inet, netlink"));
     }
     match open_store()?.edit_network(&a.pack, &kinds, on) {
         Ok(list) => {
@@ -185,13 +180,12 @@ pub fn network(a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(e) => Ok(fail(&p, &e.to_string())),
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }
 
 /// `hcpx allow BIN…` / `hcpx disallow BIN…`.
-pub fn allow(a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn allow(p: &Printer, a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
     match open_store()?.edit_allow(&a.bins, on) {
         Ok(list) => {
             if p.json {
@@ -204,6 +198,6 @@ pub fn allow(a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(e) => Ok(fail(&p, &e.to_string())),
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }

@@ -35,16 +35,11 @@ pub mod exit {
 #[derive(Debug, Parser)]
 #[command(name = "hcpx", version, about, propagate_version = true)]
 pub struct Cli {
+    /// Print exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// `--json` on every command.
-#[derive(Debug, Clone, Copy, clap::Args)]
-pub struct JsonFlag {
-    /// Print exactly one JSON document on stdout.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// The subcommands.
@@ -67,7 +62,7 @@ pub enum Command {
     /// Deactivate packs.
     Deactivate(IdsArgs),
     /// Installed packs and their state.
-    List(JsonFlag),
+    List,
     /// The four flags: installed, activated, bound, runnable.
     Availability(IdArgs),
     /// Each command with a ready-to-run `hcpx exec` line.
@@ -87,9 +82,9 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     DisallowNetwork(NetworkArgs),
     /// The audit log, newest last.
-    Audit(JsonFlag),
+    Audit,
     /// Health of the runtime and the store.
-    Doctor(JsonFlag),
+    Doctor,
     /// Manage credentials in the local hub.
     #[command(subcommand)]
     Credential(CredentialCmd),
@@ -100,8 +95,6 @@ pub enum Command {
 pub struct LintArgs {
     /// The pack directory.
     pub dir: PathBuf,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx eval DIR [--json] [--timeout MS]`.
@@ -112,8 +105,6 @@ pub struct EvalArgs {
     /// Per-case timeout in milliseconds.
     #[arg(long, default_value_t = hcpx::eval::DEFAULT_TIMEOUT_MS)]
     pub timeout: u64,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// A pack directory.
@@ -139,8 +130,6 @@ pub struct CheckArgs {
     /// Skip the eval layer.
     #[arg(long)]
     pub no_eval: bool,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 #[derive(Debug, clap::Args)]
@@ -150,8 +139,6 @@ pub struct WrapArgs {
     /// Where to write the pack (default: ./<pack id>); must be new or empty.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx install DIR [--replace [--keep-workspace]]`.
@@ -165,8 +152,6 @@ pub struct InstallArgs {
     /// With --replace: keep the replaced pack's workspace for the new one.
     #[arg(long, requires = "replace")]
     pub keep_workspace: bool,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// One pack id.
@@ -174,8 +159,6 @@ pub struct InstallArgs {
 pub struct IdArgs {
     /// The pack id.
     pub id: String,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// Pack ids.
@@ -184,8 +167,6 @@ pub struct IdsArgs {
     /// Pack ids.
     #[arg(required = true)]
     pub ids: Vec<String>,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx skill ID [--full]`.
@@ -195,8 +176,6 @@ pub struct SkillArgs {
     /// The whole Skill, not only its lead.
     #[arg(long)]
     pub full: bool,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx exec ID VERB [--json] [--mode mock] -- k=v k2:=<json> …`.
@@ -217,8 +196,6 @@ pub struct ExecArgs {
     /// Show the exact command line as well as the title.
     #[arg(long)]
     pub verbose: bool,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`.
@@ -231,8 +208,6 @@ pub struct TitleArgs {
     /// The JSON result: gives the done title instead of the live one.
     #[arg(long)]
     pub result: Option<String>,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// Bin names.
@@ -240,8 +215,6 @@ pub struct TitleArgs {
 pub struct BinsArgs {
     #[arg(required = true)]
     pub bins: Vec<String>,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
@@ -251,8 +224,6 @@ pub struct NetworkArgs {
     pub pack: String,
     /// `inet` (TCP and UDP over IPv4 and IPv6) or `netlink` (interfaces, addresses, routes).
     pub kinds: Vec<String>,
-    #[command(flatten)]
-    pub json: JsonFlag,
 }
 
 /// `hcpx credential …`.
@@ -265,8 +236,6 @@ pub enum CredentialCmd {
         /// Store it for one Principal (`user` Binding) instead of the whole family (`local`).
         #[arg(long)]
         principal: Option<String>,
-        #[command(flatten)]
-        json: JsonFlag,
     },
     /// Remove a field, or the whole family.
     Rm {
@@ -275,26 +244,20 @@ pub enum CredentialCmd {
         /// The Principal whose credential to remove (`user` Binding).
         #[arg(long)]
         principal: Option<String>,
-        #[command(flatten)]
-        json: JsonFlag,
     },
     /// Families and field names (never values).
-    List(JsonFlag),
+    List,
     /// Let packs use FAMILY's credentials (the pack named like the family owns it already).
     Allow {
         family: String,
         #[arg(required = true)]
         packs: Vec<String>,
-        #[command(flatten)]
-        json: JsonFlag,
     },
     /// Stop packs from using FAMILY's credentials.
     Disallow {
         family: String,
         #[arg(required = true)]
         packs: Vec<String>,
-        #[command(flatten)]
-        json: JsonFlag,
     },
 }
 

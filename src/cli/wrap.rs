@@ -5,11 +5,10 @@ use crate::output::Printer;
 use hcpx::scaffold::scaffold;
 
 /// Runs `hcpx wrap`.
-pub fn run(a: &WrapArgs) -> anyhow::Result<u8> {
-    let p = Printer::new(a.json.json);
+pub fn run(p: &Printer, a: &WrapArgs) -> anyhow::Result<u8> {
     let s = match scaffold(&a.bin, a.out.as_deref()) {
         Ok(s) => s,
-        Err(e) => return Ok(fail(&p, &e.to_string())),
+        Err(e) => return Ok(fail(p, &e.to_string())),
     };
     if p.json {
         p.json_doc(&serde_json::json!({ "ok": true, "scaffold": s }));

@@ -1,4 +1,7 @@
-//! `HARNESS.md`: the Skill's lead (everything before the first `##` heading) and its hot-path table.
+//! `HARNESS.md`: the Skill's lead (everything before the first `##` heading) and its hot-path table, read
+//! as CommonMark by pulldown-cmark.
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// The parsed Skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,54 +17,99 @@ pub struct Skill {
 }
 
 impl Skill {
-    /// Parses a Skill. Never fails: lint decides what is missing.
+    /// Parses a Skill as CommonMark (with tables). Never fails: lint decides what is missing.
+    ///
+    /// The lead ends at the first top-level `##` heading (ATX or setext), wherever fences, indented code,
+    /// block quotes or lists would hide one. The hot-path table is the first table whose first body row
+    /// starts with a code span; its commands are the code spans of each row's first cell.
     pub fn parse(text: &str) -> Skill {
-        let lines: Vec<&str> = text.lines().collect();
-        let mut in_fence = false;
-        let mut lead_end = lines.len();
+        let mut lead_end = None;
         let mut heading = String::new();
-        let mut table: Option<(Vec<String>, String)> = None;
-        let mut i = 0;
-        while i < lines.len() {
-            let line = lines[i];
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-                in_fence = !in_fence;
-                i += 1;
-                continue;
-            }
-            if in_fence {
-                i += 1;
-                continue;
-            }
-            if is_level2_heading(trimmed) {
-                if lead_end == lines.len() {
-                    lead_end = i;
+        let mut hot_path: Option<(Vec<String>, String)> = None;
+        // Nesting of containers (quotes, lists): a heading inside one does not end the lead.
+        let mut depth = 0usize;
+        let mut in_h2: Option<usize> = None;
+        // The current table: the first cells' code spans so far, and whether each row's first cell began
+        // with one (only the first body row's counts).
+        let mut table: Option<Table> = None;
+        for (event, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
+            match event {
+                Event::Start(Tag::BlockQuote(_) | Tag::List(_)) => depth += 1,
+                Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_)) => depth = depth.saturating_sub(1),
+                Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) if depth == 0 => {
+                    lead_end.get_or_insert(range.start);
+                    in_h2 = Some(range.start);
                 }
-                heading = trimmed.trim().to_string();
-            } else if table.is_none()
-                && trimmed.starts_with('|')
-                && i + 1 < lines.len()
-                && is_separator(lines[i + 1])
-            {
-                let mut rows = Vec::new();
-                let mut j = i + 2;
-                while j < lines.len() && lines[j].trim_start().starts_with('|') {
-                    rows.push(first_cell(lines[j]));
-                    j += 1;
+                Event::End(TagEnd::Heading(HeadingLevel::H2)) => {
+                    if let Some(start) = in_h2.take() {
+                        heading = heading_line(&text[start..range.end]);
+                    }
                 }
-                if rows.first().is_some_and(|c| c.starts_with('`')) {
-                    let names = rows.iter().flat_map(|c| code_spans(c)).collect();
-                    let under = if lead_end == lines.len() { String::new() } else { heading.clone() };
-                    table = Some((names, under));
+                Event::Start(Tag::Table(_)) if hot_path.is_none() => table = Some(Table::default()),
+                Event::Start(Tag::TableHead) => {
+                    if let Some(t) = &mut table {
+                        t.in_head = true;
+                    }
                 }
-                i = j;
-                continue;
+                Event::End(TagEnd::TableHead) => {
+                    if let Some(t) = &mut table {
+                        t.in_head = false;
+                    }
+                }
+                Event::Start(Tag::TableRow) => {
+                    if let Some(t) = &mut table {
+                        t.cell = 0;
+                        t.row_start = true;
+                    }
+                }
+                Event::Start(Tag::TableCell) => {
+                    if let Some(t) = &mut table {
+                        t.cell += 1;
+                    }
+                }
+                Event::Code(code) => {
+                    if let Some(t) = table.as_mut().filter(|t| !t.in_head && t.cell == 1) {
+                        if t.row_start {
+                            t.row_code = true;
+                        }
+                        let name = code.trim();
+                        if !name.is_empty() {
+                            t.row_names.push(name.to_string());
+                        }
+                    }
+                }
+                Event::End(TagEnd::TableRow) => {
+                    if let Some(t) = &mut table {
+                        // Only rows whose first cell opens with a code span name commands (a line of prose
+                        // that runs on after the table is a row too, in GFM).
+                        if t.row_code {
+                            t.names.append(&mut t.row_names);
+                        }
+                        if t.rows == 0 {
+                            t.starts_with_code = t.row_code;
+                        }
+                        t.row_names.clear();
+                        t.row_code = false;
+                        t.rows += 1;
+                    }
+                }
+                Event::End(TagEnd::Table) => {
+                    if let Some(t) = table.take().filter(|t| t.starts_with_code) {
+                        let under = if lead_end.is_some() { heading.clone() } else { String::new() };
+                        hot_path = Some((t.names, under));
+                    }
+                }
+                _ => {
+                    // Any other content in the first cell before a code span means the row does not start
+                    // with one.
+                    if let Some(t) = table.as_mut().filter(|t| !t.in_head && t.cell == 1) {
+                        t.row_start = false;
+                    }
+                }
             }
-            i += 1;
         }
-        let lead = lines[..lead_end].join("\n").trim().to_string();
-        let (hot_path, hot_path_heading) = table.unwrap_or_default();
+        let lead = text[..lead_end.unwrap_or(text.len())].trim().to_string();
+        let (hot_path, hot_path_heading) = hot_path.unwrap_or_default();
         Skill { text: text.to_string(), lead, hot_path, hot_path_heading }
     }
 
@@ -74,27 +122,32 @@ impl Skill {
     }
 }
 
-fn is_level2_heading(line: &str) -> bool {
-    line.strip_prefix("##")
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t'))
+/// A table being read.
+#[derive(Default)]
+struct Table {
+    in_head: bool,
+    /// 1-based index of the current cell in its row.
+    cell: usize,
+    /// Body rows seen so far.
+    rows: usize,
+    /// Nothing but a code span has been seen in the current row's first cell yet.
+    row_start: bool,
+    /// The current row's first cell opened with a code span, and its code spans.
+    row_code: bool,
+    row_names: Vec<String>,
+    /// The first body row's first cell opened with a code span.
+    starts_with_code: bool,
+    names: Vec<String>,
 }
 
-fn is_separator(line: &str) -> bool {
-    let t = line.trim();
-    t.starts_with('|') && t.contains('-') && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
-}
-
-fn first_cell(line: &str) -> String {
-    let t = line.trim().trim_start_matches('|');
-    t.split('|').next().unwrap_or("").trim().to_string()
-}
-
-fn code_spans(cell: &str) -> Vec<String> {
-    cell.split('`')
-        .enumerate()
-        .filter(|(i, s)| i % 2 == 1 && !s.trim().is_empty())
-        .map(|(_, s)| s.trim().to_string())
-        .collect()
+/// A heading as one line: `## Title` for both ATX and setext headings.
+fn heading_line(source: &str) -> String {
+    let first = source.lines().next().unwrap_or("").trim();
+    if first.starts_with('#') {
+        first.trim_end_matches('#').trim().to_string()
+    } else {
+        format!("## {first}")
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +177,17 @@ mod tests {
         assert_eq!(s.lead, "");
         assert!(!s.lead_has_text());
         assert!(!Skill::parse("# Title only\n\n## Next\n").lead_has_text());
+    }
+
+    #[test]
+    fn fences_of_any_length_and_indented_code_hide_headings() {
+        let s = Skill::parse(
+            "Intro\n````\n```\n## not a heading\n```\n````\n\n    ## indented code\n\nmore\n## Real\n",
+        );
+        assert!(s.lead.ends_with("more"), "{:?}", s.lead);
+        let s = Skill::parse("Intro\n> ## quoted\n\n- ## in a list\n\nRest\n\nSetext\n------\n");
+        assert!(s.lead.ends_with("Rest"), "{:?}", s.lead);
+        assert_eq!(Skill::parse("a\n## Hot ##\n| c |\n|---|\n| `x` |\n").hot_path_heading, "## Hot");
     }
 
     #[test]

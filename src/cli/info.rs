@@ -102,18 +102,16 @@ pub fn commands(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// `hcpx skill ID [--full]`.
+/// `hcpx skill ID [--full]`: renders the runtime's skill report (the same one `hcp.skill` returns).
 pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
-    let pack = match installed(p, &a.id)? {
-        Ok(x) => x,
-        Err(code) => return Ok(code),
+    let report = match Runtime::new(open_store()?).skill(&a.id, a.full) {
+        Ok(r) => r,
+        Err(d) => return Ok(fail(p, &d.message)),
     };
-    let text = if a.full { &pack.skill.text } else { &pack.skill.lead };
     if p.json {
-        let key = if a.full { "text" } else { "lead" };
-        p.json_doc(&json!({ "ok": true, "pack_id": pack.id, key: text }));
+        p.json_doc(&report);
     } else {
-        p.data(text.trim_end());
+        p.data(report.body().trim_end());
     }
     Ok(exit::OK)
 }

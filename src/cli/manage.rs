@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs};
 use crate::output::Printer;
+use hcpx::runtime::Runtime;
 use hcpx::store::packs::InstallError;
 use hcpx::store::packs::Replace;
 
@@ -115,40 +116,21 @@ pub fn set_activated(p: &Printer, a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
     }
 }
 
-/// `hcpx list`.
+/// `hcpx list`: renders the runtime's list report (the same one `hcp.list` returns).
 pub fn list(p: &Printer) -> anyhow::Result<u8> {
-    let store = open_store()?;
-    let state = match store.state() {
-        Ok(s) => s,
-        Err(e) => return Ok(fail(p, &e.to_string())),
+    let report = match Runtime::new(open_store()?).list() {
+        Ok(r) => r,
+        Err(d) => return Ok(fail(p, &d.message)),
     };
-    let mut rows = Vec::new();
-    for (id, st) in &state.packs {
-        let loaded = store.load_pack(id);
-        let (name, kind, commands, error) = match &loaded {
-            Ok(Some(pack)) => (pack.name.clone(), Some(pack.kind.as_str()), pack.commands.len(), None),
-            Ok(None) => (None, None, 0, Some("missing from the store".to_string())),
-            Err(e) => (None, None, 0, Some(e.to_string())),
-        };
-        rows.push(json!({
-            "id": id, "name": name, "kind": kind, "activated": st.activated, "commands": commands,
-            "source": st.source, "installed_at": st.installed_at, "error": error,
-        }));
-    }
     if p.json {
-        p.json_doc(&json!({ "ok": true, "packs": rows }));
-    } else if rows.is_empty() {
+        p.json_doc(&report);
+    } else if report.packs.is_empty() {
         p.message("no packs installed; install one with `hcpx install DIR`");
     } else {
-        for r in &rows {
-            let state = if r["activated"] == json!(true) { "active" } else { "inactive" };
-            p.data(&format!(
-                "{}\t{}\t{} command(s)\t{}",
-                r["id"].as_str().unwrap_or(""),
-                state,
-                r["commands"],
-                r["kind"].as_str().unwrap_or("?")
-            ));
+        for r in &report.packs {
+            let state = if r.activated { "active" } else { "inactive" };
+            let kind = r.kind.map_or("?", |k| k.as_str());
+            p.data(&format!("{}\t{state}\t{} command(s)\t{kind}", r.id, r.commands));
         }
     }
     Ok(exit::OK)

@@ -47,7 +47,7 @@ impl Runtime {
         if let Some(pack) = &pack {
             match mint(store, pack, principal, false) {
                 Ok(_) => bound = true,
-                Err(e) => note("bound", e),
+                Err(e) => note("bound", e.to_string()),
             }
             match store.sandbox() {
                 Err(e) => note("runnable", e.to_string()),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::model::Principal;
 use crate::model::{BindingMode, MintedBinding};
 use crate::pack::{Hub, Pack};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// The `{{binding.FIELD}}` names a pack's `agent_env` needs.
 pub fn required_fields(pack: &Pack) -> Vec<String> {
@@ -23,8 +23,38 @@ pub fn required_fields(pack: &Pack) -> Vec<String> {
     out
 }
 
+/// Why a Binding could not be minted (step 5 denies with `binding_failed` and this message).
+#[derive(Debug, thiserror::Error)]
+pub enum MintError {
+    #[error("binding family {0:?} is not a valid name; the pack must be fixed and reinstalled")]
+    BadFamily(String),
+    #[error(
+        "pack {0} uses mock Binding, which must be asked for explicitly: pass mode=mock (`--mode mock`)"
+    )]
+    MockNotAsked(String),
+    #[error("pack {0} needs a mothership Binding, and this runtime has no mothership hub; run it on a runtime connected to one")]
+    NoMothership(String),
+    #[error(
+        "pack {0} names the keyring hub, which this runtime does not have; use \"hub\": \"local-credential\""
+    )]
+    NoKeyring(String),
+    #[error("the credential hub cannot be read: {0}")]
+    HubUnreadable(#[source] StoreError),
+    #[error("pack {pack} asks for credential family {family}, which belongs to other packs; if you trust {pack} with them, run `hcpx credential allow {family} {pack}`")]
+    FamilyNotAllowed { pack: String, family: String },
+    #[error("principal {0:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`")]
+    BadPrincipal(String),
+    #[error("the Binding for family {family} has no `{field}`; store it with `hcpx credential set {family} {field}{who}` (the value is read from stdin)")]
+    MissingField { family: String, field: String, who: String },
+}
+
 /// Mints the pack's Binding. `mock` is the envelope's explicit `mode: "mock"`.
-pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Result<MintedBinding, String> {
+pub fn mint(
+    store: &Store,
+    pack: &Pack,
+    principal: &Principal,
+    mock: bool,
+) -> Result<MintedBinding, MintError> {
     let needed = required_fields(pack);
     if mock {
         let fields = needed.iter().map(|f| (f.clone(), format!("mock-{f}"))).collect();
@@ -32,39 +62,35 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
     }
     let family = &pack.binding.family;
     if !crate::model::naming::is_pack_id(family) {
-        return Err(format!(
-            "binding family {family:?} is not a valid name; the pack must be fixed and reinstalled"
-        ));
+        return Err(MintError::BadFamily(family.clone()));
     }
     let fields = match pack.binding.mode {
-        BindingMode::Public => return Ok(MintedBinding { mode: BindingMode::Public, fields: BTreeMap::new() }),
-        BindingMode::Mock => {
-            return Err(format!("pack {} uses mock Binding, which must be asked for explicitly: pass mode=mock (`--mode mock`)", pack.id))
+        BindingMode::Public => {
+            return Ok(MintedBinding { mode: BindingMode::Public, fields: BTreeMap::new() })
         }
-        BindingMode::Mothership => {
-            return Err(format!("pack {} needs a mothership Binding, and this runtime has no mothership hub; run it on a runtime connected to one", pack.id))
-        }
+        BindingMode::Mock => return Err(MintError::MockNotAsked(pack.id.clone())),
+        BindingMode::Mothership => return Err(MintError::NoMothership(pack.id.clone())),
         BindingMode::Local | BindingMode::User => {
             if pack.binding.hub == Some(Hub::Keyring) {
-                return Err(format!("pack {} names the keyring hub, which this runtime does not have; use \"hub\": \"local-credential\"", pack.id));
+                return Err(MintError::NoKeyring(pack.id.clone()));
             }
             // A family belongs to the packs a person allowed; declaring it grants nothing.
-            if !store.family_allows(family, &pack.id).map_err(|e| format!("the credential hub cannot be read: {e}"))? {
-                return Err(format!(
-                    "pack {} asks for credential family {family}, which belongs to other packs; if you trust {} with them, run `hcpx credential allow {family} {}`",
-                    pack.id, pack.id, pack.id
-                ));
+            if !store.family_allows(family, &pack.id).map_err(MintError::HubUnreadable)? {
+                return Err(MintError::FamilyNotAllowed { pack: pack.id.clone(), family: family.clone() });
             }
             let rel = if pack.binding.mode == BindingMode::User {
                 let id = &principal.id;
                 if !crate::model::naming::is_arg_name(id) {
-                    return Err(format!("principal {id:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`"));
+                    return Err(MintError::BadPrincipal(id.clone()));
                 }
                 crate::store::credentials::credential_file(family, Some(id))
             } else {
                 crate::store::credentials::credential_file(family, None)
             };
-            store.read_json::<BTreeMap<String, String>>(&rel).map_err(|e| format!("the credential hub cannot be read: {e}"))?.unwrap_or_default()
+            store
+                .read_json::<BTreeMap<String, String>>(&rel)
+                .map_err(MintError::HubUnreadable)?
+                .unwrap_or_default()
         }
     };
     if let Some(missing) = needed.iter().find(|f| !fields.contains_key(*f)) {
@@ -73,9 +99,7 @@ pub fn mint(store: &Store, pack: &Pack, principal: &Principal, mock: bool) -> Re
         } else {
             String::new()
         };
-        return Err(format!(
-            "the Binding for family {family} has no `{missing}`; store it with `hcpx credential set {family} {missing}{who}` (the value is read from stdin)"
-        ));
+        return Err(MintError::MissingField { family: family.clone(), field: missing.clone(), who });
     }
     // A wrap receives only the fields its agent_env names; a composite gets every field of its family, as
     // handles it resolves through the host.

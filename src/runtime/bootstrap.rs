@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::Runtime;
 use crate::model::grants::Capability;
 use crate::model::wire::parse_bool;
-use crate::model::{Code, Envelope, Principal, ResultEnvelope};
+use crate::model::{Code, Denial, Envelope, Principal, ResultEnvelope};
 use crate::pack::Operation;
 
 /// The bootstrap pack's id.
@@ -26,96 +26,75 @@ pub const COMMANDS: &[(&str, Operation, &str)] = &[
     ("hcp.disallow", Operation::Write, "hcpx disallow BIN…"),
 ];
 
-fn text_arg(args: &Map<String, Value>, name: &str, target: &str) -> Result<String, String> {
+fn text_arg(args: &Map<String, Value>, name: &str, target: &str) -> Result<String, Denial> {
     match args.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(other) => Err(format!("argument `{name}` for {target} must be a string, not {other}")),
-        None => Err(format!("missing required argument `{name}` for {target}")),
+        Some(other) => Err(invalid(format!("argument `{name}` for {target} must be a string, not {other}"))),
+        None => Err(invalid(format!("missing required argument `{name}` for {target}"))),
     }
+}
+
+fn bool_arg(args: &Map<String, Value>, name: &str, target: &str) -> Result<bool, Denial> {
+    match args.get(name) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(t)) if parse_bool(t).is_some() => Ok(parse_bool(t) == Some(true)),
+        Some(other) => {
+            Err(invalid(format!("argument `{name}` for {target} must be true or false, not {other}")))
+        }
+    }
+}
+
+fn invalid(message: String) -> Denial {
+    Denial::new(Code::InvalidArgs, message)
 }
 
 impl Runtime {
     /// Runs a call on `hcp-cli`: grant check, arguments, then the answer; writes are audited like any other.
     pub(super) fn bootstrap(&self, principal: &Principal, env: &Envelope) -> ResultEnvelope {
         let verb = env.verb_key.as_str();
-        let target = format!("{BOOTSTRAP_ID}.{verb}");
-        let deny = |code: Code, msg: String| ResultEnvelope::denied(BOOTSTRAP_ID, verb, code, msg);
         let Some((_, op, cli)) = COMMANDS.iter().find(|(n, _, _)| *n == verb) else {
-            return deny(Code::NoPolicy, format!("no policy for {verb}"));
+            return Denial::new(Code::NoPolicy, format!("no policy for {verb}"))
+                .into_envelope(BOOTSTRAP_ID, verb);
         };
-        let audit = |out: ResultEnvelope| self.audit(principal, env, *op, &env.args, out);
-        let cap = if *op == Operation::Write { Capability::ExecWrite } else { Capability::ExecRead };
+        let out = match self.bootstrap_answer(principal, env, *op, cli) {
+            Ok(out) => out,
+            Err(d) => d.into_envelope(BOOTSTRAP_ID, verb),
+        };
+        self.audit(principal, env, *op, &env.args, out)
+    }
+
+    fn bootstrap_answer(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        op: Operation,
+        cli: &str,
+    ) -> Result<ResultEnvelope, Denial> {
+        let verb = env.verb_key.as_str();
+        let target = format!("{BOOTSTRAP_ID}.{verb}");
+        let cap = if op == Operation::Write { Capability::ExecWrite } else { Capability::ExecRead };
         if !principal.grants.allows(cap, BOOTSTRAP_ID, verb) {
-            return audit(deny(Code::Denied, format!("denied: missing {} for {target}", cap.as_str())));
+            return Err(Denial::new(Code::Denied, format!("denied: missing {cap} for {target}")));
         }
         let allowed: &[&str] = match verb {
             "hcp.availability" => &["pack_id"],
             "hcp.skill" => &["pack_id", "full"],
-            _ if *op == Operation::Write => &["dir", "pack_id", "pack_ids", "bins", "confirm", "apply"],
+            _ if op == Operation::Write => &["dir", "pack_id", "pack_ids", "bins", "confirm", "apply"],
             _ => &[],
         };
         if let Some(k) = env.args.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return audit(deny(Code::InvalidArgs, format!("unknown argument `{k}` for {target}")));
+            return Err(invalid(format!("unknown argument `{k}` for {target}")));
         }
         let result = match verb {
-            "hcp.doctor" => {
-                let store = self.store();
-                let state = store.state();
-                let sandbox = store.sandbox();
-                let grants = store.local_grants();
-                let errors: Vec<String> = [
-                    state.as_ref().err().map(|e| e.to_string()),
-                    sandbox.as_ref().err().map(|e| e.to_string()),
-                    grants.as_ref().err().map(|e| e.to_string()),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                json!({
-                    "ok": errors.is_empty(),
-                    "home": store.home(),
-                    "packs": state.as_ref().map(|s| s.packs.len()).ok(),
-                    "allow": sandbox.as_ref().map(|s| s.allow.clone()).ok(),
-                    "errors": errors,
-                })
+            "hcp.doctor" => json!(self.doctor(principal)),
+            "hcp.list" => json!(self.list()?),
+            "hcp.availability" => {
+                json!(self.availability(principal, &text_arg(&env.args, "pack_id", &target)?))
             }
-            "hcp.list" => match self.store().state() {
-                Ok(s) => {
-                    json!({ "ok": true, "packs": s.packs.iter().map(|(id, p)| json!({ "id": id, "activated": p.activated })).collect::<Vec<_>>() })
-                }
-                Err(e) => return deny(Code::AdapterFailed, e.to_string()),
-            },
-            "hcp.availability" => match text_arg(&env.args, "pack_id", &target) {
-                Ok(id) => json!(self.availability(principal, &id)),
-                Err(e) => return deny(Code::InvalidArgs, e),
-            },
             "hcp.skill" => {
-                let id = match text_arg(&env.args, "pack_id", &target) {
-                    Ok(id) => id,
-                    Err(e) => return deny(Code::InvalidArgs, e),
-                };
-                let full = match env.args.get("full") {
-                    None => false,
-                    Some(Value::Bool(b)) => *b,
-                    Some(Value::String(t)) if parse_bool(t).is_some() => parse_bool(t) == Some(true),
-                    Some(other) => {
-                        return deny(
-                            Code::InvalidArgs,
-                            format!("argument `full` for {target} must be true or false, not {other}"),
-                        )
-                    }
-                };
-                match self.store().load_pack(&id) {
-                    Ok(Some(p)) => {
-                        let (key, text) =
-                            if full { ("text", &p.skill.text) } else { ("lead", &p.skill.lead) };
-                        let mut doc = json!({ "ok": true, "pack_id": id });
-                        doc[key] = json!(text);
-                        doc
-                    }
-                    Ok(None) => return deny(Code::UnknownPack, format!("unknown pack {id}")),
-                    Err(e) => return deny(Code::UnknownPack, e.to_string()),
-                }
+                let id = text_arg(&env.args, "pack_id", &target)?;
+                json!(self.skill(&id, bool_arg(&env.args, "full", &target)?)?)
             }
             _ => {
                 let mut out = ResultEnvelope::empty(BOOTSTRAP_ID, verb, true);
@@ -123,11 +102,11 @@ impl Runtime {
                 out.hint = Some(format!(
                     "this changes the store, which the CLI process owns: run `{cli}` in a terminal"
                 ));
-                return audit(out);
+                return Ok(out);
             }
         };
         let mut out = ResultEnvelope::empty(BOOTSTRAP_ID, verb, true);
         out.result = Some(result);
-        out
+        Ok(out)
     }
 }

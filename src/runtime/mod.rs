@@ -6,10 +6,11 @@ mod binding;
 pub mod bootstrap;
 mod pass_through;
 mod pipeline;
+pub mod report;
 pub mod scrub;
 
 pub use availability::Availability;
-pub use binding::{mint, required_fields};
+pub use binding::{mint, required_fields, MintError};
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -136,7 +136,8 @@ impl Runtime {
         r: &Resolved,
         a: &Admitted,
     ) -> Result<MintedBinding, Denial> {
-        mint(&self.store, &r.pack, principal, a.args.mock).map_err(|e| Denial::new(Code::BindingFailed, e))
+        mint(&self.store, &r.pack, principal, a.args.mock)
+            .map_err(|e| Denial::new(Code::BindingFailed, e.to_string()))
     }
 
     /// Step 6: run the adapter in the sandbox, with the operator's sandbox settings and nothing else of the

@@ -20,8 +20,14 @@ pub struct CallState {
     pub log: String,
 }
 
-/// Marks a memory-cap trap so it reads as such.
-pub const MEMORY_CAP_ERROR: &str = "hcpx memory cap reached";
+/// The limiter's refusal when a call would pass its memory cap; the adapter finds it in the error chain (by
+/// type, not by its words) and reports the cap.
+#[derive(Debug, thiserror::Error)]
+#[error("hcpx memory cap reached: {asked} bytes asked, {allowed} allowed")]
+pub struct MemoryCapReached {
+    pub asked: usize,
+    pub allowed: usize,
+}
 
 /// Most table elements a call may grow to.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
@@ -49,10 +55,7 @@ impl wasmtime::ResourceLimiter for CallLimits {
     ) -> wasmtime::Result<bool> {
         let next = self.used.saturating_sub(current).saturating_add(desired);
         if next > self.memory_cap {
-            return Err(wasmtime::Error::msg(format!(
-                "{MEMORY_CAP_ERROR}: {next} bytes asked, {} allowed",
-                self.memory_cap
-            )));
+            return Err(wasmtime::Error::new(MemoryCapReached { asked: next, allowed: self.memory_cap }));
         }
         self.used = next;
         Ok(true)

@@ -442,13 +442,13 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer)"));
     }
-    let text = format!("{e:#}");
-    if text.contains(host::MEMORY_CAP_ERROR) || text.contains("memory minimum size") {
+    if e.chain().any(|c| c.downcast_ref::<host::MemoryCapReached>().is_some()) {
         return AdapterResult::fail(
             Code::AdapterFailed,
             format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"),
         );
     }
+    let text = format!("{e:#}");
     let first = text.lines().next().unwrap_or("trap").to_string();
     AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
 }

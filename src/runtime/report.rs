@@ -1,0 +1,200 @@
+//! The reports every face renders the same way: `doctor`, `list` and `skill`. The CLI prints them as text or
+//! `--json`; the bootstrap pack `hcp-cli` returns them as its result. One typed value, one source.
+
+use serde::Serialize;
+use std::path::PathBuf;
+
+use super::Runtime;
+use crate::model::wire::wire_enum;
+use crate::model::{Code, Denial, LayerStatus, Principal};
+use crate::pack::AdapterKind;
+use crate::sandbox::{KernelProbe, Layer};
+
+wire_enum! {
+    /// How one doctor check came out; the report's status is the worst of them.
+    #[derive(PartialOrd, Ord)]
+    pub enum Health ("health") {
+        Ok = "ok",
+        Warning = "warning",
+        Error = "error",
+    }
+}
+
+/// One line of `doctor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DoctorCheck {
+    pub check: String,
+    pub status: Health,
+    pub detail: String,
+}
+
+/// `hcpx doctor` / `hcp.doctor`: the store, its files, every confinement layer and every installed pack.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    /// False only when some check is an error.
+    pub ok: bool,
+    pub status: Health,
+    pub home: PathBuf,
+    pub checks: Vec<DoctorCheck>,
+    pub sandbox_layers: Vec<Layer>,
+}
+
+/// One installed pack in `list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PackRow {
+    pub id: String,
+    pub name: Option<String>,
+    pub kind: Option<AdapterKind>,
+    pub activated: bool,
+    pub commands: usize,
+    pub source: String,
+    pub installed_at: String,
+    /// Why the pack does not load, when it does not.
+    pub error: Option<String>,
+}
+
+/// `hcpx list` / `hcp.list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ListReport {
+    pub ok: bool,
+    pub packs: Vec<PackRow>,
+}
+
+/// `hcpx skill` / `hcp.skill`: the Skill's lead, or its whole text with `full`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillReport {
+    pub ok: bool,
+    pub pack_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl SkillReport {
+    /// The text shown: the lead or the whole Skill.
+    pub fn body(&self) -> &str {
+        self.text.as_deref().or(self.lead.as_deref()).unwrap_or("")
+    }
+}
+
+impl Runtime {
+    /// The health of this runtime and its store, with availability of every pack for `principal`.
+    pub fn doctor(&self, principal: &Principal) -> DoctorReport {
+        let store = self.store();
+        let mut checks = Vec::new();
+        let mut add = |check: &str, status: Health, detail: String| {
+            checks.push(DoctorCheck { check: check.to_string(), status, detail })
+        };
+        add("store", Health::Ok, format!("HCP_HOME is {}", store.home().display()));
+        match store.write_atomic("tmp/doctor-probe", b"ok") {
+            Ok(()) => add("writable", Health::Ok, "the store accepts atomic writes".into()),
+            Err(e) => add("writable", Health::Error, e.to_string()),
+        }
+        let _ = std::fs::remove_file(store.path("tmp/doctor-probe"));
+        let state = store.state();
+        match &state {
+            Ok(s) => add("state", Health::Ok, format!("{} pack(s) installed", s.packs.len())),
+            Err(e) => add("state", Health::Error, e.to_string()),
+        }
+        let sandbox = store.sandbox();
+        match &sandbox {
+            Ok(s) => {
+                let l = s.limits();
+                add("sandbox", Health::Ok, format!("{} bin(s) allow-listed; per call: timeout {} ms, output {} bytes per stream, composite memory {} MiB", s.allow.len(), l.timeout_ms, l.max_output_bytes, l.memory_mb))
+            }
+            Err(e) => add("sandbox", Health::Error, e.to_string()),
+        }
+        match store.local_grants() {
+            Ok(None) => {
+                add("grants", Health::Ok, "no grants.json: the local Principal holds every grant".into())
+            }
+            Ok(Some(g)) => add("grants", Health::Ok, format!("{} grant(s) in grants.json", g.len())),
+            Err(e) => add("grants", Health::Error, e.to_string()),
+        }
+        if let Err(e) = store.audit() {
+            add("audit", Health::Error, e.to_string());
+        }
+        // Each confinement layer a wrap call gets on this kernel under this sandbox.json.
+        let cfg = sandbox.as_ref().map(|s| (**s).clone()).unwrap_or_default();
+        let layers = KernelProbe::get().doctor_layers(&cfg);
+        for l in &layers {
+            let status = match l.status {
+                LayerStatus::Enforced => Health::Ok,
+                _ if cfg.requires_full() => Health::Error,
+                _ => Health::Warning,
+            };
+            add(&format!("sandbox {}", l.name), status, format!("{}: {}", l.status, l.detail));
+        }
+        if let (Ok(state), Ok(_)) = (&state, &sandbox) {
+            // The same four flags every face reports.
+            for id in state.packs.keys() {
+                let av = self.availability(principal, id);
+                let name = format!("pack {id}");
+                let why = |flag: &str, default: &str| {
+                    av.notes.get(flag).and_then(|v| v.as_str()).unwrap_or(default).to_string()
+                };
+                if !av.installed {
+                    add(&name, Health::Error, why("installed", "it does not load"));
+                } else if !av.runnable {
+                    add(&name, Health::Warning, why("runnable", "it cannot run"));
+                } else {
+                    add(&name, Health::Ok, "loads and can run".into());
+                }
+            }
+        }
+        let status = checks.iter().map(|c| c.status).max().unwrap_or(Health::Ok);
+        DoctorReport {
+            ok: status != Health::Error,
+            status,
+            home: store.home().to_path_buf(),
+            checks,
+            sandbox_layers: layers,
+        }
+    }
+
+    /// Every installed pack, loaded to report its name, kind and commands (or why it does not load).
+    pub fn list(&self) -> Result<ListReport, Denial> {
+        let store = self.store();
+        let state = store.state().map_err(|e| Denial::new(Code::AdapterFailed, e.to_string()))?;
+        let packs = state
+            .packs
+            .iter()
+            .map(|(id, st)| {
+                let (name, kind, commands, error) = match store.load_pack(id) {
+                    Ok(Some(pack)) => (pack.name.clone(), Some(pack.kind), pack.commands.len(), None),
+                    Ok(None) => (None, None, 0, Some("missing from the store".to_string())),
+                    Err(e) => (None, None, 0, Some(e.to_string())),
+                };
+                PackRow {
+                    id: id.clone(),
+                    name,
+                    kind,
+                    activated: st.activated,
+                    commands,
+                    source: st.source.clone(),
+                    installed_at: st.installed_at.clone(),
+                    error,
+                }
+            })
+            .collect();
+        Ok(ListReport { ok: true, packs })
+    }
+
+    /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
+    pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
+        let pack = self
+            .store()
+            .load_pack(id)
+            .map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?
+            .ok_or_else(|| {
+                Denial::new(
+                    Code::UnknownPack,
+                    format!("unknown pack {id}; install it with `hcpx install DIR`"),
+                )
+            })?;
+        let (lead, text) =
+            if full { (None, Some(pack.skill.text.clone())) } else { (Some(pack.skill.lead.clone()), None) };
+        Ok(SkillReport { ok: true, pack_id: id.to_string(), lead, text })
+    }
+}

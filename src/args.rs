@@ -632,3 +632,56 @@ mod closed_pattern_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(schema: Value) -> ArgSpec {
+        ArgSpec::compile(Some(&schema)).unwrap()
+    }
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn words_take_the_declared_types() {
+        let s = spec(json!({
+            "type": "object",
+            "properties": {
+                "n": { "type": "integer" }, "on": { "type": "boolean" }, "name": { "type": "string" },
+                "raw": { "type": "object" }, "q": { "type": "string", "x-position": 0 }
+            }
+        }));
+        let got =
+            s.parse_words("p.v", &words(&["n=3", "on=true", "name=007", "raw:={\"a\":1}", "hello"])).unwrap();
+        assert_eq!(
+            Value::Object(got),
+            json!({"n": 3, "on": true, "name": "007", "raw": {"a": 1}, "q": "hello"})
+        );
+        // A second bare word has no position to fill.
+        let e = s.parse_words("p.v", &words(&["a", "b"])).unwrap_err();
+        assert!(e.0.contains("bare word"), "{}", e.0);
+        let e = s.parse_words("p.v", &words(&["raw:={"])).unwrap_err();
+        assert!(e.0.contains("is not JSON"), "{}", e.0);
+    }
+
+    #[test]
+    fn check_refuses_unknown_missing_and_mistyped_arguments() {
+        let s = spec(json!({
+            "type": "object",
+            "properties": { "to": { "type": "string" }, "n": { "type": "integer" } },
+            "required": ["to"]
+        }));
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        let ok = s.check("p.v", &obj(json!({"to": "x", "confirm": true}))).unwrap();
+        assert!(ok.confirmed && !ok.mock);
+        assert!(!ok.values.contains_key("confirm"), "gate arguments are not the command's");
+        for bad in [json!({}), json!({"to": "x", "zzz": 1}), json!({"to": "x", "n": "three"})] {
+            assert!(s.check("p.v", &obj(bad.clone())).is_err(), "{bad}");
+        }
+        assert!(s.check("p.v", &obj(json!({"to": "x", "mode": "mock"}))).unwrap().mock);
+    }
+}

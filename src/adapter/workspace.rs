@@ -114,3 +114,63 @@ fn ensure(p: &Path) -> std::io::Result<PathBuf> {
     fs::create_dir_all(p)?;
     Ok(p.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pack(name: &str) -> Pack {
+        Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs").join(name)).unwrap()
+    }
+
+    fn layout(home: &Path) -> Layout {
+        Layout {
+            home: home.to_path_buf(),
+            workspaces: home.join("workspaces"),
+            tmp: home.join("tmp"),
+            cache: home.join("cache"),
+        }
+    }
+
+    #[test]
+    fn each_mode_gets_its_directory_and_per_call_ones_go_away() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let l = layout(&home);
+        // workspace: the pack's private directory, kept; HOME is the same directory.
+        let w = prepare(&l, &pack("ledger"), WorkspaceMode::Workspace, None, true).unwrap();
+        assert_eq!(w.path, home.join("workspaces/ledger"));
+        assert_eq!(w.home, w.path);
+        let tmpdir = w.tmpdir.clone();
+        assert!(tmpdir.is_dir() && !tmpdir.starts_with(&home), "TMPDIR lies outside the store");
+        drop(w);
+        assert!(home.join("workspaces/ledger").is_dir() && !tmpdir.exists());
+        // ephemeral: a fresh directory under the store's tmp, removed with the call.
+        let e = prepare(&l, &pack("ip"), WorkspaceMode::Ephemeral, None, true).unwrap();
+        let p = e.path.clone();
+        assert!(p.starts_with(home.join("tmp")) && p.is_dir());
+        drop(e);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn project_mode_needs_a_project_outside_the_store() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        fs::create_dir_all(home.join("inner")).unwrap();
+        let l = layout(&home);
+        let jq = pack("jq");
+        let no = prepare(&l, &jq, WorkspaceMode::Project, None, true).err().unwrap();
+        assert_eq!(no.code, Code::NoProject);
+        for bad in [t.path().to_path_buf(), home.join("inner")] {
+            let d = prepare(&l, &jq, WorkspaceMode::Project, Some(&bad), true).err().unwrap();
+            assert_eq!(d.code, Code::NoProject, "{}", d.message);
+        }
+        let project = t.path().join("project");
+        fs::create_dir_all(&project).unwrap();
+        let ok = prepare(&l, &jq, WorkspaceMode::Project, Some(&project), true).unwrap();
+        assert_eq!(ok.path, project);
+        assert!(ok.dir.is_some());
+    }
+}

@@ -287,3 +287,25 @@ pub fn command_line(program: &Path, argv: &[String]) -> String {
 pub fn shell_quote(s: &str) -> String {
     shlex::try_quote(s).map(|q| q.into_owned()).unwrap_or_else(|_| format!("{s:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_quoted_for_display_only() {
+        let argv = vec!["a b".to_string(), "it's".to_string(), "--x=1".to_string(), String::new()];
+        let line = command_line(Path::new("/usr/bin/jq"), &argv);
+        assert_eq!(shlex::split(&line).unwrap(), ["/usr/bin/jq", "a b", "it's", "--x=1", ""]);
+        assert_eq!(shell_quote("plain"), "plain");
+    }
+
+    #[test]
+    fn a_bare_bin_runs_only_when_allow_listed() {
+        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/jq")).unwrap();
+        let wrap = pack.wrap.as_ref().unwrap();
+        let refused = resolve_bin(&pack, wrap, &SandboxConfig::default()).unwrap_err();
+        assert_eq!(refused.code, Code::SandboxDenied);
+        assert_eq!(refused.message, "sandbox: bin \"jq\" not allowlisted");
+    }
+}

@@ -321,3 +321,132 @@ fn structured_result(
     scrub::scrub(&mut out, binding);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Grant, Grants, Invoker, PreviewKind};
+    use serde_json::json;
+    use std::path::Path;
+
+    fn ledger() -> Arc<Pack> {
+        Arc::new(Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger")).unwrap())
+    }
+
+    fn resolved(verb: &str, args: Value) -> Resolved {
+        let pack = ledger();
+        let row = pack.command(verb).unwrap().policy;
+        Resolved {
+            pack,
+            verb: verb.into(),
+            pass_through: false,
+            row,
+            activated: true,
+            component_sha256: None,
+            args: Ok(args.as_object().cloned().unwrap()),
+        }
+    }
+
+    fn principal(grants: Grants) -> Principal {
+        Principal { id: "ana".into(), tenant: "t".into(), grants, invoker: Invoker::Json }
+    }
+
+    fn grant(cap: Capability, verbs: Option<&[&str]>) -> Grants {
+        Grants::Only(vec![Grant {
+            capability: cap,
+            pack_id: "ledger".into(),
+            verb_keys: verbs.map(|v| v.iter().map(|s| s.to_string()).collect()),
+        }])
+    }
+
+    #[test]
+    fn step_1_refuses_a_pack_that_is_not_activated() {
+        let mut r = resolved("status", json!({}));
+        assert!(ensure_activated(&r).is_ok());
+        r.activated = false;
+        let d = ensure_activated(&r).unwrap_err();
+        assert_eq!((d.code, d.message.as_str()), (Code::NotActivated, "pack ledger not activated"));
+    }
+
+    #[test]
+    fn step_2_land_brain_needs_a_project_id() {
+        let mut r = resolved("status", json!({}));
+        let env = Envelope::new("ledger", "status", Map::new());
+        assert!(authenticate(&env, &r).is_ok());
+        r.row.land = Land::Brain;
+        assert_eq!(authenticate(&env, &r).unwrap_err().code, Code::ProjectRequired);
+        let with = Envelope { project_id: Some(String::new()), ..env.clone() };
+        assert_eq!(authenticate(&with, &r).unwrap_err().code, Code::ProjectRequired);
+        let with = Envelope { project_id: Some("p1".into()), ..env };
+        assert!(authenticate(&with, &r).is_ok());
+    }
+
+    #[test]
+    fn step_3_asks_the_capability_the_row_needs() {
+        let read = resolved("status", json!({}));
+        let write = resolved("transfer", json!({}));
+        let connect = resolved("connect", json!({}));
+        let reader = principal(grant(Capability::ExecRead, None));
+        assert!(assert_capability(&reader, &read).is_ok());
+        let d = assert_capability(&reader, &write).unwrap_err();
+        assert_eq!(d.message, "denied: missing verb.exec.write for ledger.transfer");
+        // `connect` is a write row, and still needs pack.connect, not verb.exec.write.
+        let writer = principal(grant(Capability::ExecWrite, None));
+        assert_eq!(assert_capability(&writer, &connect).unwrap_err().code, Code::Denied);
+        assert!(assert_capability(&principal(grant(Capability::PackConnect, None)), &connect).is_ok());
+        // Scoped to commands.
+        let only_list = principal(grant(Capability::ExecRead, Some(&["list"])));
+        assert!(assert_capability(&only_list, &read).is_err());
+    }
+
+    #[test]
+    fn arguments_are_checked_and_a_word_parse_error_waits_for_this_step() {
+        let ok = resolved("transfer", json!({"amount": "2.80", "payee": "demo-transit"}));
+        assert!(check_arguments(&ok).is_ok());
+        let missing = resolved("transfer", json!({"amount": "2.80"}));
+        let d = check_arguments(&missing).err().unwrap();
+        assert_eq!(d.code, Code::InvalidArgs);
+        assert!(d.message.contains("payee"), "{}", d.message);
+        let mut words = resolved("transfer", json!({}));
+        words.args = Err("cannot parse `=x`".into());
+        assert_eq!(check_arguments(&words).err().unwrap().message, "cannot parse `=x`");
+    }
+
+    #[test]
+    fn step_4_confirm_gate_carries_the_card() {
+        let r = resolved("transfer", json!({"amount": "2.80", "payee": "demo-transit"}));
+        let a = check_arguments(&r).unwrap();
+        let d = enforce_confirm(&r, &a).unwrap_err();
+        assert_eq!((d.code, d.message.as_str()), (Code::ConfirmRequired, "confirm required"));
+        let card = d.preview.unwrap();
+        assert_eq!((card.kind, card.title.as_deref()), (PreviewKind::Payment, Some("Pay demo-transit")));
+        let confirmed =
+            resolved("transfer", json!({"amount": "2.80", "payee": "demo-transit", "confirm": true}));
+        let a = check_arguments(&confirmed).unwrap();
+        assert!(enforce_confirm(&confirmed, &a).is_ok());
+        // A row without the gate needs nothing.
+        let read = resolved("status", json!({}));
+        assert!(enforce_confirm(&read, &check_arguments(&read).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn step_7_titles_and_scrubs_the_result() {
+        let r = resolved("transfer", json!({"amount": "2.80", "payee": "demo-transit", "confirm": true}));
+        let a = check_arguments(&r).unwrap();
+        let ran = AdapterResult {
+            ok: true,
+            result: Some(json!({"token": "s3cr3t-v4lue"})),
+            stdout: Some("paid with s3cr3t-v4lue".into()),
+            ..AdapterResult::default()
+        };
+        let binding = MintedBinding {
+            mode: crate::model::BindingMode::Local,
+            fields: [("token".to_string(), "s3cr3t-v4lue".to_string())].into(),
+        };
+        let out = structured_result(&r, &a, ran, &binding);
+        assert!(out.ok);
+        assert_eq!(out.title.as_deref(), Some("Paid 2.80 to demo-transit"));
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(!text.contains("s3cr3t-v4lue"), "{text}");
+    }
+}

@@ -235,3 +235,67 @@ pub fn unique_name(prefix: &str) -> String {
         .unwrap_or(0);
     format!("{prefix}-{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn atomic_writes_replace_whole_files_with_their_mode_and_leave_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("secret.json");
+        write_atomic(&f, b"one", 0o600).unwrap();
+        write_atomic(&f, b"two", 0o600).unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"two");
+        assert_eq!(fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o600);
+        let names: Vec<_> = fs::read_dir(t.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["secret.json"]);
+        // A missing directory is an error that keeps its cause.
+        let e = write_atomic(&t.path().join("no/such/file"), b"x", 0o644).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn io_errors_keep_their_source() {
+        use std::error::Error as _;
+        let e = StoreError::io(Path::new("/x"), std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(e.to_string(), "store /x: not found");
+        assert!(e.source().is_some());
+    }
+
+    #[test]
+    fn the_layout_names_the_adapter_paths_under_the_home() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap();
+        let l = store.layout();
+        assert_eq!(l.home, t.path());
+        assert_eq!((l.workspaces.parent(), l.cache.parent()), (Some(t.path()), Some(t.path())));
+    }
+
+    #[test]
+    fn the_audit_log_round_trips_typed_rows() {
+        use crate::model::{Code, Invoker};
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap();
+        let rec = audit::AuditRecord {
+            at: "2026-12-03T00:00:00.000Z".into(),
+            principal: "ana".into(),
+            tenant: "local".into(),
+            invoker: Invoker::Mcp,
+            pack_id: "ledger".into(),
+            verb_key: "transfer".into(),
+            operation: crate::pack::Operation::Write,
+            ok: false,
+            code: Some(Code::ConfirmRequired),
+            args_sha256: crate::model::digest::sha256_hex(b"{}"),
+        };
+        store.append_audit(&rec).unwrap();
+        assert_eq!(store.audit().unwrap(), vec![rec]);
+        let line = fs::read_to_string(t.path().join("audit.log")).unwrap();
+        assert!(
+            line.contains("\"invoker\":\"mcp\"") && line.contains("\"code\":\"confirm_required\""),
+            "{line}"
+        );
+    }
+}

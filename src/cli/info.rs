@@ -29,14 +29,8 @@ pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
         doc["ok"] = json!(true);
         p.json_doc(&doc);
     } else {
-        for (flag, yes) in [
-            ("installed", av.installed),
-            ("activated", av.activated),
-            ("bound", av.bound),
-            ("runnable", av.runnable),
-        ] {
-            let why =
-                av.notes.get(flag).and_then(Value::as_str).map(|w| format!("  ({w})")).unwrap_or_default();
+        for (flag, yes, note) in av.flags() {
+            let why = note.map(|w| format!("  ({w})")).unwrap_or_default();
             p.data(&format!("{flag:<10} {}{why}", if yes { "yes" } else { "no" }));
         }
     }

@@ -1,7 +1,6 @@
 //! The four availability flags of a pack for a Principal: installed, activated, bound, runnable.
 
 use serde::Serialize;
-use serde_json::Map;
 
 use super::{mint, Runtime};
 use crate::adapter::Env;
@@ -15,42 +14,64 @@ pub struct Availability {
     pub activated: bool,
     pub bound: bool,
     pub runnable: bool,
-    pub notes: Map<String, serde_json::Value>,
+    pub notes: Notes,
+}
+
+/// Why a flag is false, and what to do: one field per flag, absent when the flag holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Notes {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activated: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runnable: Option<String>,
+}
+
+impl Availability {
+    /// The four flags in order: name, value, and the note when false.
+    pub fn flags(&self) -> [(&'static str, bool, Option<&str>); 4] {
+        [
+            ("installed", self.installed, self.notes.installed.as_deref()),
+            ("activated", self.activated, self.notes.activated.as_deref()),
+            ("bound", self.bound, self.notes.bound.as_deref()),
+            ("runnable", self.runnable, self.notes.runnable.as_deref()),
+        ]
+    }
 }
 
 impl Runtime {
     /// The four flags of `pack_id` for `principal`. `runnable` asks the pack's adapter, the same check a call
     /// makes before it runs.
     pub fn availability(&self, principal: &Principal, pack_id: &str) -> Availability {
-        let mut notes = Map::new();
-        let mut note = |k: &str, v: String| {
-            notes.insert(k.to_string(), serde_json::Value::String(v));
-        };
+        let mut notes = Notes::default();
         let store = self.store();
         let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned());
         let activated = record.as_ref().is_some_and(|r| r.activated);
         let pack = match store.load_pack(pack_id) {
             Ok(p) => p,
             Err(e) => {
-                note("installed", e.to_string());
+                notes.installed = Some(e.to_string());
                 None
             }
         };
         if record.is_none() {
-            note("installed", "install it with `hcpx install DIR`".into());
+            notes.installed = Some("install it with `hcpx install DIR`".into());
         }
         let installed = pack.is_some();
         if installed && !activated {
-            note("activated", format!("activate it with `hcpx activate {pack_id}`"));
+            notes.activated = Some(format!("activate it with `hcpx activate {pack_id}`"));
         }
         let (mut bound, mut runnable) = (false, false);
         if let Some(pack) = &pack {
             match mint(store, pack, principal, false) {
                 Ok(_) => bound = true,
-                Err(e) => note("bound", e.to_string()),
+                Err(e) => notes.bound = Some(e.to_string()),
             }
             match store.sandbox() {
-                Err(e) => note("runnable", e.to_string()),
+                Err(e) => notes.runnable = Some(e.to_string()),
                 Ok(sandbox) => {
                     let layout = store.layout();
                     let env = Env {
@@ -64,7 +85,7 @@ impl Runtime {
                     };
                     match ready {
                         Ok(()) => runnable = true,
-                        Err(m) => note("runnable", m),
+                        Err(m) => notes.runnable = Some(m),
                     }
                 }
             }

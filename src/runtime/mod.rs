@@ -9,7 +9,7 @@ mod pipeline;
 pub mod report;
 pub mod scrub;
 
-pub use availability::Availability;
+pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};
 
 use serde_json::{Map, Value};

@@ -131,13 +131,12 @@ impl Runtime {
             for id in state.packs.keys() {
                 let av = self.availability(principal, id);
                 let name = format!("pack {id}");
-                let why = |flag: &str, default: &str| {
-                    av.notes.get(flag).and_then(|v| v.as_str()).unwrap_or(default).to_string()
-                };
+                let why =
+                    |note: &Option<String>, default: &str| note.as_deref().unwrap_or(default).to_string();
                 if !av.installed {
-                    add(&name, Health::Error, why("installed", "it does not load"));
+                    add(&name, Health::Error, why(&av.notes.installed, "it does not load"));
                 } else if !av.runnable {
-                    add(&name, Health::Warning, why("runnable", "it cannot run"));
+                    add(&name, Health::Warning, why(&av.notes.runnable, "it cannot run"));
                 } else {
                     add(&name, Health::Ok, "loads and can run".into());
                 }

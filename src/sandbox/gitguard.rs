@@ -67,7 +67,7 @@ pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
     super::ready_git_guard(project);
     let Some((git, inside)) = super::git_guard_paths(project) else { return Ok(None) };
     let held = std::fs::File::open(&git).map_err(|e| format!("cannot open the project's .git: {e}"))?;
-    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside)?;
+    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside).map_err(|e| e.to_string())?;
     let dir = CString::new(project.as_os_str().as_bytes())
         .map_err(|_| format!("the path {} holds a NUL byte", project.display()))?;
     // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the

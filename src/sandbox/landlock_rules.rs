@@ -24,13 +24,26 @@ fn abi_of(n: u8) -> ABI {
     }
 }
 
+/// Why the Landlock ruleset could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    #[error("cannot build the Landlock ruleset: {0}")]
+    Ruleset(#[source] landlock::RulesetError),
+    #[error("cannot add the Landlock rule for {}: {source}", path.display())]
+    Rule {
+        path: std::path::PathBuf,
+        #[source]
+        source: landlock::RulesetError,
+    },
+}
+
 /// The ruleset for `c` at Landlock ABI `abi`, or `None` when Landlock does not apply.
-pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, String> {
+pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, LandlockError> {
     if abi == 0 || !c.applies(LayerName::Landlock) {
         return Ok(None);
     }
     let abi = abi_of(abi);
-    let err = |e: landlock::RulesetError| format!("cannot build the Landlock ruleset: {e}");
+    let err = LandlockError::Ruleset;
     let mut rs = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
@@ -57,10 +70,10 @@ fn add(
     path: &Path,
     access: BitFlags<AccessFs>,
     abi: ABI,
-) -> Result<RulesetCreated, String> {
+) -> Result<RulesetCreated, LandlockError> {
     let Ok(fd) = PathFd::new(path) else { return Ok(rs) };
     let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
     let access = if is_dir { access } else { access & AccessFs::from_file(abi) };
     rs.add_rule(PathBeneath::new(fd, access))
-        .map_err(|e| format!("cannot add the Landlock rule for {}: {e}", path.display()))
+        .map_err(|source| LandlockError::Rule { path: path.to_path_buf(), source })
 }

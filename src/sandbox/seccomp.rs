@@ -71,9 +71,14 @@ const CLONE_NS: &[u64] = &[
     libc::CLONE_NEWCGROUP as u64,
 ];
 
+/// Why the seccomp programs could not be compiled.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the seccomp filter: {0}")]
+pub struct SeccompError(#[source] seccompiler::Error);
+
 /// The programs for a call granted `network`, with the privileged calls too when `caps_dropped` is false;
 /// compiled once per process and setting.
-pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfProgram>>, String> {
+pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfProgram>>, SeccompError> {
     type Key = (Vec<NetKind>, bool);
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -81,8 +86,7 @@ pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfPr
     if let Some(p) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(p);
     }
-    let built =
-        Arc::new(build(network, caps_dropped).map_err(|e| format!("cannot build the seccomp filter: {e}"))?);
+    let built = Arc::new(build(network, caps_dropped).map_err(SeccompError)?);
     if let Ok(mut m) = cache.lock() {
         m.insert(key, built.clone());
     }

@@ -65,20 +65,22 @@ fn signal_hint(sig: i32) -> &'static str {
 }
 
 /// Why the child could not be started.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{stage}: {}", crate::model::io_reason(error))]
 pub struct SpawnError {
     /// The step that failed, in words.
     pub stage: &'static str,
+    /// The cause: an OS error, or (wrapped) the Landlock, seccomp or path error that stopped the set-up.
+    #[source]
     pub error: io::Error,
     /// The program was missing or not executable (a `sandbox_denied`, not a crash).
     pub not_runnable: bool,
 }
 
-impl std::fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.stage, crate::model::io_reason(&self.error))
-    }
-}
+/// A path handed to the kernel held a NUL byte.
+#[derive(Debug, thiserror::Error)]
+#[error("the path {} holds a NUL byte", .0.display())]
+pub struct NulInPath(pub std::path::PathBuf);
 
 const STAGES: &[&str] = &[
     "",
@@ -375,11 +377,8 @@ fn fd_limit() -> libc::c_int {
 pub(crate) fn binds(
     pin: &[std::path::PathBuf],
     protect: &[std::path::PathBuf],
-) -> Result<Vec<(CString, bool, libc::c_ulong)>, String> {
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| format!("the path {} holds a NUL byte", p.display()))
-    };
+) -> Result<Vec<(CString, bool, libc::c_ulong)>, NulInPath> {
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| NulInPath(p.to_path_buf()));
     pin.iter()
         .map(|p| (p, false))
         .chain(protect.iter().map(|p| (p, true)))

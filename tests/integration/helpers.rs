@@ -31,14 +31,12 @@ pub fn repo() -> PathBuf {
 
 /// Runs the real `hcpx` binary with `HCP_HOME` inside `home`.
 pub fn hcpx(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hcpx"))
-        .args(args)
-        .env("HCP_HOME", home.join("hcp-home"))
-        .env_remove("NO_COLOR")
-        .current_dir(home)
-        .output()
-        .expect("run hcpx")
+    hcpx_with(home, args, &[], None)
 }
+
+/// Not a timing assertion: a run that has not ended after this long is a hang (a regressed deadline, a
+/// guest that waits for ever), and is killed so the test fails instead of holding CI until its limit.
+const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Parses stdout as exactly one JSON document.
 pub fn stdout_json(out: &Output) -> Value {
@@ -211,7 +209,19 @@ pub fn hcpx_with(home: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option
     if let Some(input) = stdin {
         child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
     }
-    child.wait_with_output().expect("hcpx output")
+    let pid = child.id() as libc::pid_t;
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if wait.recv_timeout(HANG_GUARD).is_err() {
+            // SAFETY: kill(2) on the child we spawned, which has not been reaped (`done` was not sent).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            eprintln!("hcpx {pid} ran past the {HANG_GUARD:?} hang guard and was killed");
+        }
+    });
+    let out = child.wait_with_output().expect("hcpx output");
+    let _ = done.send(());
+    let _ = guard.join();
+    out
 }
 
 /// A store with one installed and activated pack, driven through the real binary.

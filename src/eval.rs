@@ -59,15 +59,26 @@ pub fn approx_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
+/// Why the cases of a pack could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0}")]
+    Pack(#[from] crate::pack::PackError),
+    #[error("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", .0.display(), .0.display())]
+    NoCases(std::path::PathBuf),
+    #[error("{0}")]
+    Trial(#[from] crate::trial::TrialError),
+}
+
 /// Runs every case of the pack in `dir`. `progress(n, m, title)` is told before each case.
 pub fn run_evals(
     dir: &Path,
     opts: &EvalOptions,
     progress: &dyn Fn(usize, usize, &str),
-) -> Result<EvalReport, String> {
-    let pack = Pack::load(dir).map_err(|e| e.to_string())?;
+) -> Result<EvalReport, EvalError> {
+    let pack = Pack::load(dir)?;
     let Some(evals) = pack.evals.as_ref() else {
-        return Err(format!("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", dir.display(), dir.display()));
+        return Err(EvalError::NoCases(dir.to_path_buf()));
     };
     let trial = Trial::new(
         dir,

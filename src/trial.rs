@@ -13,11 +13,13 @@ use crate::model::{Envelope, Invoker, Principal, ResultEnvelope};
 use crate::pack::{Bin, BindingMode, Pack, WorkspaceMode};
 use crate::runtime::Runtime;
 use crate::store::config::SandboxConfig;
-use crate::store::{unique_name, Store};
+use crate::store::packs::InstallError;
+use crate::store::{Store, StoreError};
 
 /// A pack installed in a temporary `HCP_HOME`, removed on drop.
 pub struct Trial {
-    home: PathBuf,
+    /// The throw-away store, removed when the trial is dropped.
+    home: tempfile::TempDir,
     runtime: Runtime,
     agent: Principal,
     pack_id: String,
@@ -46,6 +48,20 @@ impl ExecHooks for ExitHook {
     }
 }
 
+/// Why a trial store could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// The project would hand the call the operator's store.
+    #[error("{0}")]
+    Project(String),
+    #[error("cannot make the throw-away store: {0}")]
+    TempStore(#[source] std::io::Error),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Install(#[from] InstallError),
+}
+
 impl Trial {
     /// Installs and activates the pack in `dir` in a fresh temporary store with a per-call `timeout_ms`.
     /// The operator's `sandbox.json` lends the trial what it grants this pack (`packs.<id>`), its kernel settings
@@ -59,14 +75,14 @@ impl Trial {
         project_dir: Option<PathBuf>,
         operator: &SandboxConfig,
         store_home: Option<&Path>,
-    ) -> Result<Trial, String> {
+    ) -> Result<Trial, TrialError> {
         if let (WorkspaceMode::Project, Some(p), Some(home)) = (pack.workspace, &project_dir, store_home) {
             if let Some(why) = crate::adapter::workspace::store_overlap(home, p) {
-                return Err(why);
+                return Err(TrialError::Project(why));
             }
         }
-        let home = std::env::temp_dir().join(unique_name("hcpx-trial"));
-        let made = Self::setup(&home, dir, pack, timeout_ms, operator);
+        let home = tempfile::Builder::new().prefix("hcpx-trial-").tempdir().map_err(TrialError::TempStore)?;
+        let made = Self::setup(home.path(), dir, pack, timeout_ms, operator);
         match made {
             Ok(store) => Ok(Trial {
                 home,
@@ -81,10 +97,7 @@ impl Trial {
                 project_dir,
                 mock: pack.binding.mode == BindingMode::Mock,
             }),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&home);
-                Err(e)
-            }
+            Err(e) => Err(e),
         }
     }
 
@@ -94,10 +107,10 @@ impl Trial {
         pack: &Pack,
         timeout_ms: u64,
         operator: &SandboxConfig,
-    ) -> Result<Store, String> {
-        let store = Store::open(home).map_err(|e| e.to_string())?;
-        store.install(dir).map_err(|e| e.to_string())?;
-        store.set_activated(std::slice::from_ref(&pack.id), true).map_err(|e| e.to_string())?;
+    ) -> Result<Store, TrialError> {
+        let store = Store::open(home)?;
+        store.install(dir)?;
+        store.set_activated(std::slice::from_ref(&pack.id), true)?;
         let mut sandbox = SandboxConfig {
             timeout_ms: Some(timeout_ms),
             allow: Vec::new(),
@@ -113,7 +126,7 @@ impl Trial {
             // Trying a pack explicitly allows its own CLI, and nothing else.
             sandbox.allow.push(name.clone());
         }
-        store.write_json("sandbox.json", &sandbox).map_err(|e| e.to_string())?;
+        store.write_json("sandbox.json", &sandbox)?;
         Ok(store)
     }
 
@@ -137,10 +150,10 @@ impl Trial {
             ),
             (WorkspaceMode::Project, None) => "no project: project-mode calls are refused".to_string(),
             (WorkspaceMode::None, _) => {
-                format!("the installed pack, read-only, in a throw-away store {}", self.home.display())
+                format!("the installed pack, read-only, in a throw-away store {}", self.home.path().display())
             }
             (WorkspaceMode::Workspace, _) => {
-                format!("the pack's workspace in a throw-away store {}", self.home.display())
+                format!("the pack's workspace in a throw-away store {}", self.home.path().display())
             }
             (WorkspaceMode::Ephemeral, _) => "a fresh directory per call, removed after it".to_string(),
         }
@@ -156,11 +169,5 @@ impl Trial {
             WorkspaceMode::Project => self.project_dir.clone(),
             WorkspaceMode::Ephemeral => None,
         }
-    }
-}
-
-impl Drop for Trial {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.home);
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 
 use super::{Ctx, Hits};
+use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::diagnostic::pointer;
 use crate::pack::raw::RawEvalCase;
 use crate::pack::Operation;
@@ -30,7 +31,7 @@ pub fn read_without_case(c: &Ctx, h: &mut Hits) {
 }
 
 fn is_refusal(k: &RawEvalCase) -> bool {
-    k.expect.ok == Some(false) && k.expect.error.as_deref().is_some_and(|e| e.contains("confirm required"))
+    k.expect.ok == Some(false) && k.expect.error.as_deref().is_some_and(|e| e.contains(CONFIRM_REQUIRED))
 }
 
 /// E002

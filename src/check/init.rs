@@ -3,6 +3,7 @@
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
+use crate::model::code::CONFIRM_REQUIRED;
 use crate::pack::{Command, Operation, Pack};
 
 /// What `--init-evals` did.
@@ -45,7 +46,7 @@ pub fn starter_cases(pack: &Pack) -> Value {
                 "name": format!("{key} is refused without confirm"),
                 "verb": key,
                 "args": args_of(cmd),
-                "expect": { "ok": false, "error": "confirm required" }
+                "expect": { "ok": false, "error": CONFIRM_REQUIRED }
             })),
             (Operation::Write, false) => {}
         }

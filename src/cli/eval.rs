@@ -19,7 +19,7 @@ pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
     };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
-        Err(e) => return Ok(fail(p, &e)),
+        Err(e) => return Ok(fail(p, &e.to_string())),
     };
     p.progress_done();
     if p.json {

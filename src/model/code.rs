@@ -22,6 +22,10 @@ wire_enum! {
     }
 }
 
+/// The message of the confirm gate's denial (execution.md step 4), which eval cases expect word for word
+/// (check-and-evaluate.md).
+pub const CONFIRM_REQUIRED: &str = "confirm required";
+
 /// A denial or failure as a value: its stable code and a message that names the offending value and the
 /// fix. Every pipeline step and adapter check returns one; the result envelope carries both.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,6 +9,7 @@ use super::pass_through;
 use super::{bootstrap, mint, scrub, ArgsInput, Runtime};
 use crate::adapter::{AdapterResult, Call, Env, ExecHooks};
 use crate::args::{ArgSpec, CheckedArgs};
+use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::digest::args_digest;
 use crate::model::{Capability, Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
 use crate::pack::{Command, Land, Operation, Pack, PolicyRow};
@@ -293,7 +294,7 @@ fn enforce_confirm(r: &Resolved, a: &Admitted) -> Result<(), Denial> {
     if !r.row.confirm || a.args.confirmed {
         return Ok(());
     }
-    let mut d = Denial::new(Code::ConfirmRequired, "confirm required");
+    let mut d = Denial::new(Code::ConfirmRequired, CONFIRM_REQUIRED);
     d.preview = r.command().and_then(|c| c.preview.as_ref()).map(|p| Box::new(p.render(&a.args.values)));
     Err(d)
 }

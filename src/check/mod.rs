@@ -10,7 +10,6 @@ pub mod probe;
 pub mod rules;
 mod skill;
 mod structure;
-mod tree;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};

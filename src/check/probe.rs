@@ -86,7 +86,7 @@ type Snapshot = BTreeMap<String, (u64, u128)>;
 /// Names, sizes and modification times under `dir`, bounded.
 fn snapshot(dir: &Path) -> Snapshot {
     let mut out = Snapshot::new();
-    super::tree::walk(dir, 20_000, 12, &|_| true, &mut |rel, m| {
+    crate::pack::tree::walk(dir, 20_000, 12, &|_| true, &mut |rel, m| {
         if m.is_dir() {
             out.insert(format!("{rel}/"), (0, 0));
         } else {

@@ -65,7 +65,7 @@ fn debris_name(name: &str) -> bool {
 
 /// Walks the pack, bounded, without entering build or VCS leftovers.
 fn walk(dir: &Path, f: &mut dyn FnMut(&str, &fs::Metadata)) {
-    super::tree::walk(dir, 10_000, 16, &|name| !debris_name(name), f);
+    crate::pack::tree::walk(dir, 10_000, 16, &|name| !debris_name(name), f);
 }
 
 /// S004

@@ -5,6 +5,7 @@ pub mod env_deny;
 mod files;
 pub mod raw;
 mod skill;
+pub mod tree;
 mod unique;
 
 use indexmap::IndexMap;

@@ -56,22 +56,13 @@ pub fn pack_files_digest(dir: &Path) -> String {
     use crate::model::digest::Digest;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut entries = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let Ok(rd) = fs::read_dir(dir.join(&rel)) else { continue };
-        for e in rd.flatten() {
-            let r = rel.join(e.file_name());
-            if let Ok(t) = e.file_type() {
-                if t.is_dir() {
-                    stack.push(r.clone());
-                }
-                entries.push((r, t));
-            }
-            if entries.len() > MAX_DIGEST_ENTRIES {
-                return "too-many-entries".into();
-            }
-        }
+    let whole = crate::pack::tree::walk(dir, MAX_DIGEST_ENTRIES, usize::MAX, &|_| true, &mut |rel, m| {
+        entries.push((PathBuf::from(rel), m.file_type()))
+    });
+    if !whole {
+        return "too-many-entries".into();
     }
+    // In path order (component by component), as every recorded digest was made.
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let mut h = Digest::new();
     let mut total = 0u64;

@@ -1,19 +1,19 @@
-//! One bounded walk of a directory tree, never following links: the structure rules read the pack with it and
-//! the probes snapshot working directories with it.
+//! One bounded walk of a directory tree, never following links: the store digests an installed pack with it,
+//! check's structure rules read the pack with it and its probes snapshot working directories with it.
 
 use std::fs::{self, Metadata};
 use std::path::Path;
 
 /// Calls `f` with each entry's path relative to `dir` and its metadata (of the entry itself, not a link's
 /// target). Descends into directories named so that `descend(name)` holds, at most `max_depth` levels, and
-/// stops after `max_entries` entries.
+/// stops after `max_entries` entries. Returns false when it stopped early.
 pub fn walk(
     dir: &Path,
     max_entries: usize,
     max_depth: usize,
     descend: &dyn Fn(&str) -> bool,
     f: &mut dyn FnMut(&str, &Metadata),
-) {
+) -> bool {
     let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
     let mut seen = 0usize;
     while let Some((path, rel, depth)) = stack.pop() {
@@ -21,7 +21,7 @@ pub fn walk(
         for e in entries.flatten() {
             seen += 1;
             if seen > max_entries {
-                return;
+                return false;
             }
             let name = e.file_name().to_string_lossy().into_owned();
             let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
@@ -32,4 +32,5 @@ pub fn walk(
             }
         }
     }
+    true
 }

@@ -91,6 +91,17 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
             let code = out.code.map(|c| c.as_str()).unwrap_or("error");
             p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("failed")));
         }
+        // A person at the terminal sees what they are asked to approve, and how to approve it.
+        if let Some(card) = &out.preview {
+            p.message(&format!("approval card ({}):", card.kind));
+            if let Some(t) = &card.title {
+                p.message(&format!("  {t}"));
+            }
+            for (k, v) in &card.fields {
+                p.message(&format!("  {k}: {v}"));
+            }
+            p.message("run it again with confirm=true once the person agrees");
+        }
         if out.truncated == Some(true) {
             p.message("note: output was cut at max_output_bytes (sandbox.json)");
         }

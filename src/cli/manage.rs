@@ -140,7 +140,7 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
 pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();
     for k in &a.kinds {
-        match serde_json::from_value::<hcpx::pack::NetKind>(serde_json::Value::String(k.clone())) {
+        match k.parse::<hcpx::pack::NetKind>() {
             Ok(n) => kinds.push(n),
             Err(_) => return Ok(fail(p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
         }

@@ -172,6 +172,7 @@ pub struct IdsArgs {
 /// `hcpx skill ID [--full]`.
 #[derive(Debug, clap::Args)]
 pub struct SkillArgs {
+    /// The pack id.
     pub id: String,
     /// The whole Skill, not only its lead.
     #[arg(long)]
@@ -201,7 +202,9 @@ pub struct ExecArgs {
 /// `hcpx title ID VERB [--result JSON] -- k=v…`.
 #[derive(Debug, clap::Args)]
 pub struct TitleArgs {
+    /// The pack id.
     pub id: String,
+    /// The command (verb_key).
     pub verb: String,
     /// Arguments as for exec.
     pub words: Vec<String>,
@@ -213,6 +216,7 @@ pub struct TitleArgs {
 /// Bin names.
 #[derive(Debug, clap::Args)]
 pub struct BinsArgs {
+    /// Bare bin names, as a pack's `wrap.bin` gives them (looked up on PATH).
     #[arg(required = true)]
     pub bins: Vec<String>,
 }
@@ -231,7 +235,9 @@ pub struct NetworkArgs {
 pub enum CredentialCmd {
     /// Store FIELD of FAMILY, reading the value from stdin.
     Set {
+        /// The credential family (`binding.family`).
         family: String,
+        /// The field (`{{binding.FIELD}}` in a pack's agent_env).
         field: String,
         /// Store it for one Principal (`user` Binding) instead of the whole family (`local`).
         #[arg(long)]
@@ -239,7 +245,9 @@ pub enum CredentialCmd {
     },
     /// Remove a field, or the whole family.
     Rm {
+        /// The credential family.
         family: String,
+        /// One field; without it, the whole family.
         field: Option<String>,
         /// The Principal whose credential to remove (`user` Binding).
         #[arg(long)]
@@ -249,13 +257,17 @@ pub enum CredentialCmd {
     List,
     /// Let packs use FAMILY's credentials (the pack named like the family owns it already).
     Allow {
+        /// The credential family.
         family: String,
+        /// Pack ids.
         #[arg(required = true)]
         packs: Vec<String>,
     },
     /// Stop packs from using FAMILY's credentials.
     Disallow {
+        /// The credential family.
         family: String,
+        /// Pack ids.
         #[arg(required = true)]
         packs: Vec<String>,
     },

@@ -108,6 +108,9 @@ fn help_tree(t: &TestDir, path: &[String]) {
     let name = if path.is_empty() { "help".to_string() } else { format!("help-{}", path.join("-")) };
     let out = snap(&name, t.path(), &args);
     assert_eq!(out.status.code(), Some(0), "{name}");
+    // Every argument says what it is: no line of help ends in the blank an undocumented one leaves.
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(!help.lines().any(|l| l.ends_with(' ')), "{name}: an argument without help text:\n{help}");
     for sub in subcommands(&String::from_utf8_lossy(&out.stdout)) {
         help_tree(t, &[path, &[sub]].concat());
     }

@@ -282,7 +282,7 @@ fn check_arguments(r: &Resolved) -> Result<Admitted, Denial> {
             Ok(Admitted { args, pass_argv: Vec::new() })
         }
         None => {
-            let (args, pass_argv) = pass_through::args(&r.pack, &target, given).map_err(invalid)?;
+            let (args, pass_argv) = pass_through::args(&r.pack, &target, given)?;
             Ok(Admitted { args, pass_argv })
         }
     }

@@ -74,7 +74,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         .as_ref()
         .ok_or_else(|| Denial::new(Code::AdapterFailed, "internal: the working directory was not opened"))?;
     if let Some(cmd) = call.command {
-        check_paths(cmd, call.args, cwd).map_err(|m| Denial::new(Code::InvalidArgs, m))?;
+        check_paths(cmd, call.args, cwd)?;
     }
     let limits = sandbox.limits();
     let probe = KernelProbe::get();
@@ -172,14 +172,14 @@ fn check_paths(
     cmd: &crate::pack::Command,
     args: &serde_json::Map<String, serde_json::Value>,
     dir: &cap_std::fs::Dir,
-) -> Result<(), String> {
+) -> Result<(), Denial> {
     for (name, prop) in cmd.args.props() {
         if prop.path != Some(true) {
             continue;
         }
         let Some(value) = args.get(name).and_then(|v| v.as_str()) else { continue };
         let refuse = |why: &str| {
-            format!("argument `{name}` is {value:?}, which {why}; give a path inside the working directory, relative to it (it is a file path: x-path)")
+            Denial::new(Code::InvalidArgs, format!("argument `{name}` is {value:?}, which {why}; give a path inside the working directory, relative to it (it is a file path: x-path)"))
         };
         let p = Path::new(value);
         if value.is_empty() {

@@ -54,6 +54,19 @@ pub struct EvalReport {
     pub ran_in: String,
 }
 
+impl EvalReport {
+    /// `N of M case(s) passed; p50 X ms, p95 Y ms`: the line every face ends the cases with.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} of {} case(s) passed; p50 {} ms, p95 {} ms",
+            self.passed,
+            self.cases.len(),
+            self.p50_ms,
+            self.p95_ms
+        )
+    }
+}
+
 /// Approximate token count of `text`.
 pub fn approx_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)

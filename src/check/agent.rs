@@ -58,13 +58,7 @@ pub fn agent_markdown(r: &CheckReport, dir: &str) -> String {
                 c.tokens
             ));
         }
-        out.push_str(&format!(
-            "\n{} of {} case(s) passed; p50 {} ms, p95 {} ms.\n",
-            e.passed,
-            e.cases.len(),
-            e.p50_ms,
-            e.p95_ms
-        ));
+        out.push_str(&format!("\n{}.\n", e.summary()));
     }
     out.push_str(&format!(
         "\n## Loop\n\nFix the errors, then the warnings, and run `hcpx check {dir} --probe --agent` again after each change. \

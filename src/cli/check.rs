@@ -71,13 +71,7 @@ fn human(p: &Printer, r: &CheckReport) {
         p.data(&format!("probes: {ran} read(s) run, {} skipped", probes.len() - ran));
     }
     if let Some(e) = &r.evals {
-        p.data(&format!(
-            "evals: {} of {} case(s) passed; p50 {} ms, p95 {} ms",
-            e.passed,
-            e.cases.len(),
-            e.p50_ms,
-            e.p95_ms
-        ));
+        p.data(&format!("evals: {}", e.summary()));
     }
     if let Some(dir) = &r.ran_in {
         p.message(&format!("probes and cases ran in {dir}"));

@@ -31,14 +31,7 @@ pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
                 Some(r) => p.data(&format!("FAIL {}: {r}", c.name)),
             }
         }
-        p.data(&format!(
-            "{}: {} of {} case(s) passed; p50 {} ms, p95 {} ms",
-            report.pack_id,
-            report.passed,
-            report.cases.len(),
-            report.p50_ms,
-            report.p95_ms
-        ));
+        p.data(&format!("{}: {}", report.pack_id, report.summary()));
         p.message(&format!("cases ran in {}", report.ran_in));
     }
     Ok(if report.ok { exit::OK } else { exit::FAILURE })

@@ -8,6 +8,38 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Why `.git` could not be guarded, or what the component did to it.
+#[derive(Debug, thiserror::Error)]
+pub enum GitGuardError {
+    #[error("cannot open the project's .git: {0}")]
+    Open(#[source] std::io::Error),
+    #[error(transparent)]
+    Path(#[from] super::spawn::NulInPath),
+    #[error("cannot guard the project's .git ({what}): {source}")]
+    Namespace {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot guard the project's .git: the helper thread failed")]
+    Thread,
+    #[error("the project's .git cannot be checked after the call")]
+    Unchecked,
+    #[error("the component moved the project's .git and it cannot be found: {0}")]
+    Lost(#[source] std::io::Error),
+    #[error("the component replaced the project's .git, and it cannot be moved aside: {0}")]
+    CannotMoveAside(#[source] std::io::Error),
+    #[error("the component moved the project's .git to {}, and it cannot be moved back: {source}", to.display())]
+    CannotRestore {
+        to: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The call fails, though the project is whole again.
+    #[error("the component moved the project's .git; hcpx put it back{}", aside.as_ref().map(|a| format!(", and moved what it left in its place to {}", a.display())).unwrap_or_default())]
+    Restored { aside: Option<PathBuf> },
+}
+
 /// The project seen through the private namespace; the namespace lives as long as this value.
 pub struct GuardedDir {
     dir: OwnedFd,
@@ -26,11 +58,11 @@ impl GuardedDir {
     /// After the call: the pin on `.git` holds only for processes inside the namespace, and a component's
     /// file calls run on the runtime's threads, outside it. If `.git` was renamed away, it is put back (what was
     /// left in its place is moved aside) and the call is reported as failed.
-    pub fn restore(&self) -> Result<(), String> {
+    pub fn restore(&self) -> Result<(), GitGuardError> {
         use std::os::unix::fs::MetadataExt;
         let here = self.project.join(".git");
         let Ok(orig) = self.git.metadata() else {
-            return Err("the project's .git cannot be checked after the call".into());
+            return Err(GitGuardError::Unchecked);
         };
         let same =
             std::fs::symlink_metadata(&here).is_ok_and(|m| m.dev() == orig.dev() && m.ino() == orig.ino());
@@ -38,44 +70,32 @@ impl GuardedDir {
             return Ok(());
         }
         let now = std::fs::read_link(format!("/proc/self/fd/{}", self.git.as_raw_fd()))
-            .map_err(|e| format!("the component moved the project's .git and it cannot be found: {e}"))?;
+            .map_err(GitGuardError::Lost)?;
         let mut aside = None;
         if std::fs::symlink_metadata(&here).is_ok() {
             let to = self.project.join(crate::store::unique_name(".git.planted"));
-            std::fs::rename(&here, &to).map_err(|e| {
-                format!("the component replaced the project's .git, and it cannot be moved aside: {e}")
-            })?;
+            std::fs::rename(&here, &to).map_err(GitGuardError::CannotMoveAside)?;
             aside = Some(to);
         }
-        std::fs::rename(&now, &here).map_err(|e| {
-            format!(
-                "the component moved the project's .git to {}, and it cannot be moved back: {e}",
-                now.display()
-            )
-        })?;
-        Err(format!(
-            "the component moved the project's .git; hcpx put it back{}",
-            aside
-                .map(|a| format!(", and moved what it left in its place to {}", a.display()))
-                .unwrap_or_default()
-        ))
+        std::fs::rename(&now, &here)
+            .map_err(|source| GitGuardError::CannotRestore { to: now.clone(), source })?;
+        Err(GitGuardError::Restored { aside })
     }
 }
 
 /// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory.
-pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
+pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, GitGuardError> {
     super::ready_git_guard(project);
     let Some((git, inside)) = super::git_guard_paths(project) else { return Ok(None) };
-    let held = std::fs::File::open(&git).map_err(|e| format!("cannot open the project's .git: {e}"))?;
-    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside).map_err(|e| e.to_string())?;
+    let held = std::fs::File::open(&git).map_err(GitGuardError::Open)?;
+    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside)?;
     let dir = CString::new(project.as_os_str().as_bytes())
-        .map_err(|_| format!("the path {} holds a NUL byte", project.display()))?;
+        .map_err(|_| super::spawn::NulInPath(project.to_path_buf()))?;
     // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the
     // namespace outlives the thread through the descriptor of /proc/thread-self/ns/mnt.
-    let made = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), String> {
-        let err = |what: &str| {
-            format!("cannot guard the project's .git ({what}): {}", std::io::Error::last_os_error())
-        };
+    let made = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), GitGuardError> {
+        let err =
+            |what: &'static str| GitGuardError::Namespace { what, source: std::io::Error::last_os_error() };
         // SAFETY: unshare, mount and open act on this thread's own fs and mount namespace and on C strings
         // prepared above; every descriptor made is owned below.
         unsafe {
@@ -98,6 +118,6 @@ pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, String> {
         }
     })
     .join()
-    .map_err(|_| "cannot guard the project's .git: the helper thread failed".to_string())??;
+    .map_err(|_| GitGuardError::Thread)??;
     Ok(Some(GuardedDir { dir: made.0, _namespace: made.1, project: project.to_path_buf(), git: held }))
 }

@@ -369,7 +369,7 @@ impl Adapter for CompositeAdapter {
         drop(guard);
         drop(work);
         if let Err(e) = restored {
-            return AdapterResult::fail(Code::AdapterFailed, e);
+            return AdapterResult::fail(Code::AdapterFailed, e.to_string());
         }
         let (outcome, log) = match answer {
             Ok(Some(answer)) => answer,

@@ -5,7 +5,7 @@ mod binding;
 pub mod bootstrap;
 mod envelope;
 mod principal;
-mod scrub;
+pub mod scrub;
 
 pub use availability::Availability;
 

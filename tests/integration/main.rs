@@ -15,6 +15,7 @@ mod exec;
 mod golden;
 mod helpers;
 mod lint;
+mod properties;
 mod render;
 mod robustness;
 mod store;

@@ -35,7 +35,7 @@ pub struct Prop {
 /// needs: it must be anchored and its only character class must exclude them.
 fn pattern_is_closed(p: &str) -> bool {
     let anchored = p.starts_with('^') && p.ends_with('$');
-    let body = &p[p.len().min(1)..p.len().saturating_sub(1)];
+    let body = p.get(1..p.len().saturating_sub(1)).unwrap_or_default();
     // Only character classes of letters, digits, `_`, `.`, `-` and quantifiers; no `.` wildcard outside one.
     let mut in_class = false;
     let mut ok = anchored;

@@ -50,7 +50,17 @@ pub fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
         match v {
             Value::String(s) => clean(s),
             Value::Array(a) => a.iter_mut().for_each(|x| walk(x, clean)),
-            Value::Object(m) => m.values_mut().for_each(|x| walk(x, clean)),
+            // Keys too: a CLI can print a map keyed by the token.
+            Value::Object(m) => {
+                *m = std::mem::take(m)
+                    .into_iter()
+                    .map(|(mut k, mut x)| {
+                        clean(&mut k);
+                        walk(&mut x, clean);
+                        (k, x)
+                    })
+                    .collect()
+            }
             _ => {}
         }
     }

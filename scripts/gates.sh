@@ -12,6 +12,7 @@ rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup com
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 cargo fmt --check
 (cd guest-adapters && cargo fmt --check)
+(cd fuzz && cargo fmt --check)
 cargo clippy --locked --all-targets -- -D warnings
 (cd guest-adapters && cargo clippy --locked --release --target wasm32-wasip2 -- -D warnings)
 echo "gates: fmt and clippy clean"

@@ -26,10 +26,20 @@ pub fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
     if needles.is_empty() {
         return;
     }
-    // Longest first, so a secret that contains a shorter one is not left half replaced.
-    needles.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    // Longest first, so a secret that contains a shorter one is not left half replaced (ties in text order,
+    // so equal needles sit together and dedup removes them all).
+    needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     needles.dedup();
+    let secrets: Vec<&[u8]> =
+        binding.fields.values().filter(|s| !s.is_empty()).map(|s| s.as_bytes()).collect();
     let clean = |s: &mut String| {
+        // Any byte of a secret percent-encoded, in either case, mixed with literal ones: what encoders that
+        // keep some reserved characters print (Python's `quote` keeps `/`, `encodeURIComponent` `!'()*`).
+        if s.contains(['%', '+']) {
+            for secret in &secrets {
+                redact_percent(s, secret);
+            }
+        }
         for needle in &needles {
             if s.contains(needle.as_str()) {
                 *s = s.replace(needle.as_str(), "[redacted]");
@@ -70,6 +80,56 @@ pub fn scrub(out: &mut ResultEnvelope, binding: &MintedBinding) {
     if let Some(r) = &mut out.result {
         walk(r, &clean);
     }
+}
+
+/// Replaces each span of `s` that spells `secret` with at least one byte percent-encoded (`%2B`, `%2b`) or a
+/// space as `+`, and is at least [`MIN_ENCODED`] long.
+fn redact_percent(s: &mut String, secret: &[u8]) {
+    let text = s.as_bytes();
+    let mut out = String::new();
+    let (mut i, mut kept) = (0, 0);
+    while i < text.len() {
+        match percent_match(text, i, secret).filter(|end| end - i >= MIN_ENCODED) {
+            Some(end) => {
+                // Both ends sit on char boundaries: a span starts at `%` or at a secret's first byte and ends
+                // after an escape or a secret's last byte.
+                out.push_str(s.get(kept..i).unwrap_or_default());
+                out.push_str("[redacted]");
+                (i, kept) = (end, end);
+            }
+            None => i += 1,
+        }
+    }
+    if kept > 0 {
+        out.push_str(s.get(kept..).unwrap_or_default());
+        *s = out;
+    }
+}
+
+/// Where a percent-encoded spelling of `secret` that starts at `i` ends, if one does.
+fn percent_match(text: &[u8], mut i: usize, secret: &[u8]) -> Option<usize> {
+    let hex = |d: u8| (d as char).to_digit(16);
+    let mut escaped = false;
+    for &b in secret {
+        match text.get(i) {
+            Some(&t) if t == b => i += 1,
+            Some(b'%') => {
+                let hi = hex(*text.get(i + 1)?)?;
+                let lo = hex(*text.get(i + 2)?)?;
+                if hi * 16 + lo != u32::from(b) {
+                    return None;
+                }
+                i += 3;
+                escaped = true;
+            }
+            Some(b'+') if b == b' ' => {
+                i += 1;
+                escaped = true;
+            }
+            _ => return None,
+        }
+    }
+    escaped.then_some(i)
 }
 
 /// The forms of `secret` a command could print: base64 of the secret starting at each of the three byte
@@ -125,6 +185,45 @@ mod tests {
                 "{prefix:?}: {printed}"
             );
         }
+    }
+
+    #[test]
+    fn partly_percent_encoded_secrets_are_redacted() {
+        use super::redact_percent;
+        // Python's quote() keeps `/`; encodeURIComponent keeps `!'()*`; either case of hex digits.
+        for (secret, printed) in [
+            ("abc+def/ghi==", "token=abc%2Bdef/ghi%3D%3D&x=1"),
+            ("abc+def/ghi==", "token=abc%2bdef%2Fghi%3d%3D&x=1"),
+            ("it's (a) secret!", "q=it's%20(a)%20secret!"),
+            ("two words here", "q=two+words+here"),
+        ] {
+            let mut s = printed.to_string();
+            redact_percent(&mut s, secret.as_bytes());
+            assert!(
+                s.contains("[redacted]") && !s.contains("ghi") && !s.contains("words"),
+                "{printed} -> {s}"
+            );
+            assert!(s.ends_with("&x=1") || !printed.ends_with("&x=1"), "{s}");
+        }
+        // Ordinary text is left alone.
+        let mut s = "100% sure, 50%2 off".to_string();
+        redact_percent(&mut s, b"abc+def/ghi==");
+        assert_eq!(s, "100% sure, 50%2 off");
+    }
+
+    #[test]
+    fn the_scrub_finds_a_partly_encoded_secret_in_every_field() {
+        use crate::model::{BindingMode, MintedBinding, ResultEnvelope};
+        let binding = MintedBinding {
+            mode: BindingMode::Local,
+            fields: [("token".to_string(), "abc+def/ghi==".to_string())].into(),
+        };
+        let mut out = ResultEnvelope::empty("p", "v", true);
+        out.stdout = Some("GET /x?t=abc%2Bdef/ghi%3D%3D".into());
+        out.result = Some(serde_json::json!({ "url": "https://h/?t=abc%2Bdef/ghi%3D%3D" }));
+        super::scrub(&mut out, &binding);
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(!text.contains("ghi"), "{text}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
 use hcpx::adapter::ExecHooks;
 use hcpx::model::grants::Grants;
-use hcpx::model::{Code, Envelope, Invoker, Principal};
+use hcpx::model::{Envelope, Invoker, Principal};
 use hcpx::runtime::Runtime;
 use hcpx::store::Store;
 
@@ -112,7 +112,7 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     std::mem::forget(runtime);
     Ok(match (out.ok, out.code) {
         (true, _) => exit::OK,
-        (false, Some(Code::SandboxDenied)) => exit::SANDBOX,
-        _ => exit::FAILURE,
+        (false, Some(code)) => code.status().exit,
+        (false, None) => exit::FAILURE,
     })
 }

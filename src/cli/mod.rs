@@ -27,8 +27,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// Warning: degraded but usable (`doctor`), the same number as a usage error (command.md).
     pub const WARNING: u8 = 2;
-    /// Sandbox denial or bin not found.
-    pub const SANDBOX: u8 = 127;
+    // `hcpx exec` takes a denial's exit code from `Code::status()` (127 for `sandbox_denied`), the one
+    // table every face reads.
 }
 
 /// A fail-closed runtime for the Harness Context Protocol.

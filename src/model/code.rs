@@ -19,6 +19,47 @@ wire_enum! {
         Timeout = "timeout",
         ExitNonzero = "exit_nonzero",
         AdapterFailed = "adapter_failed",
+        /// A served runtime's concurrency limit is reached; retry later.
+        Busy = "busy",
+        /// The caller went away or cancelled; the command was stopped.
+        Cancelled = "cancelled",
+    }
+}
+
+/// How each face reports a code. The result envelope is the same everywhere; this is what a face adds
+/// around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaceStatus {
+    /// `hcpx exec`'s exit code (decisions.md §7: 127 for a sandbox denial or a missing bin, else 1).
+    pub exit: u8,
+    /// The HTTP status of `POST /v1/exec` (the body is the result envelope either way).
+    pub http: u16,
+    /// Whether MCP answers with a tool result marked `isError` (true for every code: a denial is a value the
+    /// model can read), as opposed to a JSON-RPC error (only for a request MCP itself refuses).
+    pub mcp_is_error: bool,
+}
+
+impl Code {
+    /// The one table of what each face reports for this code.
+    pub fn status(self) -> FaceStatus {
+        let (exit, http) = match self {
+            Code::UnknownPack => (1, 404),
+            Code::NotActivated => (1, 409),
+            Code::NoPolicy => (1, 404),
+            Code::InvalidArgs => (1, 400),
+            Code::ProjectRequired => (1, 400),
+            Code::Denied => (1, 403),
+            Code::ConfirmRequired => (1, 428),
+            Code::NoProject => (1, 409),
+            Code::BindingFailed => (1, 424),
+            Code::SandboxDenied => (127, 403),
+            Code::Timeout => (1, 504),
+            Code::ExitNonzero => (1, 502),
+            Code::AdapterFailed => (1, 500),
+            Code::Busy => (1, 503),
+            Code::Cancelled => (1, 499),
+        };
+        FaceStatus { exit, http, mcp_is_error: true }
     }
 }
 

@@ -80,3 +80,24 @@ fn the_bool_words_are_one_rule() {
     use hcpx::model::wire::parse_bool;
     assert_eq!((parse_bool("true"), parse_bool("false"), parse_bool("yes")), (Some(true), Some(false), None));
 }
+
+/// docs/runtime.md's table of codes is `Code::status()`, row for row, and names every code.
+#[test]
+fn the_face_table_in_the_docs_is_the_code_table() {
+    let doc = std::fs::read_to_string(crate::helpers::repo().join("docs/runtime.md")).unwrap();
+    let mut seen = Vec::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let Ok(code) = cells[0].trim_matches('`').parse::<Code>() else { continue };
+        let s = code.status();
+        assert_eq!(
+            (cells[1], cells[2]),
+            (s.exit.to_string().as_str(), s.http.to_string().as_str()),
+            "{line}"
+        );
+        assert!(s.mcp_is_error);
+        seen.push(code);
+    }
+    assert_eq!(seen, Code::ALL, "docs/runtime.md must list every code once, in order");
+    assert_eq!(Code::SandboxDenied.status().exit, 127, "decisions.md §7");
+}

@@ -1,8 +1,8 @@
 //! A throw-away store where `hcpx eval` and `hcpx check --probe` run a pack the way an agent would: installed,
 //! activated, its own CLI (and nothing else) allow-listed, called by an agent Principal holding every grant.
 
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -36,7 +36,7 @@ pub struct TrialCall {
     pub exit_code: Option<i32>,
 }
 
-struct ExitHook(Cell<Option<i32>>);
+struct ExitHook(Mutex<Option<i32>>);
 
 impl ExecHooks for ExitHook {
     fn watching(&self) -> bool {
@@ -44,7 +44,9 @@ impl ExecHooks for ExitHook {
     }
 
     fn exited(&self, code: Option<i32>) {
-        self.0.set(code);
+        if let Ok(mut c) = self.0.lock() {
+            *c = code;
+        }
     }
 }
 
@@ -135,10 +137,14 @@ impl Trial {
         if self.mock && !args.contains_key(crate::args::MODE_ARG) {
             args.insert(crate::args::MODE_ARG.into(), Value::String("mock".into()));
         }
-        let hook = ExitHook(Cell::new(None));
+        let hook = ExitHook(Mutex::new(None));
         let started = Instant::now();
         let out = self.runtime.exec_with(&self.agent, &Envelope::new(&self.pack_id, verb, args), &hook);
-        TrialCall { ms: started.elapsed().as_millis() as u64, exit_code: hook.0.get(), out }
+        TrialCall {
+            ms: started.elapsed().as_millis() as u64,
+            exit_code: hook.0.lock().ok().and_then(|c| *c),
+            out,
+        }
     }
 
     /// Where calls run, in words, for `hcpx eval` and `hcpx check` to print.

@@ -84,8 +84,9 @@ pub trait Adapter: Send + Sync {
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial>;
 }
 
-/// Observes a call while it runs (the terminal face shows the live title).
-pub trait ExecHooks {
+/// Observes a call while it runs (the terminal face shows the live title). `Send + Sync`: a served face's
+/// hooks are shared by calls on many threads.
+pub trait ExecHooks: Send + Sync {
     /// Whether `started` wants its arguments; when not, the runtime skips rendering them.
     fn watching(&self) -> bool {
         true

@@ -1,8 +1,8 @@
 //! `hcpx exec ID VERB`: sends the envelope through the pipeline; on a terminal, shows the live then the done title.
 
-use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
@@ -33,7 +33,7 @@ pub fn project_dir() -> Option<PathBuf> {
 struct Terminal {
     on: bool,
     verbose: bool,
-    line: RefCell<Option<String>>,
+    line: Mutex<Option<String>>,
 }
 
 impl ExecHooks for Terminal {
@@ -42,7 +42,9 @@ impl ExecHooks for Terminal {
     }
 
     fn started(&self, live_title: Option<&str>, command_line: &str) {
-        *self.line.borrow_mut() = Some(command_line.to_string());
+        if let Ok(mut l) = self.line.lock() {
+            *l = Some(command_line.to_string());
+        }
         let mut err = std::io::stderr().lock();
         if self.verbose {
             let _ = writeln!(err, "$ {}", crate::output::terminal_safe(command_line));
@@ -70,11 +72,11 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     let hooks = Terminal {
         on: !p.json && std::io::stderr().is_terminal(),
         verbose: a.verbose,
-        line: RefCell::new(None),
+        line: Mutex::new(None),
     };
     let out = runtime.exec_words(&principal, &env, &words, &hooks);
-    if hooks.on && hooks.line.borrow().is_some() {
-        let line = hooks.line.borrow().clone().unwrap_or_default();
+    let started = hooks.line.lock().ok().and_then(|l| l.clone());
+    if let Some(line) = started.filter(|_| hooks.on) {
         let shown =
             if out.ok { format!("✓ {}", out.title.clone().unwrap_or(line)) } else { format!("✗ {line}") };
         let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{}", crate::output::terminal_safe(&shown));

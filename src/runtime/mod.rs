@@ -15,12 +15,13 @@ pub use binding::{mint, required_fields, MintError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::adapter::composite::CompositeAdapter;
 use crate::adapter::wrap::WrapAdapter;
 use crate::adapter::{Adapter, ExecHooks, NoHooks};
-use crate::model::{Envelope, Principal, ResultEnvelope};
+use crate::model::{Code, Denial, Envelope, Principal, ResultEnvelope};
 use crate::pack::{AdapterKind, Pack};
 use crate::store::packs::PackState;
 use crate::store::{Store, StoreError};
@@ -31,6 +32,26 @@ pub struct Runtime {
     project_dir: Option<PathBuf>,
     composite: CompositeAdapter,
     packs: Mutex<HashMap<String, (String, Arc<Pack>)>>,
+    /// At most this many calls at once (0: no limit); past it a call is `busy`.
+    max_calls: usize,
+    in_flight: AtomicUsize,
+}
+
+/// What one call brings with it beyond its envelope. A served runtime serves many projects, or none: the
+/// project directory is the call's, not the runtime's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// The caller's project, for `project`-mode packs; `None` refuses them with `no_project`.
+    pub project_dir: Option<PathBuf>,
+}
+
+/// One of the runtime's call slots, given back when dropped.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The arguments of a call: a JSON object, or command-line words parsed against the command's schema.
@@ -47,7 +68,34 @@ impl Runtime {
             project_dir: None,
             composite: CompositeAdapter::new(),
             packs: Mutex::new(HashMap::new()),
+            max_calls: 0,
+            in_flight: AtomicUsize::new(0),
         }
+    }
+
+    /// Runs at most `n` calls at once (0: no limit); a call past the limit is refused with `busy` before
+    /// anything else, and nothing of it runs.
+    pub fn with_max_calls(mut self, n: usize) -> Runtime {
+        self.max_calls = n;
+        self
+    }
+
+    /// How many calls are running now.
+    pub fn calls_in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Takes a call slot, or says why not.
+    fn slot(&self) -> Result<Slot<'_>, Denial> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let slot = Slot(&self.in_flight);
+        if self.max_calls > 0 && now >= self.max_calls {
+            return Err(Denial::new(
+                Code::Busy,
+                format!("busy: this runtime is running its limit of {} call(s); retry later", self.max_calls),
+            ));
+        }
+        Ok(slot)
     }
 
     /// For a process that runs one call and exits (the `hcpx exec` CLI): composites allocate on demand
@@ -57,7 +105,8 @@ impl Runtime {
         self
     }
 
-    /// Sets the caller's project directory, for `project` mode wraps.
+    /// Sets the project directory of every call made through `exec`, `exec_with` and `exec_words` (the CLI's
+    /// one caller); `exec_in` and `exec_async` take theirs with the call.
     pub fn with_project_dir(mut self, dir: Option<PathBuf>) -> Runtime {
         self.project_dir = dir;
         self
@@ -75,7 +124,31 @@ impl Runtime {
 
     /// Runs one call, telling `hooks` when the adapter starts.
     pub fn exec_with(&self, principal: &Principal, env: &Envelope, hooks: &dyn ExecHooks) -> ResultEnvelope {
-        self.pipeline(principal, env, ArgsInput::Json(&env.args), hooks)
+        let ctx = CallContext { project_dir: self.project_dir.clone() };
+        self.pipeline(principal, env, ArgsInput::Json(&env.args), &ctx, hooks)
+    }
+
+    /// Runs one call with its own context (a served face: the project directory, if any, is the call's).
+    pub fn exec_in(&self, principal: &Principal, env: &Envelope, ctx: &CallContext) -> ResultEnvelope {
+        self.pipeline(principal, env, ArgsInput::Json(&env.args), ctx, &NoHooks)
+    }
+
+    /// The exec path for async callers (the HTTP and MCP faces): callable from inside a tokio runtime. The
+    /// call runs on tokio's blocking pool, so neither a composite (which the adapter drives on its own
+    /// runtime) nor a wrap's wait for its child holds one of the caller's workers.
+    pub async fn exec_async(
+        self: Arc<Self>,
+        principal: Principal,
+        env: Envelope,
+        ctx: CallContext,
+    ) -> ResultEnvelope {
+        let (pack_id, verb) = (env.pack_id.clone(), env.verb_key.clone());
+        let rt = self.clone();
+        match tokio::task::spawn_blocking(move || rt.exec_in(&principal, &env, &ctx)).await {
+            Ok(out) => out,
+            Err(e) => Denial::new(Code::AdapterFailed, format!("the call's thread failed: {e}"))
+                .into_envelope(&pack_id, &verb),
+        }
     }
 
     /// Runs a call whose arguments are command-line words (`k=v`, `k:=json`, bare words); `env.args` is ignored.
@@ -86,7 +159,29 @@ impl Runtime {
         words: &[String],
         hooks: &dyn ExecHooks,
     ) -> ResultEnvelope {
-        self.pipeline(principal, env, ArgsInput::Words(words), hooks)
+        let ctx = CallContext { project_dir: self.project_dir.clone() };
+        self.pipeline(principal, env, ArgsInput::Words(words), &ctx, hooks)
+    }
+
+    /// `availability` for async callers: loading a composite to see that it runs blocks, so it runs on the
+    /// blocking pool too.
+    pub async fn availability_async(self: Arc<Self>, principal: Principal, pack_id: String) -> Availability {
+        let rt = self.clone();
+        let id = pack_id.clone();
+        match tokio::task::spawn_blocking(move || rt.availability(&principal, &id)).await {
+            Ok(a) => a,
+            Err(e) => Availability {
+                pack_id,
+                installed: false,
+                activated: false,
+                bound: false,
+                runnable: false,
+                notes: Notes {
+                    runnable: Some(format!("the check's thread failed: {e}")),
+                    ..Notes::default()
+                },
+            },
+        }
     }
 
     /// The adapter that runs packs of `kind`, when this runtime has one.

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::pass_through;
-use super::{bootstrap, mint, scrub, ArgsInput, Runtime};
+use super::{bootstrap, mint, scrub, ArgsInput, CallContext, Runtime};
 use crate::adapter::{AdapterResult, Call, Env, ExecHooks};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
@@ -59,9 +59,15 @@ impl Runtime {
         principal: &Principal,
         env: &Envelope,
         input: ArgsInput<'_>,
+        ctx: &CallContext,
         hooks: &dyn ExecHooks,
     ) -> ResultEnvelope {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
+        // Past the concurrency limit nothing runs, not even the lookup.
+        let _slot = match self.slot() {
+            Ok(s) => s,
+            Err(d) => return d.into_envelope(pack_id, verb),
+        };
         if pack_id == bootstrap::BOOTSTRAP_ID {
             return self.bootstrap_input(principal, env, input);
         }
@@ -70,7 +76,7 @@ impl Runtime {
             Err(d) => return d.into_envelope(pack_id, verb),
         };
         let out = self
-            .admit_and_run(principal, env, &resolved, hooks)
+            .admit_and_run(principal, env, &resolved, ctx, hooks)
             .unwrap_or_else(|d| d.into_envelope(pack_id, verb));
         let empty = Map::new();
         let args = resolved.args.as_ref().unwrap_or(&empty);
@@ -82,6 +88,7 @@ impl Runtime {
         principal: &Principal,
         env: &Envelope,
         r: &Resolved,
+        ctx: &CallContext,
         hooks: &dyn ExecHooks,
     ) -> Result<ResultEnvelope, Denial> {
         ensure_activated(r)?;
@@ -90,7 +97,7 @@ impl Runtime {
         let admitted = check_arguments(r)?;
         enforce_confirm(r, &admitted)?;
         let binding = self.mint_binding(principal, r, &admitted)?;
-        let ran = self.run_adapter(principal, r, &admitted, &binding, hooks)?;
+        let ran = self.run_adapter(principal, r, &admitted, &binding, ctx, hooks)?;
         Ok(structured_result(r, &admitted, ran, &binding))
     }
 
@@ -149,6 +156,7 @@ impl Runtime {
         r: &Resolved,
         a: &Admitted,
         binding: &MintedBinding,
+        ctx: &CallContext,
         hooks: &dyn ExecHooks,
     ) -> Result<AdapterResult, Denial> {
         let sandbox =
@@ -175,7 +183,7 @@ impl Runtime {
             args: &a.args.values,
             pass_argv: &a.pass_argv,
             binding,
-            project_dir: self.project_dir.as_deref(),
+            project_dir: ctx.project_dir.as_deref(),
             principal,
             live_title: live_title.as_deref(),
             hooks,

@@ -20,6 +20,7 @@ mod lint;
 mod properties;
 mod render;
 mod robustness;
+mod serve_path;
 mod store;
 mod titles;
 mod wire;

@@ -1,0 +1,110 @@
+//! The exec path async code calls (a served face): it works from inside a tokio runtime, for composites
+//! and wraps, under a concurrency limit that answers `busy`, with the project directory given per call.
+
+use serde_json::{json, Map};
+use std::sync::Arc;
+
+use crate::composite::install_guest;
+use crate::helpers::{repo, Home};
+use hcpx::model::grants::Grants;
+use hcpx::model::{Code, Envelope, Invoker, Principal};
+use hcpx::runtime::{CallContext, Runtime};
+use hcpx::store::Store;
+
+fn served(h: &Home, max_calls: usize) -> Arc<Runtime> {
+    Arc::new(Runtime::new(Store::open(&h.store()).unwrap()).with_max_calls(max_calls))
+}
+
+fn agent() -> Principal {
+    Principal { id: "svc".into(), tenant: "t1".into(), grants: Grants::All, invoker: Invoker::Http }
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn a_composite_and_a_wrap_run_from_inside_a_tokio_runtime() {
+    let h = Home::new();
+    assert_eq!(
+        h.run(&["install", repo().join("packs/transit-composite").to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    assert_eq!(h.run(&["activate", "transit-composite"]).status.code(), Some(0));
+    assert_eq!(h.run(&["install", repo().join("packs/ledger").to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "ledger"]).status.code(), Some(0));
+    let rt = served(&h, 8);
+    let args = json!({"from": "A", "to": "B"}).as_object().cloned().unwrap();
+    let (plan, status) = tokio_rt().block_on(async {
+        let plan = rt
+            .clone()
+            .exec_async(agent(), Envelope::new("transit-composite", "plan", args), CallContext::default())
+            .await;
+        let status = rt
+            .clone()
+            .exec_async(agent(), Envelope::new("ledger", "status", Map::new()), CallContext::default())
+            .await;
+        (plan, status)
+    });
+    assert!(plan.ok, "{plan:?}");
+    assert_eq!(plan.result.as_ref().unwrap()["optionId"], "opt-1", "{plan:?}");
+    assert!(status.ok, "{status:?}");
+    // Availability loads the component too (a fresh runtime, so nothing is prepared yet): also callable from
+    // async code.
+    let av = tokio_rt().block_on(served(&h, 8).availability_async(agent(), "transit-composite".into()));
+    assert!(av.installed && av.activated && av.runnable, "{av:?}");
+}
+
+#[test]
+fn past_the_concurrency_limit_a_call_is_busy_and_runs_nothing() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 1500 }"#);
+    let rt = served(&h, 1);
+    let outs = tokio_rt().block_on(async {
+        let slow = tokio::spawn(rt.clone().exec_async(
+            agent(),
+            Envelope::new(&id, "run", Map::new()),
+            CallContext::default(),
+        ));
+        // Wait until the slow call holds the one slot.
+        while rt.calls_in_flight() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let second = rt
+            .clone()
+            .exec_async(agent(), Envelope::new(&id, "ok", Map::new()), CallContext::default())
+            .await;
+        (slow.await.unwrap(), second)
+    });
+    let (slow, second) = outs;
+    assert_eq!(slow.code, Some(Code::Timeout), "{slow:?}");
+    assert_eq!((second.ok, second.code), (false, Some(Code::Busy)), "{second:?}");
+    assert!(second.error.as_deref().unwrap_or("").contains("retry"), "{second:?}");
+    // The slot is free again.
+    let again = tokio_rt().block_on(rt.clone().exec_async(
+        agent(),
+        Envelope::new(&id, "ok", Map::new()),
+        CallContext::default(),
+    ));
+    assert!(again.ok, "{again:?}");
+}
+
+#[test]
+fn the_project_directory_comes_with_the_call() {
+    let h = Home::new();
+    assert_eq!(h.run(&["install", repo().join("packs/jq").to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "jq"]).status.code(), Some(0));
+    h.write_store("sandbox.json", r#"{ "allow": ["jq"] }"#);
+    let project = h.t.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("data.json"), r#"{"a": 7}"#).unwrap();
+    let rt = served(&h, 4);
+    let args = json!({"file": "data.json", "path": "a"}).as_object().cloned().unwrap();
+    let none = rt.exec_in(&agent(), &Envelope::new("jq", "get", args.clone()), &CallContext::default());
+    assert_eq!(none.code, Some(Code::NoProject), "a served runtime has no project of its own: {none:?}");
+    let ctx = CallContext { project_dir: Some(project) };
+    let out = rt.exec_in(&agent(), &Envelope::new("jq", "get", args), &ctx);
+    assert!(out.ok, "{out:?}");
+    assert_eq!(out.result, Some(json!(7)));
+}

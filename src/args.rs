@@ -58,6 +58,9 @@ fn pattern_is_closed(p: &str) -> bool {
 
 /// A command's compiled argument schema.
 pub struct ArgSpec {
+    /// The schema as the pack declares it (an empty object schema when it declares none): what hosts are
+    /// given as a tool's input schema.
+    schema: Value,
     props: IndexMap<String, Prop>,
     required: Vec<String>,
     positions: Vec<String>,
@@ -179,11 +182,17 @@ impl ArgSpec {
     /// An empty spec: the command takes no arguments.
     pub fn none() -> ArgSpec {
         ArgSpec {
+            schema: serde_json::json!({ "type": "object", "properties": {} }),
             props: IndexMap::new(),
             required: Vec::new(),
             positions: Vec::new(),
             validator: Validation::Nothing,
         }
+    }
+
+    /// The declared schema (an empty object schema when none was declared).
+    pub fn schema(&self) -> &Value {
+        &self.schema
     }
 
     /// Compiles a command's `args` schema, reporting every problem found.
@@ -354,7 +363,13 @@ impl ArgSpec {
             positions.push(name.clone());
         }
         if problems.is_empty() && is_simple(obj) {
-            return Ok(ArgSpec { props, required, positions, validator: Validation::Types });
+            return Ok(ArgSpec {
+                schema: schema.clone(),
+                props,
+                required,
+                positions,
+                validator: Validation::Types,
+            });
         }
         if problems.is_empty() {
             let mut options = jsonschema::options().with_retriever(NoFetch).should_validate_formats(true);
@@ -366,6 +381,7 @@ impl ArgSpec {
             match options.build(schema) {
                 Ok(v) => {
                     return Ok(ArgSpec {
+                        schema: schema.clone(),
                         props,
                         required,
                         positions,

@@ -4,7 +4,6 @@ use serde_json::{json, Value};
 
 use super::{exit, fail, open_store, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
-use hcpx::adapter::wrap::shell_quote;
 use hcpx::pack::Pack;
 use hcpx::runtime::Runtime;
 use hcpx::store::Store;
@@ -37,60 +36,24 @@ pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// The ready-to-run `hcpx exec` line of a command, from each argument's first example.
-pub fn exec_line(pack: &Pack, verb: &str) -> String {
-    let mut line = format!("hcpx exec {} {verb}", pack.id);
-    let Some(cmd) = pack.command(verb) else { return line };
-    let mut words = Vec::new();
-    for (name, prop) in cmd.args.props() {
-        let required = cmd.args.required().contains(name);
-        // The name is a plain word (naming rules); only the value may need quoting.
-        let word = match &prop.example {
-            Some(Value::String(s)) => format!("{name}={}", shell_quote(s)),
-            Some(v) => format!("{name}:={}", shell_quote(&v.to_string())),
-            None if required => format!("{name}={}", shell_quote(&format!("<{name}>"))),
-            None => continue,
-        };
-        words.push(word);
-    }
-    if cmd.policy.confirm {
-        words.push("confirm=true".into());
-    }
-    if !words.is_empty() {
-        line.push_str(" -- ");
-        line.push_str(&words.join(" "));
-    }
-    line
-}
-
-/// `hcpx commands ID`.
+/// `hcpx commands ID`: renders the runtime's commands report.
 pub fn commands(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
-    let pack = match installed(p, &a.id)? {
-        Ok(x) => x,
-        Err(code) => return Ok(code),
+    let report = match Runtime::new(open_store()?).commands(&a.id) {
+        Ok(r) => r,
+        Err(d) => return Ok(fail(p, &d.message)),
     };
-    let rows: Vec<Value> = pack
-        .commands
-        .values()
-        .map(|c| {
-            json!({
-                "verb_key": c.key, "description": c.description, "operation": c.policy.operation.as_str(),
-                "confirm": c.policy.confirm, "exec": exec_line(&pack, &c.key),
-            })
-        })
-        .collect();
     if p.json {
-        p.json_doc(&json!({ "ok": true, "pack_id": pack.id, "commands": rows }));
+        p.json_doc(&report);
     } else {
-        for r in &rows {
-            let gate = if r["confirm"] == json!(true) { ", needs confirm" } else { "" };
+        for c in &report.commands {
+            let gate = if c.confirm { ", needs confirm" } else { "" };
             p.data(&format!(
                 "{} ({}{gate}): {}",
-                r["verb_key"].as_str().unwrap_or(""),
-                r["operation"].as_str().unwrap_or(""),
-                r["description"].as_str().unwrap_or("")
+                c.verb_key,
+                c.operation,
+                c.description.as_deref().unwrap_or("")
             ));
-            p.data(&format!("  {}", r["exec"].as_str().unwrap_or("")));
+            p.data(&format!("  {}", c.exec));
         }
     }
     Ok(exit::OK)

@@ -5,9 +5,10 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 use super::Runtime;
+use crate::adapter::wrap::shell_quote;
 use crate::model::wire::wire_enum;
 use crate::model::{Code, Denial, LayerStatus, Principal};
-use crate::pack::AdapterKind;
+use crate::pack::{AdapterKind, Operation};
 use crate::sandbox::{KernelProbe, Layer};
 
 wire_enum! {
@@ -58,6 +59,27 @@ pub struct PackRow {
 pub struct ListReport {
     pub ok: bool,
     pub packs: Vec<PackRow>,
+}
+
+/// One command in `commands`: what a host needs to offer it as a tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandRow {
+    pub verb_key: String,
+    pub description: Option<String>,
+    pub operation: Operation,
+    pub confirm: bool,
+    /// The argument schema as declared.
+    pub args: serde_json::Value,
+    /// A ready-to-run `hcpx exec` line from each argument's first example.
+    pub exec: String,
+}
+
+/// `hcpx commands ID`: every named command of an installed pack.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandsReport {
+    pub ok: bool,
+    pub pack_id: String,
+    pub commands: Vec<CommandRow>,
 }
 
 /// `hcpx skill` / `hcp.skill`: the Skill's lead, or its whole text with `full`.
@@ -180,20 +202,68 @@ impl Runtime {
         Ok(ListReport { ok: true, packs })
     }
 
-    /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
-    pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
-        let pack = self
-            .store()
-            .load_pack(id)
-            .map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?
-            .ok_or_else(|| {
+    /// The named commands of installed pack `id`, with their argument schemas.
+    pub fn commands(&self, id: &str) -> Result<CommandsReport, Denial> {
+        let pack = self.installed(id)?;
+        let commands = pack
+            .commands
+            .values()
+            .map(|c| CommandRow {
+                verb_key: c.key.clone(),
+                description: c.description.clone(),
+                operation: c.policy.operation,
+                confirm: c.policy.confirm,
+                args: c.args.schema().clone(),
+                exec: exec_line(&pack, &c.key),
+            })
+            .collect();
+        Ok(CommandsReport { ok: true, pack_id: pack.id.clone(), commands })
+    }
+
+    /// Installed pack `id`, or `unknown_pack` naming the install command.
+    fn installed(&self, id: &str) -> Result<crate::pack::Pack, Denial> {
+        self.store().load_pack(id).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?.ok_or_else(
+            || {
                 Denial::new(
                     Code::UnknownPack,
                     format!("unknown pack {id}; install it with `hcpx install DIR`"),
                 )
-            })?;
+            },
+        )
+    }
+
+    /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
+    pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
+        let pack = self.installed(id)?;
         let (lead, text) =
             if full { (None, Some(pack.skill.text.clone())) } else { (Some(pack.skill.lead.clone()), None) };
         Ok(SkillReport { ok: true, pack_id: id.to_string(), lead, text })
     }
+}
+
+/// The ready-to-run `hcpx exec` line of a command, from each argument's first example.
+pub fn exec_line(pack: &crate::pack::Pack, verb: &str) -> String {
+    use serde_json::Value;
+    let mut line = format!("hcpx exec {} {verb}", pack.id);
+    let Some(cmd) = pack.command(verb) else { return line };
+    let mut words = Vec::new();
+    for (name, prop) in cmd.args.props() {
+        let required = cmd.args.required().contains(name);
+        // The name is a plain word (naming rules); only the value may need quoting.
+        let word = match &prop.example {
+            Some(Value::String(s)) => format!("{name}={}", shell_quote(s)),
+            Some(v) => format!("{name}:={}", shell_quote(&v.to_string())),
+            None if required => format!("{name}={}", shell_quote(&format!("<{name}>"))),
+            None => continue,
+        };
+        words.push(word);
+    }
+    if cmd.policy.confirm {
+        words.push("confirm=true".into());
+    }
+    if !words.is_empty() {
+        line.push_str(" -- ");
+        line.push_str(&words.join(" "));
+    }
+    line
 }

@@ -35,6 +35,8 @@ pub mod eval;
 pub mod check;
 pub mod scaffold;
 
+pub mod mcp;
+
 pub use model::{Envelope, ResultEnvelope};
 pub use pack::{command_title, Pack, PackError};
 pub use runtime::Runtime;

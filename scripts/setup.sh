@@ -20,6 +20,11 @@ command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 command -v git >/dev/null 2>&1 || missing="$missing git"
 # The terminal-title test runs hcpx under a pseudo-terminal with `script`.
 command -v script >/dev/null 2>&1 || missing="$missing bsdutils"
+command -v python3 >/dev/null 2>&1 || missing="$missing python3 python3-pip"
 if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing
+fi
+# The MCP tests drive `hcpx mcp` with the official MCP Python SDK, as an agent host would.
+if ! python3 -c "import mcp" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check 'mcp==2.3.0'
 fi

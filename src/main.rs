@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::Audit => cli::audit::run(&p),
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
+        Command::Mcp(a) => cli::mcp::run(&p, a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

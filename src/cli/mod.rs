@@ -9,6 +9,7 @@ pub mod exec;
 pub mod info;
 pub mod lint;
 pub mod manage;
+pub mod mcp;
 pub mod wrap;
 
 use clap::{Parser, Subcommand};
@@ -88,7 +89,13 @@ pub enum Command {
     /// Manage credentials in the local hub.
     #[command(subcommand)]
     Credential(CredentialCmd),
+    /// Serve the activated packs to an agent host over stdio (Model Context Protocol).
+    Mcp(McpArgs),
 }
+
+/// `hcpx mcp`.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {}
 
 /// `hcpx lint DIR [--json]`.
 #[derive(Debug, clap::Args)]

@@ -25,9 +25,10 @@ pub async fn call(
     principal: Principal,
     tool: &ToolSpec,
     arguments: Map<String, Value>,
+    context: CallContext,
 ) -> ToolAnswer {
     let env = Envelope::new(&tool.pack_id, &tool.verb_key, arguments);
-    let out = runtime.exec_async(principal, env, CallContext::default()).await;
+    let out = runtime.exec_async(principal, env, context).await;
     answer(&out)
 }
 

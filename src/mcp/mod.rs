@@ -2,4 +2,5 @@
 //! builds envelopes; every policy, confirm and argument decision stays in the runtime's one pipeline.
 
 pub mod call;
+pub mod server;
 pub mod tools;

@@ -17,6 +17,7 @@ mod golden;
 mod helpers;
 mod layers;
 mod lint;
+mod mcp;
 mod properties;
 mod render;
 mod robustness;

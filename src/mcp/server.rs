@@ -1,0 +1,174 @@
+//! `hcpx mcp`: the activated packs as MCP tools over stdio (rmcp). The handler only turns MCP requests into
+//! envelopes and result envelopes into tool results; the pipeline decides everything else.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::call::{call, ToolAnswer};
+use super::tools::{activated_tools, ToolSpec};
+use crate::model::{Code, Principal, ResultEnvelope};
+use crate::runtime::{CallContext, Runtime};
+
+/// How often the store is looked at for packs installed, activated or removed while the server runs.
+const WATCH_EVERY: Duration = Duration::from_millis(300);
+
+/// Who a call is for, asked at each call (so a grant taken back in `grants.json` holds at once), or why
+/// there is no Principal.
+pub type PrincipalSource = Arc<dyn Fn() -> Result<Principal, String> + Send + Sync>;
+
+/// The MCP server over one runtime, for one Principal (over stdio: the local user, invoker `mcp`).
+#[derive(Clone)]
+pub struct HcpServer {
+    runtime: Arc<Runtime>,
+    principal: PrincipalSource,
+    /// Every call's context: over stdio, the project the host runs in.
+    context: CallContext,
+}
+
+impl HcpServer {
+    pub fn new(runtime: Arc<Runtime>, principal: PrincipalSource, context: CallContext) -> HcpServer {
+        HcpServer { runtime, principal, context }
+    }
+
+    /// The tools as they are now (the store is read each time, so an install shows at once).
+    fn tools(&self) -> BTreeMap<String, ToolSpec> {
+        activated_tools(&self.runtime)
+    }
+}
+
+/// An MCP `Tool` from its spec, every annotation set.
+pub fn to_mcp_tool(t: &ToolSpec) -> Tool {
+    let annotations = ToolAnnotations::with_title(t.title.clone())
+        .read_only(t.hints.read_only)
+        .destructive(t.hints.destructive)
+        .idempotent(t.hints.idempotent)
+        .open_world(t.hints.open_world);
+    Tool::new(t.name.clone(), t.description.clone(), Arc::new(t.input_schema.clone()))
+        .with_title(t.title.clone())
+        .with_annotations(annotations)
+}
+
+fn to_mcp_result(a: ToolAnswer) -> CallToolResult {
+    let mut r = if a.is_error {
+        CallToolResult::structured_error(serde_json::Value::Object(a.structured))
+    } else {
+        CallToolResult::structured(serde_json::Value::Object(a.structured))
+    };
+    r.content = vec![ContentBlock::text(a.text)];
+    r
+}
+
+impl ServerHandler for HcpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Each tool is one command of an activated HCP pack (pack__verb_key). A denial comes back as an \
+                 error result with its code; a confirm-gated write is refused until the person approves the \
+                 card it shows, then called again with \"confirm\": true.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools().values().map(to_mcp_tool).collect()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().get(name).map(to_mcp_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tools = self.tools();
+        let Some(tool) = tools.get(request.name.as_ref()) else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {}; list the tools again (a pack may have been deactivated)",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        if let Some(token) = context.meta.get_progress_token() {
+            let _ = context
+                .peer
+                .notify_progress(ProgressNotificationParam::new(token, 0.0).with_message(tool.title.clone()))
+                .await;
+        }
+        let principal = match (self.principal)() {
+            Ok(p) => p,
+            Err(why) => {
+                let out = ResultEnvelope::denied(&tool.pack_id, &tool.verb_key, Code::Denied, why);
+                return Ok(to_mcp_result(super::call::answer(&out)).into());
+            }
+        };
+        let args = request.arguments.unwrap_or_default();
+        let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
+        let answer = tokio::select! {
+            a = work => a,
+            () = context.ct.cancelled() => {
+                let out = ResultEnvelope::denied(
+                    &tool.pack_id,
+                    &tool.verb_key,
+                    Code::Cancelled,
+                    "cancelled: the client cancelled the call",
+                );
+                super::call::answer(&out)
+            }
+        };
+        Ok(to_mcp_result(answer).into())
+    }
+}
+
+/// Serves `runtime`'s activated packs over stdio until the client goes away. While it runs, a change to the
+/// set of tools (a pack installed, activated, deactivated or removed) is announced with
+/// `notifications/tools/list_changed`.
+pub async fn serve_stdio(
+    runtime: Arc<Runtime>,
+    principal: PrincipalSource,
+    context: CallContext,
+) -> Result<(), McpServeError> {
+    let server = HcpServer::new(runtime, principal, context);
+    let watcher = server.clone();
+    let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| McpServeError(e.to_string()))?;
+    let peer = service.peer().clone();
+    let watch = tokio::spawn(watch_tools(watcher, peer));
+    let ended = service.waiting().await.map(|_| ()).map_err(|e| McpServeError(e.to_string()));
+    watch.abort();
+    ended
+}
+
+/// Why the server could not start or ended abnormally.
+#[derive(Debug, thiserror::Error)]
+#[error("mcp: {0}")]
+pub struct McpServeError(String);
+
+async fn watch_tools(server: HcpServer, peer: Peer<RoleServer>) {
+    let names = |s: &HcpServer| s.tools().into_keys().collect::<Vec<_>>();
+    let mut seen = names(&server);
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        let now = names(&server);
+        if now != seen {
+            seen = now;
+            if peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}

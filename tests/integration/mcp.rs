@@ -1,0 +1,98 @@
+//! `hcpx mcp` driven by the official MCP Python SDK over stdio, as an agent host drives it: tool names,
+//! schemas and annotations, a read, bad arguments, a confirm-gated write without and with `confirm`, an
+//! unknown tool, and the list-changed notification after an install.
+
+use serde_json::Value;
+use std::process::Command;
+
+use crate::helpers::{repo, Home};
+
+fn session(h: &Home) -> Value {
+    for p in ["packs/ledger", "packs/transit-composite"] {
+        assert_eq!(h.run(&["install", repo().join(p).to_str().unwrap()]).status.code(), Some(0));
+    }
+    assert_eq!(h.run(&["activate", "ledger", "transit-composite"]).status.code(), Some(0));
+    let out = Command::new("python3")
+        .arg(repo().join("tests/mcp/client.py"))
+        .arg(env!("CARGO_BIN_EXE_hcpx"))
+        .arg(h.store())
+        .arg(repo().join("packs/transit"))
+        .current_dir(h.t.path())
+        .output()
+        .expect("python3 (scripts/setup.sh installs the mcp package)");
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON report")
+}
+
+#[test]
+fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
+    let h = Home::new();
+    let r = session(&h);
+    assert_eq!(r["server"], "hcpx");
+    assert_eq!(r["list_changed_capability"], true);
+
+    // Names, titles, schemas and every annotation.
+    let tools = r["tools"].as_object().unwrap();
+    assert!(
+        tools.contains_key("ledger__setup_status") && tools.contains_key("transit-composite__plan"),
+        "{tools:?}"
+    );
+    let transfer = &tools["ledger__transfer"];
+    assert_eq!(
+        transfer["annotations"],
+        serde_json::json!({"title": "Paying a payee", "readOnlyHint": false, "destructiveHint": true,
+                           "idempotentHint": false, "openWorldHint": false})
+    );
+    assert_eq!(transfer["input_schema"]["properties"]["confirm"]["type"], "boolean");
+    assert_eq!(transfer["input_schema"]["required"], serde_json::json!(["amount", "payee"]));
+    let status = &tools["ledger__status"]["annotations"];
+    assert_eq!(
+        (status["readOnlyHint"].as_bool(), status["destructiveHint"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(status["idempotentHint"], true);
+
+    // A read: structured content (the result envelope) and a text block.
+    assert_eq!(r["read"]["is_error"], false, "{}", r["read"]);
+    assert_eq!(r["read"]["structured"]["result"]["optionId"], "opt-1");
+    assert!(r["read"]["text"][0].as_str().unwrap().contains("opt-1"));
+
+    // Bad arguments: a denial the model can read, with its code.
+    assert_eq!(r["bad_args"]["is_error"], true);
+    assert_eq!(r["bad_args"]["structured"]["code"], "invalid_args");
+
+    // The confirm gate: refused with the card and the instruction, then run with confirm.
+    let gated = &r["gated"];
+    assert_eq!(
+        (gated["is_error"].as_bool(), gated["structured"]["code"].as_str()),
+        (Some(true), Some("confirm_required"))
+    );
+    assert_eq!(gated["structured"]["preview"]["title"], "Pay demo-transit");
+    let text = gated["text"][0].as_str().unwrap();
+    assert!(text.contains("Pay demo-transit") && text.contains("\"confirm\": true"), "{text}");
+    assert_eq!(r["confirmed"]["is_error"], false, "{}", r["confirmed"]);
+    assert!(r["confirmed"]["text"][0].as_str().unwrap().contains("97.20"), "{}", r["confirmed"]);
+
+    // An unknown tool is a protocol error (invalid params), not a crash.
+    assert_eq!(r["unknown_tool"]["code"], -32602, "{}", r["unknown_tool"]);
+
+    // Installing and activating a pack mid-session announces a new tool list.
+    assert_eq!(r["list_changed"], true, "{r}");
+    assert!(
+        r["tools_after"].as_array().unwrap().iter().any(|t| t == "transit__plan"),
+        "{}",
+        r["tools_after"]
+    );
+
+    // The write was audited with the MCP invoker.
+    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    assert!(
+        audit.lines().any(|l| l.contains("\"invoker\":\"mcp\"") && l.contains("\"verb_key\":\"transfer\"")),
+        "{audit}"
+    );
+}

@@ -1,0 +1,73 @@
+"""Drives `hcpx mcp` over stdio with the official MCP Python SDK (the way an agent host does) and prints
+one JSON document of what it saw, for tests/integration/mcp.rs to check.
+
+Usage: client.py HCPX_BIN HCP_HOME PACK_TO_INSTALL_DURING_THE_SESSION
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+HCPX, HOME, LATE_PACK = sys.argv[1], sys.argv[2], sys.argv[3]
+ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
+
+
+def result(r):
+    return {
+        "is_error": bool(r.is_error),
+        "structured": r.structured_content,
+        "text": [c.text for c in r.content if getattr(c, "type", "") == "text"],
+    }
+
+
+async def main() -> None:
+    seen = []
+
+    async def on_message(message):
+        seen.append(repr(message)[:200])
+
+    report = {}
+    params = StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            init = await session.initialize()
+            report["server"] = init.server_info.name
+            report["list_changed_capability"] = bool(init.capabilities.tools and init.capabilities.tools.list_changed)
+            tools = await session.list_tools()
+            report["tools"] = {
+                t.name: {
+                    "title": t.title,
+                    "description": t.description,
+                    "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else None,
+                    "input_schema": t.input_schema,
+                }
+                for t in tools.tools
+            }
+            report["read"] = result(await session.call_tool("transit-composite__plan", {"from": "A", "to": "B"}))
+            report["bad_args"] = result(await session.call_tool("transit-composite__plan", {"from": "A"}))
+            args = {"amount": "2.80", "payee": "demo-transit"}
+            report["gated"] = result(await session.call_tool("ledger__transfer", args))
+            report["confirmed"] = result(await session.call_tool("ledger__transfer", {**args, "confirm": True}))
+            try:
+                await session.call_tool("nope__nothing", {})
+                report["unknown_tool"] = "answered"
+            except Exception as e:  # the SDK raises on a JSON-RPC error
+                report["unknown_tool"] = {"code": getattr(getattr(e, "error", None), "code", None), "message": str(e)}
+            # A pack installed and activated while the session runs: the server says the list changed.
+            for cmd in (["install", LATE_PACK], ["activate", os.path.basename(LATE_PACK.rstrip("/"))]):
+                subprocess.run([HCPX, *cmd], env=ENV, check=True, capture_output=True)
+            for _ in range(100):
+                if any("ToolListChanged" in s or "tools/list_changed" in s for s in seen):
+                    break
+                await asyncio.sleep(0.05)
+            report["list_changed"] = any("ToolListChanged" in s or "tools/list_changed" in s for s in seen)
+            report["tools_after"] = sorted(t.name for t in (await session.list_tools()).tools)
+    print(json.dumps(report))
+
+
+asyncio.run(main())

@@ -7,27 +7,18 @@ use std::sync::Mutex;
 use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
 use hcpx::adapter::ExecHooks;
-use hcpx::model::grants::Grants;
 use hcpx::model::{Envelope, Invoker, Principal};
-use hcpx::runtime::Runtime;
+use hcpx::runtime::{CallContext, Runtime};
 use hcpx::store::Store;
 
 /// The local CLI Principal: its grants come from `grants.json` at each call (every grant when absent).
 pub fn local_principal(store: &Store) -> anyhow::Result<Principal> {
-    let grants = match store.local_grants() {
-        Ok(Some(g)) => Grants::Only(g),
-        Ok(None) => Grants::All,
-        Err(e) => anyhow::bail!("{e}"),
-    };
-    Ok(Principal::local(grants, Invoker::Cli))
+    store.local_principal(Invoker::Cli).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// The caller's project: `HCP_PROJECT_DIR`, else the current directory.
 pub fn project_dir() -> Option<PathBuf> {
-    std::env::var_os("HCP_PROJECT_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
+    CallContext::local().project_dir
 }
 
 struct Terminal {

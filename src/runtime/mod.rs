@@ -45,6 +45,18 @@ pub struct CallContext {
     pub project_dir: Option<PathBuf>,
 }
 
+impl CallContext {
+    /// A local face's context (the CLI, `hcpx mcp` over stdio): `HCP_PROJECT_DIR`, else the current
+    /// directory.
+    pub fn local() -> CallContext {
+        let project_dir = std::env::var_os("HCP_PROJECT_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok());
+        CallContext { project_dir }
+    }
+}
+
 /// One of the runtime's call slots, given back when dropped.
 struct Slot<'a>(&'a AtomicUsize);
 

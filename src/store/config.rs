@@ -197,4 +197,17 @@ impl Store {
     pub fn local_grants(&self) -> Result<Option<Vec<Grant>>, StoreError> {
         self.read_json("grants.json")
     }
+
+    /// The local user as a Principal reaching the runtime through `invoker`: tenant `local`, the grants of
+    /// `grants.json` as it is now (every grant when there is none).
+    pub fn local_principal(
+        &self,
+        invoker: crate::model::Invoker,
+    ) -> Result<crate::model::Principal, StoreError> {
+        let grants = match self.local_grants()? {
+            Some(g) => crate::model::Grants::Only(g),
+            None => crate::model::Grants::All,
+        };
+        Ok(crate::model::Principal::local(grants, invoker))
+    }
 }

@@ -52,7 +52,7 @@ fn imports(code: &str) -> BTreeSet<String> {
     out
 }
 
-/// `(file, top module)` for every file of the library (the binary's `main.rs`, `cli/` and `output.rs` are
+/// `(file, top module)` for every file of the library (the binaries: `main.rs`, `cli/`, `output.rs` and `bin/` are
 /// the faces, above every layer).
 fn library_files() -> Vec<(PathBuf, String)> {
     let mut files = Vec::new();
@@ -63,7 +63,7 @@ fn library_files() -> Vec<(PathBuf, String)> {
             let rel = p.strip_prefix(src()).unwrap().to_path_buf();
             let first =
                 rel.components().next()?.as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
-            (!matches!(first.as_str(), "main" | "cli" | "output" | "lib")).then_some((p, first))
+            (!matches!(first.as_str(), "main" | "cli" | "output" | "lib" | "bin")).then_some((p, first))
         })
         .collect()
 }

@@ -1,0 +1,49 @@
+//! `hcpx-mcp`: the MCP face as a binary of its own, which `hcpx mcp` runs. The MCP SDK's code lives only
+//! here, so no `hcpx exec` process loads it (each one paid ~0.1–0.2 ms more start-up with it linked in;
+//! docs/perf.md). Serves the activated packs over stdio; stdout is the protocol channel, errors go to
+//! stderr.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use hcpx::mcp::server::serve_stdio;
+use hcpx::model::{Invoker, Principal};
+use hcpx::runtime::{CallContext, Runtime};
+use hcpx::store::Store;
+
+fn fail(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+    ExitCode::from(1)
+}
+
+fn main() -> ExitCode {
+    if let Some(arg) = std::env::args().nth(1) {
+        return fail(&format!("unexpected argument {arg:?}; run `hcpx mcp --help`"));
+    }
+    let home = Store::default_home();
+    let store = match Store::open(&home) {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(&format!(
+                "cannot open the store at {}: {e}; set HCP_HOME to a writable directory",
+                home.display()
+            ))
+        }
+    };
+    // The local user through the MCP face; grants.json is read at each call, so a grant taken back holds
+    // at once.
+    let grants = store.clone();
+    let principal = Arc::new(move || -> Result<Principal, String> {
+        grants.local_principal(Invoker::Mcp).map_err(|e| format!("denied: {e}"))
+    });
+    let runtime = Arc::new(Runtime::new(store));
+    let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    match tokio.block_on(serve_stdio(runtime, principal, CallContext::local())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e.to_string()),
+    }
+}

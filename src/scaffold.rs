@@ -71,6 +71,7 @@ fn help_text(program: &Path) -> String {
         timeout: HELP_TIMEOUT,
         max_output: HELP_CAP,
         confine: None,
+        cancel: None,
     };
     match spawn::run(&spec) {
         Ok(fin) => {

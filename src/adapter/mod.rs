@@ -43,6 +43,8 @@ pub struct Call<'a> {
     /// The live title, shown while the command runs.
     pub live_title: Option<&'a str>,
     pub hooks: &'a dyn ExecHooks,
+    /// Set when the caller went away or cancelled: the adapter stops the command.
+    pub cancel: &'a crate::model::Cancel,
 }
 
 /// What an adapter returns.

@@ -118,6 +118,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         timeout: Duration::from_millis(limits.timeout_ms),
         max_output: limits.max_output_bytes,
         confine: Some((&confinement, probe.landlock_abi(sandbox))),
+        cancel: Some(call.cancel),
     });
     drop(work);
     let fin = spawned.map_err(|e| {
@@ -146,7 +147,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     };
     let mut out = AdapterResult {
         sandbox: Some(confinement.report()),
-        ok: fin.status.success() && !fin.timed_out,
+        ok: fin.status.success() && !fin.timed_out && !fin.cancelled,
         result,
         stdout: Some(stdout),
         stderr: Some(stderr.clone()),
@@ -154,7 +155,14 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         exit_code: fin.status.code(),
         ..AdapterResult::default()
     };
-    if fin.timed_out {
+    if fin.cancelled {
+        out.ok = false;
+        out.code = Some(Code::Cancelled);
+        out.error = Some(
+            "cancelled: the caller cancelled the call; the command and everything it started were stopped"
+                .into(),
+        );
+    } else if fin.timed_out {
         out.code = Some(Code::Timeout);
         out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms));
     } else if !fin.status.success() {

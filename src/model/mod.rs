@@ -8,6 +8,7 @@
 pub mod wire;
 
 pub mod binding;
+pub mod cancel;
 pub mod clock;
 pub mod code;
 pub mod confinement;
@@ -22,6 +23,7 @@ pub mod preview;
 pub mod principal;
 
 pub use binding::{BindingMode, MintedBinding};
+pub use cancel::{Cancel, CancelOnDrop};
 pub use code::{Code, Denial};
 pub use confinement::{LayerName, LayerStatus, SandboxMode, SandboxReport};
 pub use diagnostic::{LintIssue, LintKind};

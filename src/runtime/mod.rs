@@ -43,6 +43,9 @@ pub struct Runtime {
 pub struct CallContext {
     /// The caller's project, for `project`-mode packs; `None` refuses them with `no_project`.
     pub project_dir: Option<PathBuf>,
+    /// Set to stop the call (its caller went away or cancelled); `exec_async` sets it when its future is
+    /// dropped before the call ended.
+    pub cancel: crate::model::Cancel,
 }
 
 impl CallContext {
@@ -53,7 +56,7 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        CallContext { project_dir }
+        CallContext { project_dir, cancel: crate::model::Cancel::new() }
     }
 }
 
@@ -136,7 +139,7 @@ impl Runtime {
 
     /// Runs one call, telling `hooks` when the adapter starts.
     pub fn exec_with(&self, principal: &Principal, env: &Envelope, hooks: &dyn ExecHooks) -> ResultEnvelope {
-        let ctx = CallContext { project_dir: self.project_dir.clone() };
+        let ctx = CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() };
         self.pipeline(principal, env, ArgsInput::Json(&env.args), &ctx, hooks)
     }
 
@@ -155,8 +158,12 @@ impl Runtime {
         ctx: CallContext,
     ) -> ResultEnvelope {
         let (pack_id, verb) = (env.pack_id.clone(), env.verb_key.clone());
+        // Dropped before the call ends (a client that went away), this stops the command.
+        let guard = crate::model::CancelOnDrop::new(ctx.cancel.clone());
         let rt = self.clone();
-        match tokio::task::spawn_blocking(move || rt.exec_in(&principal, &env, &ctx)).await {
+        let ran = tokio::task::spawn_blocking(move || rt.exec_in(&principal, &env, &ctx)).await;
+        guard.disarm();
+        match ran {
             Ok(out) => out,
             Err(e) => Denial::new(Code::AdapterFailed, format!("the call's thread failed: {e}"))
                 .into_envelope(&pack_id, &verb),
@@ -171,7 +178,7 @@ impl Runtime {
         words: &[String],
         hooks: &dyn ExecHooks,
     ) -> ResultEnvelope {
-        let ctx = CallContext { project_dir: self.project_dir.clone() };
+        let ctx = CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() };
         self.pipeline(principal, env, ArgsInput::Words(words), &ctx, hooks)
     }
 

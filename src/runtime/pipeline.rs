@@ -187,6 +187,7 @@ impl Runtime {
             principal,
             live_title: live_title.as_deref(),
             hooks,
+            cancel: &ctx.cancel,
         };
         let ran = adapter.run(&call);
         hooks.exited(ran.exit_code);

@@ -32,6 +32,8 @@ pub struct Spawn<'a> {
     /// The confinement and the Landlock ABI to apply; `None` runs the child with only a fresh environment
     /// (`hcpx wrap` reading a CLI's `--help` on the user's behalf).
     pub confine: Option<(&'a Confinement, u8)>,
+    /// Set by the caller to stop the call before its deadline.
+    pub cancel: Option<&'a crate::model::Cancel>,
 }
 
 /// How it ended.
@@ -39,6 +41,8 @@ pub struct Spawn<'a> {
 pub struct Finished {
     pub status: ExitStatus,
     pub timed_out: bool,
+    /// The caller cancelled; the call's processes were killed.
+    pub cancelled: bool,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub truncated: bool,
@@ -170,14 +174,25 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     std::thread::spawn(move || {
         let _ = tx_exit.send(wait_no_reap(pid));
     });
-    let timed_out = match rx_exit.recv_timeout(spec.timeout) {
-        Ok(_) => false,
-        Err(_) => {
-            kill_call(pid);
-            let _ = rx_exit.recv();
-            true
+    // Until the child ends, the deadline passes or the caller cancels, looking at the flag every 20 ms.
+    let deadline = std::time::Instant::now() + spec.timeout;
+    let (mut timed_out, mut cancelled) = (false, false);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let step = if spec.cancel.is_some() { left.min(Duration::from_millis(20)) } else { left };
+        match rx_exit.recv_timeout(step) {
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                cancelled = spec.cancel.is_some_and(|c| c.is_cancelled());
+                timed_out = !cancelled && left <= step;
+                if cancelled || timed_out {
+                    kill_call(pid);
+                    let _ = rx_exit.recv();
+                    break;
+                }
+            }
         }
-    };
+    }
     kill_call(pid);
     let status = reap(pid).map_err(|e| SpawnError {
         stage: "cannot wait for the program",
@@ -189,7 +204,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     // grace period, and say the output is incomplete.
     let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or((Vec::new(), true));
     let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or((Vec::new(), true));
-    Ok(Finished { status, timed_out, stdout, stderr, truncated: t1 || t2 })
+    Ok(Finished { status, timed_out, cancelled, stdout, stderr, truncated: t1 || t2 })
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {

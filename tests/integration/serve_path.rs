@@ -103,8 +103,78 @@ fn the_project_directory_comes_with_the_call() {
     let args = json!({"file": "data.json", "path": "a"}).as_object().cloned().unwrap();
     let none = rt.exec_in(&agent(), &Envelope::new("jq", "get", args.clone()), &CallContext::default());
     assert_eq!(none.code, Some(Code::NoProject), "a served runtime has no project of its own: {none:?}");
-    let ctx = CallContext { project_dir: Some(project) };
+    let ctx = CallContext { project_dir: Some(project), ..CallContext::default() };
     let out = rt.exec_in(&agent(), &Envelope::new("jq", "get", args), &ctx);
     assert!(out.ok, "{out:?}");
     assert_eq!(out.result, Some(json!(7)));
+}
+
+/// Whether `done` comes true (a hang guard, not a timing bound: the event is expected within milliseconds).
+fn eventually(done: impl Fn() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while !done() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn a_call_whose_caller_goes_away_stops_its_process_group() {
+    use crate::escape::{survivors, token};
+    use crate::helpers::Fixture;
+    let h = Home::new();
+    let tok = token();
+    let mut f = Fixture::wrap();
+    f.surface = json!({
+        "id": "slow", "name": "Slow", "kind": "wrap", "cliBin": "slow",
+        "binding": { "mode": "public" },
+        "wrap": { "bin": "./bin/slow", "json_flag": [], "workspace": { "mode": "ephemeral" } },
+        "verbs": { "wait": { "description": "Wait a long time.", "cli": ["slow", "wait"] } }
+    });
+    f.policy = json!({ "surface_id": "slow", "verbs": { "wait": { "operation": "read" } } });
+    f.harness = "# Slow\n\nWaits.\n".into();
+    // A child of the command, so the whole group must go, not only the process the runtime started.
+    f.files = vec![("bin/slow".into(), format!("#!/bin/sh\nsleep {tok} &\nsleep {tok}\n"), true)];
+    h.install(&f, "slow");
+    // The deadline is far away: only the cancellation can stop it.
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+    let rt = served(&h, 4);
+    let tokio = tokio_rt();
+    let call = tokio.spawn(rt.clone().exec_async(
+        agent(),
+        Envelope::new("slow", "wait", Map::new()),
+        CallContext::default(),
+    ));
+    let started = eventually(|| survivors(&tok).len() == 2);
+    // The caller goes away: its future is dropped.
+    call.abort();
+    let gone = eventually(|| survivors(&tok).is_empty());
+    let freed = eventually(|| rt.calls_in_flight() == 0);
+    // Without waiting for a call that was not stopped (a failure must fail, not hang).
+    tokio.shutdown_background();
+    assert!(started, "the command never started");
+    assert!(gone, "processes of the cancelled call survive: {:?}", survivors(&tok));
+    assert!(freed, "the call's slot was not given back");
+}
+
+#[test]
+fn a_cancelled_composite_call_answers_cancelled() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["sleep", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+    let rt = served(&h, 4);
+    let ctx = CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+    });
+    // `sleep` blocks in a WASI host call for an hour; only the cancellation ends it.
+    let out = rt.exec_in(&agent(), &Envelope::new(&id, "sleep", Map::new()), &ctx);
+    canceller.join().unwrap();
+    assert_eq!((out.ok, out.code), (false, Some(Code::Cancelled)), "{out:?}");
+    assert!(rt.exec_in(&agent(), &Envelope::new(&id, "ok", Map::new()), &CallContext::default()).ok);
 }

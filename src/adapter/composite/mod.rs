@@ -364,7 +364,27 @@ impl Adapter for CompositeAdapter {
             );
         }
         let timeout = Duration::from_millis(limits.timeout_ms);
-        let answer = self.block_on(timeout, call_component(prepared, store, ctx, call.verb_key, &args));
+        // The call ends when the component answers, the deadline passes, or the caller cancels (the future is
+        // dropped at its next await; a guest that never awaits is stopped by its epoch deadline).
+        let cancel = call.cancel.clone();
+        let running = async {
+            tokio::select! {
+                a = call_component(prepared, store, ctx, call.verb_key, &args) => Some(a),
+                () = cancelled(&cancel) => None,
+            }
+        };
+        let answer = match self.block_on(timeout, running) {
+            Ok(Some(None)) => {
+                let _ = guard.as_ref().map(|g| g.restore());
+                return AdapterResult::fail(
+                    Code::Cancelled,
+                    "cancelled: the caller cancelled the call; the component was stopped",
+                );
+            }
+            Ok(Some(Some(a))) => Ok(Some(a)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        };
         let restored = guard.as_ref().map(|g| g.restore()).unwrap_or(Ok(()));
         drop(guard);
         drop(work);
@@ -451,4 +471,11 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
     let text = format!("{e:#}");
     let first = text.lines().next().unwrap_or("trap").to_string();
     AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
+}
+
+/// Resolves once `cancel` is set, looking every 20 ms.
+async fn cancelled(cancel: &crate::model::Cancel) {
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -1,13 +1,31 @@
 //! `hcpx mcp` driven by the official MCP Python SDK over stdio, as an agent host drives it: tool names,
 //! schemas and annotations, a read, bad arguments, a confirm-gated write without and with `confirm`, an
-//! unknown tool, and the list-changed notification after an install.
+//! unknown tool, a long call the client cancels (its processes are gone afterwards), and the list-changed
+//! notification after an install.
 
 use serde_json::Value;
 use std::process::Command;
 
-use crate::helpers::{repo, Home};
+use crate::helpers::{repo, Fixture, Home};
 
-fn session(h: &Home) -> Value {
+/// A wrap whose command (and a child of it) sleeps far past any test, named by `tok` in its command line.
+fn slow_pack(h: &Home, tok: &str) {
+    let mut f = Fixture::wrap();
+    f.surface = serde_json::json!({
+        "id": "slow", "name": "Slow", "kind": "wrap", "cliBin": "slow",
+        "binding": { "mode": "public" },
+        "wrap": { "bin": "./bin/slow", "json_flag": [], "workspace": { "mode": "ephemeral" } },
+        "verbs": { "wait": { "description": "Wait a long time.", "cli": ["slow", "wait"] } }
+    });
+    f.policy = serde_json::json!({ "surface_id": "slow", "verbs": { "wait": { "operation": "read" } } });
+    f.harness = "# Slow\n\nWaits.\n".into();
+    f.files = vec![("bin/slow".into(), format!("#!/bin/sh\nsleep {tok} &\nsleep {tok}\n"), true)];
+    h.install(&f, "slow");
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+}
+
+fn session(h: &Home, tok: &str) -> Value {
+    slow_pack(h, tok);
     for p in ["packs/ledger", "packs/transit-composite"] {
         assert_eq!(h.run(&["install", repo().join(p).to_str().unwrap()]).status.code(), Some(0));
     }
@@ -32,7 +50,8 @@ fn session(h: &Home) -> Value {
 #[test]
 fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
     let h = Home::new();
-    let r = session(&h);
+    let tok = crate::escape::token();
+    let r = session(&h, &tok);
     assert_eq!(r["server"], "hcpx");
     assert_eq!(r["list_changed_capability"], true);
 
@@ -88,6 +107,14 @@ fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
         "{}",
         r["tools_after"]
     );
+
+    // The client gave up on a long call: the server stopped it, and none of its processes is left.
+    assert!(r["cancelled"]["raised"].is_string(), "{}", r["cancelled"]);
+    let start = std::time::Instant::now();
+    while !crate::escape::survivors(&tok).is_empty() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(crate::escape::survivors(&tok).is_empty(), "a cancelled call left its processes running");
 
     // The write was audited with the MCP invoker.
     let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();

@@ -4,6 +4,7 @@ one JSON document of what it saw, for tests/integration/mcp.rs to check.
 Usage: client.py HCPX_BIN HCP_HOME PACK_TO_INSTALL_DURING_THE_SESSION
 """
 
+
 import asyncio
 import json
 import os
@@ -58,6 +59,12 @@ async def main() -> None:
                 report["unknown_tool"] = "answered"
             except Exception as e:  # the SDK raises on a JSON-RPC error
                 report["unknown_tool"] = {"code": getattr(getattr(e, "error", None), "code", None), "message": str(e)}
+            # A long call the client gives up on: the SDK cancels it (notifications/cancelled).
+            try:
+                await session.call_tool("slow__wait", {}, read_timeout_seconds=1.0)
+                report["cancelled"] = "answered"
+            except Exception as e:
+                report["cancelled"] = {"raised": type(e).__name__}
             # A pack installed and activated while the session runs: the server says the list changed.
             for cmd in (["install", LATE_PACK], ["activate", os.path.basename(LATE_PACK.rstrip("/"))]):
                 subprocess.run([HCPX, *cmd], env=ENV, check=True, capture_output=True)

@@ -18,8 +18,12 @@ fn fail(message: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    if let Some(arg) = std::env::args().nth(1) {
-        return fail(&format!("unexpected argument {arg:?}; run `hcpx mcp --help`"));
+    let mut single_tool = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--single-tool" => single_tool = true,
+            _ => return fail(&format!("unexpected argument {arg:?}; run `hcpx mcp --help`")),
+        }
     }
     let home = Store::default_home();
     let store = match Store::open(&home) {
@@ -42,7 +46,7 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match tokio.block_on(serve_stdio(runtime, principal, CallContext::local())) {
+    match tokio.block_on(serve_stdio(runtime, principal, CallContext::local(), single_tool)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }

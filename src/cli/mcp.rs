@@ -7,10 +7,14 @@ use super::{fail, McpArgs};
 use crate::output::Printer;
 
 /// Replaces this process with `hcpx-mcp` from the same directory; returns only when that fails.
-pub fn run(p: &Printer, _a: &McpArgs) -> anyhow::Result<u8> {
+pub fn run(p: &Printer, a: &McpArgs) -> anyhow::Result<u8> {
     let exe = std::env::current_exe()?;
     let server = exe.with_file_name("hcpx-mcp");
-    let err = std::process::Command::new(&server).exec();
+    let mut cmd = std::process::Command::new(&server);
+    if a.single_tool {
+        cmd.arg("--single-tool");
+    }
+    let err = cmd.exec();
     Ok(fail(
         p,
         &format!(

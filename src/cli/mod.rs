@@ -95,7 +95,12 @@ pub enum Command {
 
 /// `hcpx mcp`.
 #[derive(Debug, clap::Args)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    /// Serve one `hcp` tool taking `list`, `commands PACK`, `skill PACK`, `exec PACK VERB {json}` (for hosts
+    /// with many packs) instead of one tool per command.
+    #[arg(long)]
+    pub single_tool: bool,
+}
 
 /// `hcpx lint DIR [--json]`.
 #[derive(Debug, clap::Args)]

@@ -3,4 +3,5 @@
 
 pub mod call;
 pub mod server;
+pub mod single;
 pub mod tools;

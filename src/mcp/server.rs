@@ -31,11 +31,36 @@ pub struct HcpServer {
     principal: PrincipalSource,
     /// Every call's context: over stdio, the project the host runs in.
     context: CallContext,
+    /// One `hcp` tool with a command language instead of one tool per command.
+    single_tool: bool,
 }
 
 impl HcpServer {
     pub fn new(runtime: Arc<Runtime>, principal: PrincipalSource, context: CallContext) -> HcpServer {
-        HcpServer { runtime, principal, context }
+        HcpServer { runtime, principal, context, single_tool: false }
+    }
+
+    /// Serves one `hcp` tool (`--single-tool`).
+    pub fn single_tool(mut self, on: bool) -> HcpServer {
+        self.single_tool = on;
+        self
+    }
+
+    /// The `hcp` tool: it may run writes, so it is annotated as the strongest of them.
+    fn hcp_tool(&self) -> Tool {
+        let open_world = self.tools().values().any(|t| t.hints.open_world);
+        let annotations = ToolAnnotations::with_title("HCP packs".to_string())
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(open_world);
+        Tool::new(
+            super::single::TOOL,
+            "Run the commands of the activated HCP packs: `list`, `commands PACK`, `skill PACK`, `exec PACK VERB {json args}`.",
+            Arc::new(super::single::input_schema()),
+        )
+        .with_title("HCP packs".to_string())
+        .with_annotations(annotations)
     }
 
     /// The tools as they are now (the store is read each time, so an install shows at once).
@@ -82,10 +107,16 @@ impl ServerHandler for HcpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        if self.single_tool {
+            return Ok(ListToolsResult::with_all_items(vec![self.hcp_tool()]));
+        }
         Ok(ListToolsResult::with_all_items(self.tools().values().map(to_mcp_tool).collect()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.single_tool {
+            return (name == super::single::TOOL).then(|| self.hcp_tool());
+        }
         self.tools().get(name).map(to_mcp_tool)
     }
 
@@ -94,6 +125,9 @@ impl ServerHandler for HcpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if self.single_tool {
+            return self.call_hcp(request, context).await;
+        }
         let tools = self.tools();
         let Some(tool) = tools.get(request.name.as_ref()) else {
             return Err(McpError::invalid_params(
@@ -135,6 +169,42 @@ impl ServerHandler for HcpServer {
     }
 }
 
+impl HcpServer {
+    /// A call of the one `hcp` tool: its `command` line, through the same pipeline.
+    async fn call_hcp(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != super::single::TOOL {
+            return Err(McpError::invalid_params(
+                format!("unknown tool {}; the one tool is hcp", request.name),
+                None,
+            ));
+        }
+        let Some(line) = request.arguments.as_ref().and_then(|a| a.get("command")).and_then(|c| c.as_str())
+        else {
+            return Err(McpError::invalid_params("the hcp tool takes {\"command\": \"…\"}", None));
+        };
+        let principal = match (self.principal)() {
+            Ok(p) => p,
+            Err(why) => {
+                let out = ResultEnvelope::denied(super::single::TOOL, "command", Code::Denied, why);
+                return Ok(to_mcp_result(super::call::answer(&out)).into());
+            }
+        };
+        let work = super::single::run(self.runtime.clone(), principal, self.context.clone(), line);
+        let answer = tokio::select! {
+            a = work => a,
+            () = context.ct.cancelled() => {
+                let out = ResultEnvelope::denied(super::single::TOOL, "command", Code::Cancelled, "cancelled: the client cancelled the call");
+                super::call::answer(&out)
+            }
+        };
+        Ok(to_mcp_result(answer).into())
+    }
+}
+
 /// Serves `runtime`'s activated packs over stdio until the client goes away. While it runs, a change to the
 /// set of tools (a pack installed, activated, deactivated or removed) is announced with
 /// `notifications/tools/list_changed`.
@@ -142,8 +212,9 @@ pub async fn serve_stdio(
     runtime: Arc<Runtime>,
     principal: PrincipalSource,
     context: CallContext,
+    single_tool: bool,
 ) -> Result<(), McpServeError> {
-    let server = HcpServer::new(runtime, principal, context);
+    let server = HcpServer::new(runtime, principal, context).single_tool(single_tool);
     let watcher = server.clone();
     let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| McpServeError(e.to_string()))?;
     let peer = service.peer().clone();

@@ -123,3 +123,40 @@ fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
         "{audit}"
     );
 }
+
+#[test]
+fn one_hcp_tool_with_a_command_language_for_hosts_with_many_packs() {
+    let h = Home::new();
+    for p in ["packs/ledger", "packs/transit-composite"] {
+        assert_eq!(h.run(&["install", repo().join(p).to_str().unwrap()]).status.code(), Some(0));
+    }
+    assert_eq!(h.run(&["activate", "ledger", "transit-composite"]).status.code(), Some(0));
+    let out = Command::new("python3")
+        .arg(repo().join("tests/mcp/single.py"))
+        .arg(env!("CARGO_BIN_EXE_hcpx"))
+        .arg(h.store())
+        .current_dir(h.t.path())
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["tools"], serde_json::json!(["hcp"]));
+    assert_eq!(r["annotations"]["destructiveHint"], true, "it can run writes: {}", r["annotations"]);
+    let ids: Vec<&str> = r["list"]["structured"]["packs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"ledger") && ids.contains(&"transit-composite"), "{ids:?}");
+    assert!(r["commands"]["text"].as_str().unwrap().contains("transfer"));
+    assert!(r["skill"]["text"].as_str().unwrap().contains("Ledger"), "{}", r["skill"]);
+    assert_eq!(r["read"]["structured"]["result"]["optionId"], "opt-1", "{}", r["read"]);
+    // The same confirm gate as one tool per command.
+    assert_eq!(r["gated"]["structured"]["code"], "confirm_required");
+    assert_eq!(r["confirmed"]["is_error"], false, "{}", r["confirmed"]);
+    assert_eq!(
+        (r["nonsense"]["is_error"].as_bool(), r["nonsense"]["structured"]["code"].as_str()),
+        (Some(true), Some("invalid_args"))
+    );
+}

@@ -1,0 +1,109 @@
+//! `hcpx mcp --single-tool`: one `hcp` tool for hosts with many packs, whose input is a small command
+//! language — `list`, `commands PACK`, `skill PACK`, `exec PACK VERB {args}` — answered within 25,000
+//! tokens, with the same pipeline (grants, arguments, the confirm gate) as one tool per command.
+
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+use super::call::{answer, ToolAnswer};
+use crate::model::{Code, Denial, Envelope, Principal};
+use crate::runtime::{CallContext, Runtime};
+
+/// The tool's name.
+pub const TOOL: &str = "hcp";
+
+/// Longest answer, in approximate tokens (4 characters each).
+pub const MAX_TOKENS: usize = 25_000;
+
+/// The tool's input schema.
+pub fn input_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": "One of: `list` (the packs), `commands PACK` (its commands and argument schemas), `skill PACK` (how to use it), `exec PACK VERB {json args}` (run a command; add \"confirm\": true only once the person approved the card a gated write shows)"
+            }
+        },
+        "required": ["command"]
+    });
+    schema.as_object().cloned().unwrap_or_default()
+}
+
+/// Runs one command line of the language.
+pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, line: &str) -> ToolAnswer {
+    let line = line.trim();
+    let (verb, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    let report = |v: Result<Value, Denial>| match v {
+        Ok(v) => capped(ToolAnswer {
+            text: serde_json::to_string_pretty(&v).unwrap_or_default(),
+            structured: v.as_object().cloned().unwrap_or_default(),
+            is_error: false,
+        }),
+        Err(d) => refused(d),
+    };
+    match (verb, rest) {
+        ("list", "") => report(runtime.list().map(|r| json!(r))),
+        ("commands", pack) if one_word(pack) => report(runtime.commands(pack).map(|r| json!(r))),
+        ("skill", pack) if one_word(pack) => report(runtime.skill(pack, false).map(|r| json!(r))),
+        ("exec", rest) => {
+            let mut words = rest.splitn(3, char::is_whitespace);
+            let (Some(pack), Some(cmd)) = (words.next().filter(|w| !w.is_empty()), words.next()) else {
+                return refused(usage("exec needs a pack and a command: exec PACK VERB {json args}"));
+            };
+            let args = match words.next().map(str::trim).filter(|a| !a.is_empty()) {
+                None => Map::new(),
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(m)) => m,
+                    _ => return refused(usage("the arguments after exec PACK VERB must be one JSON object")),
+                },
+            };
+            let out = runtime.exec_async(principal, Envelope::new(pack, cmd, args), ctx).await;
+            capped(answer(&out))
+        }
+        _ => refused(usage(&format!("unknown command {line:?}"))),
+    }
+}
+
+fn one_word(s: &str) -> bool {
+    !s.is_empty() && !s.contains(char::is_whitespace)
+}
+
+fn usage(what: &str) -> Denial {
+    Denial::new(
+        Code::InvalidArgs,
+        format!("{what}; the hcp tool takes `list`, `commands PACK`, `skill PACK` or `exec PACK VERB {{json args}}`"),
+    )
+}
+
+fn refused(d: Denial) -> ToolAnswer {
+    answer(&d.into_envelope(TOOL, "command"))
+}
+
+/// Keeps the text within [`MAX_TOKENS`], saying so when it was cut.
+fn capped(mut a: ToolAnswer) -> ToolAnswer {
+    let max = MAX_TOKENS * 4;
+    if a.text.chars().count() > max {
+        let cut: String = a.text.chars().take(max - 200).collect();
+        a.text = format!(
+            "{cut}\n… cut at ~{MAX_TOKENS} tokens; ask for less (one pack's commands, the skill's lead)"
+        );
+        a.structured = Map::new();
+        a.structured.insert("truncated".into(), Value::Bool(true));
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_answers_are_cut_and_say_so() {
+        let a = capped(ToolAnswer { structured: Map::new(), text: "x".repeat(200_000), is_error: false });
+        assert!(a.text.chars().count() <= MAX_TOKENS * 4);
+        assert!(a.text.ends_with("the skill's lead)"));
+        assert_eq!(a.structured["truncated"], true);
+    }
+}

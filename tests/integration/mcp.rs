@@ -8,8 +8,9 @@ use std::process::Command;
 
 use crate::helpers::{repo, Fixture, Home};
 
-/// A wrap whose command (and a child of it) sleeps far past any test, named by `tok` in its command line.
-fn slow_pack(h: &Home, tok: &str) {
+/// A wrap whose command (and a child of it) sleeps far past any test, named by `tok` in its command line;
+/// its deadline is far away, so only a cancellation stops it.
+pub(crate) fn slow_pack(h: &Home, tok: &str) {
     let mut f = Fixture::wrap();
     f.surface = serde_json::json!({
         "id": "slow", "name": "Slow", "kind": "wrap", "cliBin": "slow",
@@ -30,11 +31,17 @@ fn session(h: &Home, tok: &str) -> Value {
         assert_eq!(h.run(&["install", repo().join(p).to_str().unwrap()]).status.code(), Some(0));
     }
     assert_eq!(h.run(&["activate", "ledger", "transit-composite"]).status.code(), Some(0));
+    client(h, "client.py", &[repo().join("packs/transit").to_str().unwrap()])
+}
+
+/// Runs `tests/mcp/SCRIPT HCPX HCP_HOME ARGS…` (the official MCP Python SDK against `hcpx mcp`) and returns
+/// the JSON report it prints.
+fn client(h: &Home, script: &str, args: &[&str]) -> Value {
     let out = Command::new("python3")
-        .arg(repo().join("tests/mcp/client.py"))
+        .arg(repo().join("tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_hcpx"))
         .arg(h.store())
-        .arg(repo().join("packs/transit"))
+        .args(args)
         .current_dir(h.t.path())
         .output()
         .expect("python3 (scripts/setup.sh installs the mcp package)");
@@ -131,15 +138,7 @@ fn one_hcp_tool_with_a_command_language_for_hosts_with_many_packs() {
         assert_eq!(h.run(&["install", repo().join(p).to_str().unwrap()]).status.code(), Some(0));
     }
     assert_eq!(h.run(&["activate", "ledger", "transit-composite"]).status.code(), Some(0));
-    let out = Command::new("python3")
-        .arg(repo().join("tests/mcp/single.py"))
-        .arg(env!("CARGO_BIN_EXE_hcpx"))
-        .arg(h.store())
-        .current_dir(h.t.path())
-        .output()
-        .expect("python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = client(&h, "single.py", &[]);
     assert_eq!(r["tools"], serde_json::json!(["hcp"]));
     assert_eq!(r["annotations"]["destructiveHint"], true, "it can run writes: {}", r["annotations"]);
     let ids: Vec<&str> = r["list"]["structured"]["packs"]

@@ -124,23 +124,9 @@ fn eventually(done: impl Fn() -> bool) -> bool {
 #[test]
 fn a_call_whose_caller_goes_away_stops_its_process_group() {
     use crate::escape::{survivors, token};
-    use crate::helpers::Fixture;
     let h = Home::new();
     let tok = token();
-    let mut f = Fixture::wrap();
-    f.surface = json!({
-        "id": "slow", "name": "Slow", "kind": "wrap", "cliBin": "slow",
-        "binding": { "mode": "public" },
-        "wrap": { "bin": "./bin/slow", "json_flag": [], "workspace": { "mode": "ephemeral" } },
-        "verbs": { "wait": { "description": "Wait a long time.", "cli": ["slow", "wait"] } }
-    });
-    f.policy = json!({ "surface_id": "slow", "verbs": { "wait": { "operation": "read" } } });
-    f.harness = "# Slow\n\nWaits.\n".into();
-    // A child of the command, so the whole group must go, not only the process the runtime started.
-    f.files = vec![("bin/slow".into(), format!("#!/bin/sh\nsleep {tok} &\nsleep {tok}\n"), true)];
-    h.install(&f, "slow");
-    // The deadline is far away: only the cancellation can stop it.
-    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+    crate::mcp::slow_pack(&h, &tok);
     let rt = served(&h, 4);
     let tokio = tokio_rt();
     let call = tokio.spawn(rt.clone().exec_async(

@@ -18,6 +18,7 @@ pub const COMMANDS: &[(&str, Operation, &str)] = &[
     ("hcp.list", Operation::Read, ""),
     ("hcp.availability", Operation::Read, ""),
     ("hcp.skill", Operation::Read, ""),
+    ("hcp.commands", Operation::Read, ""),
     ("hcp.install", Operation::Write, "hcpx install DIR"),
     ("hcp.uninstall", Operation::Write, "hcpx uninstall ID"),
     ("hcp.activate", Operation::Write, "hcpx activate ID…"),
@@ -80,6 +81,7 @@ impl Runtime {
         let allowed: &[&str] = match verb {
             "hcp.availability" => &["pack_id"],
             "hcp.skill" => &["pack_id", "full"],
+            "hcp.commands" => &["pack_id"],
             _ if op == Operation::Write => &["dir", "pack_id", "pack_ids", "bins", "confirm", "apply"],
             _ => &[],
         };
@@ -92,6 +94,7 @@ impl Runtime {
             "hcp.availability" => {
                 json!(self.availability(principal, &text_arg(&env.args, "pack_id", &target)?))
             }
+            "hcp.commands" => json!(self.commands(&text_arg(&env.args, "pack_id", &target)?)?),
             "hcp.skill" => {
                 let id = text_arg(&env.args, "pack_id", &target)?;
                 json!(self.skill(&id, bool_arg(&env.args, "full", &target)?)?)

@@ -52,6 +52,8 @@ fn the_cli_and_the_bootstrap_pack_give_the_same_reports() {
     };
     let (_, list) = h.exec("hcp-cli", "hcp.list", &[]);
     assert_eq!(list["result"], cli(&["list", "--json"]));
+    let (_, commands) = h.exec("hcp-cli", "hcp.commands", &["pack_id=transit"]);
+    assert_eq!(commands["result"], cli(&["commands", "transit", "--json"]));
     let (_, skill) = h.exec("hcp-cli", "hcp.skill", &["pack_id=transit", "full=true"]);
     assert_eq!(skill["result"], cli(&["skill", "transit", "--full", "--json"]));
     let (_, doctor) = h.exec("hcp-cli", "hcp.doctor", &[]);

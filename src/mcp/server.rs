@@ -152,6 +152,15 @@ impl ServerHandler for HcpServer {
             }
         };
         let args = request.arguments.unwrap_or_default();
+        let gate = |a: &serde_json::Map<String, serde_json::Value>| {
+            ["confirm", "apply"].iter().any(|k| a.get(*k) == Some(&serde_json::Value::Bool(true)))
+        };
+        if tool.confirm
+            && !gate(&args)
+            && context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
+        {
+            return Ok(self.ask_the_person(tool, principal, args, &context).await.into());
+        }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
         let answer = tokio::select! {
             a = work => a,
@@ -170,6 +179,59 @@ impl ServerHandler for HcpServer {
 }
 
 impl HcpServer {
+    /// A confirm-gated write from a client that can ask its user (elicitation): the call goes through the
+    /// pipeline once without `confirm` (so arguments and grants are checked and the card is filled), the
+    /// person is shown the card, and only their approval runs it with `confirm: true`. A client that cannot
+    /// be asked gets the card and the instruction instead.
+    async fn ask_the_person(
+        &self,
+        tool: &ToolSpec,
+        principal: Principal,
+        args: serde_json::Map<String, serde_json::Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+        let first =
+            call(self.runtime.clone(), principal.clone(), tool, args.clone(), self.context.clone()).await;
+        if first.structured.get("code").and_then(|c| c.as_str()) != Some(Code::ConfirmRequired.as_str()) {
+            return to_mcp_result(first);
+        }
+        let card = first.structured.get("preview").cloned().unwrap_or_default();
+        let mut message = format!("Approve this call of {}?", tool.title);
+        if let Some(t) = card.get("title").and_then(|t| t.as_str()) {
+            message.push_str(&format!("\n{t}"));
+        }
+        for (k, v) in card.get("fields").and_then(|f| f.as_object()).into_iter().flatten() {
+            message.push_str(&format!("\n{k}: {}", v.as_str().unwrap_or_default()));
+        }
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: ElicitationSchema::builder().required_bool("approve").build_unchecked(),
+        };
+        match context.peer.create_elicitation(params).await {
+            Ok(r)
+                if r.action == ElicitationAction::Accept
+                    && r.content.as_ref().and_then(|c| c.get("approve"))
+                        == Some(&serde_json::Value::Bool(true)) =>
+            {
+                let mut args = args;
+                args.insert("confirm".into(), serde_json::Value::Bool(true));
+                to_mcp_result(call(self.runtime.clone(), principal, tool, args, self.context.clone()).await)
+            }
+            Ok(_) => {
+                let out = ResultEnvelope::denied(
+                    &tool.pack_id,
+                    &tool.verb_key,
+                    Code::ConfirmRequired,
+                    "confirm required: the person did not approve the call, and nothing ran",
+                );
+                to_mcp_result(super::call::answer(&out))
+            }
+            // The client said it could ask and then could not: the card and the instruction.
+            Err(_) => to_mcp_result(first),
+        }
+    }
     /// A call of the one `hcp` tool: its `command` line, through the same pipeline.
     async fn call_hcp(
         &self,

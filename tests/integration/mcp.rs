@@ -159,3 +159,28 @@ fn one_hcp_tool_with_a_command_language_for_hosts_with_many_packs() {
         (Some(true), Some("invalid_args"))
     );
 }
+
+#[test]
+fn a_client_that_can_ask_its_user_shows_the_card_and_runs_only_on_approval() {
+    let h = Home::new();
+    assert_eq!(h.run(&["install", repo().join("packs/ledger").to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "ledger"]).status.code(), Some(0));
+    let r = client(&h, "elicit.py", &[]);
+    let asked = r["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{r}");
+    assert!(
+        asked[0].as_str().unwrap().contains("Pay demo-transit")
+            && asked[0].as_str().unwrap().contains("2.80")
+    );
+    assert_eq!(r["approved"]["is_error"], false, "{}", r["approved"]);
+    assert!(r["approved"]["text"].as_str().unwrap().contains("97.20"), "{}", r["approved"]);
+    assert_eq!(r["refused"]["is_error"], true);
+    assert_eq!(r["refused"]["structured"]["code"], "confirm_required");
+    // One payment only: the refused call never ran.
+    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    let paid = audit
+        .lines()
+        .filter(|l| l.contains("\"verb_key\":\"transfer\"") && l.contains("\"ok\":true"))
+        .count();
+    assert_eq!(paid, 1, "{audit}");
+}

@@ -1,0 +1,42 @@
+"""Drives a confirm-gated write through `hcpx mcp` from a client that can ask its user (elicitation): the
+person is shown the card; one approval runs the call, one refusal does not.
+
+Usage: elicit.py HCPX_BIN HCP_HOME
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import ElicitResult
+
+HCPX, HOME = sys.argv[1], sys.argv[2]
+ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
+
+
+async def main() -> None:
+    asked = []
+    answers = iter([True, False])
+
+    async def person(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": next(answers)})
+
+    report = {}
+    params = StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=person) as session:
+            await session.initialize()
+            args = {"amount": "2.80", "payee": "demo-transit"}
+            for key in ("approved", "refused"):
+                r = await session.call_tool("ledger__transfer", args)
+                report[key] = {"is_error": bool(r.is_error), "structured": r.structured_content,
+                               "text": r.content[0].text if r.content else ""}
+    report["asked"] = asked
+    print(json.dumps(report))
+
+
+asyncio.run(main())

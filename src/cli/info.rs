@@ -4,19 +4,7 @@ use serde_json::{json, Value};
 
 use super::{exit, fail, open_store, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
-use hcpx::pack::Pack;
 use hcpx::runtime::Runtime;
-use hcpx::store::Store;
-
-/// The installed pack `id`, or the exit code of the failure already printed.
-fn installed(p: &Printer, id: &str) -> anyhow::Result<Result<Pack, u8>> {
-    let store: Store = open_store()?;
-    Ok(match store.load_pack(id) {
-        Ok(Some(pack)) => Ok(pack),
-        Ok(None) => Err(fail(p, &format!("unknown pack {id}; install it with `hcpx install DIR`"))),
-        Err(e) => Err(fail(p, &e.to_string())),
-    })
-}
 
 /// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
 pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
@@ -75,9 +63,9 @@ pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
-    let pack = match installed(p, &a.id)? {
+    let pack = match Runtime::new(open_store()?).installed_pack(&a.id) {
         Ok(x) => x,
-        Err(code) => return Ok(code),
+        Err(d) => return Ok(fail(p, &d.message)),
     };
     let Some(cmd) = pack.command(&a.verb) else {
         return Ok(fail(p, &format!("pack {} has no command {}", pack.id, a.verb)));

@@ -144,12 +144,9 @@ impl ServerHandler for HcpServer {
                 .notify_progress(ProgressNotificationParam::new(token, 0.0).with_message(tool.title.clone()))
                 .await;
         }
-        let principal = match (self.principal)() {
+        let principal = match self.principal_for(&tool.pack_id, &tool.verb_key) {
             Ok(p) => p,
-            Err(why) => {
-                let out = ResultEnvelope::denied(&tool.pack_id, &tool.verb_key, Code::Denied, why);
-                return Ok(to_mcp_result(super::call::answer(&out)).into());
-            }
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let args = request.arguments.unwrap_or_default();
         let gate = |a: &serde_json::Map<String, serde_json::Value>| {
@@ -162,19 +159,7 @@ impl ServerHandler for HcpServer {
             return Ok(self.ask_the_person(tool, principal, args, &context).await.into());
         }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
-        let answer = tokio::select! {
-            a = work => a,
-            () = context.ct.cancelled() => {
-                let out = ResultEnvelope::denied(
-                    &tool.pack_id,
-                    &tool.verb_key,
-                    Code::Cancelled,
-                    "cancelled: the client cancelled the call",
-                );
-                super::call::answer(&out)
-            }
-        };
-        Ok(to_mcp_result(answer).into())
+        Ok(to_mcp_result(unless_cancelled(work, &context, &tool.pack_id, &tool.verb_key).await).into())
     }
 }
 
@@ -248,22 +233,35 @@ impl HcpServer {
         else {
             return Err(McpError::invalid_params("the hcp tool takes {\"command\": \"…\"}", None));
         };
-        let principal = match (self.principal)() {
+        let principal = match self.principal_for(super::single::TOOL, "command") {
             Ok(p) => p,
-            Err(why) => {
-                let out = ResultEnvelope::denied(super::single::TOOL, "command", Code::Denied, why);
-                return Ok(to_mcp_result(super::call::answer(&out)).into());
-            }
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let work = super::single::run(self.runtime.clone(), principal, self.context.clone(), line);
-        let answer = tokio::select! {
-            a = work => a,
-            () = context.ct.cancelled() => {
-                let out = ResultEnvelope::denied(super::single::TOOL, "command", Code::Cancelled, "cancelled: the client cancelled the call");
-                super::call::answer(&out)
-            }
-        };
-        Ok(to_mcp_result(answer).into())
+        Ok(to_mcp_result(unless_cancelled(work, &context, super::single::TOOL, "command").await).into())
+    }
+
+    /// The Principal of one call, or the `denied` result when it has none (grants.json unreadable).
+    fn principal_for(&self, pack_id: &str, verb_key: &str) -> Result<Principal, ToolAnswer> {
+        (self.principal)()
+            .map_err(|why| super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
+    }
+}
+
+/// `work`'s answer, or `cancelled` when the client cancels the request first (dropping `work` stops the
+/// command: `exec_async` cancels it when dropped).
+async fn unless_cancelled(
+    work: impl std::future::Future<Output = ToolAnswer>,
+    context: &RequestContext<RoleServer>,
+    pack_id: &str,
+    verb_key: &str,
+) -> ToolAnswer {
+    tokio::select! {
+        a = work => a,
+        () = context.ct.cancelled() => {
+            let out = ResultEnvelope::denied(pack_id, verb_key, Code::Cancelled, "cancelled: the client cancelled the call");
+            super::call::answer(&out)
+        }
     }
 }
 
@@ -292,13 +290,28 @@ pub async fn serve_stdio(
 pub struct McpServeError(String);
 
 async fn watch_tools(server: HcpServer, peer: Peer<RoleServer>) {
+    // What the tools follow from: each pack's id, activation and install. Reading it is one stat of
+    // state.json (the store's read cache); the tools are rebuilt only when it changed.
+    let installs = |s: &HcpServer| {
+        s.runtime.store().state().ok().map(|st| {
+            st.packs
+                .iter()
+                .map(|(id, p)| (id.clone(), p.activated, p.installed_at.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
     let names = |s: &HcpServer| s.tools().into_keys().collect::<Vec<_>>();
-    let mut seen = names(&server);
+    let (mut seen_installs, mut seen_names) = (installs(&server), names(&server));
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
+        let now = installs(&server);
+        if now == seen_installs {
+            continue;
+        }
+        seen_installs = now;
         let now = names(&server);
-        if now != seen {
-            seen = now;
+        if now != seen_names {
+            seen_names = now;
             if peer.notify_tool_list_changed().await.is_err() {
                 return;
             }

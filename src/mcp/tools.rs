@@ -41,8 +41,14 @@ pub fn tool_name(pack_id: &str, verb_key: &str) -> String {
     if full.len() <= MAX_TOOL_NAME {
         return full;
     }
+    tagged(&full, pack_id, verb_key)
+}
+
+/// `name`, cut so that `_` and 8 hex digits of a digest of the pack and command fit in 64 characters.
+fn tagged(name: &str, pack_id: &str, verb_key: &str) -> String {
     let tag = &sha256_hex(format!("{pack_id}\0{verb_key}").as_bytes())[..8];
-    format!("{}_{tag}", &full[..MAX_TOOL_NAME - tag.len() - 1])
+    let keep = name.len().min(MAX_TOOL_NAME - tag.len() - 1);
+    format!("{}_{tag}", &name[..keep])
 }
 
 /// The tools of one pack's named commands.
@@ -101,7 +107,8 @@ pub fn activated_tools(runtime: &Runtime) -> BTreeMap<String, ToolSpec> {
         if !st.activated {
             continue;
         }
-        if let Ok(Some(pack)) = runtime.store().load_pack(id) {
+        // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
+        if let Ok(pack) = runtime.installed_pack(id) {
             all.extend(pack_tools(&pack));
         }
     }
@@ -111,9 +118,7 @@ pub fn activated_tools(runtime: &Runtime) -> BTreeMap<String, ToolSpec> {
     }
     for mut t in all {
         if count.get(&t.name).is_some_and(|n| *n > 1) {
-            let tag = &sha256_hex(format!("{}\0{}", t.pack_id, t.verb_key).as_bytes())[..8];
-            let keep = t.name.len().min(MAX_TOOL_NAME - tag.len() - 1);
-            t.name = format!("{}_{tag}", &t.name[..keep]);
+            t.name = tagged(&t.name, &t.pack_id, &t.verb_key);
         }
         out.insert(t.name.clone(), t);
     }

@@ -139,8 +139,12 @@ impl Runtime {
 
     /// Runs one call, telling `hooks` when the adapter starts.
     pub fn exec_with(&self, principal: &Principal, env: &Envelope, hooks: &dyn ExecHooks) -> ResultEnvelope {
-        let ctx = CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() };
-        self.pipeline(principal, env, ArgsInput::Json(&env.args), &ctx, hooks)
+        self.pipeline(principal, env, ArgsInput::Json(&env.args), &self.own_context(), hooks)
+    }
+
+    /// The context of a call made without one: the runtime's project directory (`with_project_dir`).
+    fn own_context(&self) -> CallContext {
+        CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() }
     }
 
     /// Runs one call with its own context (a served face: the project directory, if any, is the call's).
@@ -178,8 +182,7 @@ impl Runtime {
         words: &[String],
         hooks: &dyn ExecHooks,
     ) -> ResultEnvelope {
-        let ctx = CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() };
-        self.pipeline(principal, env, ArgsInput::Words(words), &ctx, hooks)
+        self.pipeline(principal, env, ArgsInput::Words(words), &self.own_context(), hooks)
     }
 
     /// `availability` for async callers: loading a composite to see that it runs blocks, so it runs on the
@@ -210,6 +213,17 @@ impl Runtime {
             AdapterKind::Composite => Some(&self.composite),
             AdapterKind::Openapi | AdapterKind::SenseOnly => None,
         }
+    }
+
+    /// Installed pack `id`, loaded once per install and shared (the pipeline's own cache), or `unknown_pack`
+    /// naming the install command. What the reports, the MCP tools and `hcpx title` read a pack through.
+    pub fn installed_pack(&self, id: &str) -> Result<Arc<Pack>, Denial> {
+        let unknown = || {
+            Denial::new(Code::UnknownPack, format!("unknown pack {id}; install it with `hcpx install DIR`"))
+        };
+        let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
+        let record = state.packs.get(id).ok_or_else(unknown)?;
+        self.pack(id, record).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?.ok_or_else(unknown)
     }
 
     /// The installed pack, loaded once per install (keyed by its install time) and shared across calls.

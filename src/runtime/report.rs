@@ -204,7 +204,7 @@ impl Runtime {
 
     /// The named commands of installed pack `id`, with their argument schemas.
     pub fn commands(&self, id: &str) -> Result<CommandsReport, Denial> {
-        let pack = self.installed(id)?;
+        let pack = self.installed_pack(id)?;
         let commands = pack
             .commands
             .values()
@@ -220,21 +220,9 @@ impl Runtime {
         Ok(CommandsReport { ok: true, pack_id: pack.id.clone(), commands })
     }
 
-    /// Installed pack `id`, or `unknown_pack` naming the install command.
-    fn installed(&self, id: &str) -> Result<crate::pack::Pack, Denial> {
-        self.store().load_pack(id).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?.ok_or_else(
-            || {
-                Denial::new(
-                    Code::UnknownPack,
-                    format!("unknown pack {id}; install it with `hcpx install DIR`"),
-                )
-            },
-        )
-    }
-
     /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
     pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
-        let pack = self.installed(id)?;
+        let pack = self.installed_pack(id)?;
         let (lead, text) =
             if full { (None, Some(pack.skill.text.clone())) } else { (Some(pack.skill.lead.clone()), None) };
         Ok(SkillReport { ok: true, pack_id: id.to_string(), lead, text })

@@ -37,6 +37,8 @@ pub mod scaffold;
 
 pub mod mcp;
 
+pub mod serve;
+
 pub use model::{Envelope, ResultEnvelope};
 pub use pack::{command_title, Pack, PackError};
 pub use runtime::Runtime;

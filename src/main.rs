@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
         Command::Mcp(a) => cli::mcp::run(&p, a),
+        Command::Serve(a) => cli::mcp::serve(&p, a),
+        Command::Principal(c) => cli::principal::run(&p, c),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -5,12 +5,13 @@ use std::io::Read;
 
 use super::{exit, fail, open_store, CredentialCmd};
 use crate::output::Printer;
+use hcpx::store::principals::LOCAL_TENANT;
 
 /// Runs `hcpx credential …`.
 pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
-        CredentialCmd::Set { family, field, principal } => {
+        CredentialCmd::Set { family, field, principal, tenant } => {
             let mut value = String::new();
             if let Err(e) = std::io::stdin().take(64 * 1024).read_to_string(&mut value) {
                 return Ok(fail(p, &format!("cannot read the value from stdin: {e}")));
@@ -18,13 +19,20 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
             let value = value.strip_suffix('\n').unwrap_or(&value);
             let value = value.strip_suffix('\r').unwrap_or(value);
             // A family only `user`-mode packs use is stored per Principal: the local one unless another is named.
+            let user_only = principal.is_none() && user_only_family(&store, family);
+            if user_only && tenant != LOCAL_TENANT {
+                return Ok(fail(
+                    p,
+                    &format!("family {family} is used with user Binding: name the tenant's Principal with --principal"),
+                ));
+            }
             let principal = principal.clone().or_else(|| {
-                user_only_family(&store, family).then(|| {
+                user_only.then(|| {
                     hcpx::model::Principal::local(hcpx::model::grants::Grants::All, hcpx::model::Invoker::Cli)
                         .id
                 })
             });
-            match store.credential_set(family, principal.as_deref(), field, value) {
+            match store.credential_set(tenant, family, principal.as_deref(), field, value) {
                 Ok(()) => {
                     if p.json {
                         p.json_doc(
@@ -43,8 +51,8 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
                 Err(e) => Ok(fail(p, &e.to_string())),
             }
         }
-        CredentialCmd::Rm { family, field, principal } => {
-            match store.credential_rm(family, principal.as_deref(), field.as_deref()) {
+        CredentialCmd::Rm { family, field, principal, tenant } => {
+            match store.credential_rm(tenant, family, principal.as_deref(), field.as_deref()) {
                 Ok(()) => {
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
@@ -73,7 +81,7 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
                 Err(e) => Ok(fail(p, &e.to_string())),
             }
         }
-        CredentialCmd::List => match store.credential_list() {
+        CredentialCmd::List { tenant } => match store.credential_list(tenant) {
             Ok(list) => {
                 if p.json {
                     p.json_doc(&json!({ "ok": true, "families": list }));

@@ -10,6 +10,7 @@ pub mod info;
 pub mod lint;
 pub mod manage;
 pub mod mcp;
+pub mod principal;
 pub mod wrap;
 
 use clap::{Parser, Subcommand};
@@ -91,6 +92,55 @@ pub enum Command {
     Credential(CredentialCmd),
     /// Serve the activated packs to an agent host over stdio (Model Context Protocol).
     Mcp(McpArgs),
+    /// Serve the activated packs over HTTP (the JSON API and MCP at /mcp) to the Principals of principals.json.
+    Serve(ServeArgs),
+    /// Manage the Principals a served runtime authenticates (principals.json).
+    #[command(subcommand)]
+    Principal(PrincipalCmd),
+}
+
+/// `hcpx serve`: its flags are passed on to `hcpx-serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8420")]
+    pub listen: String,
+    /// Calls run at once; past it a call is answered 503 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    pub max_calls: usize,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, default_value_t = 1_048_576)]
+    pub max_body_bytes: usize,
+    /// Hosts (`host` or `host:port`) the server answers to, besides the loopback names; a request naming another
+    /// host in its Host header is refused (DNS rebinding). Repeat for several.
+    #[arg(long = "allow-host")]
+    pub allow_hosts: Vec<String>,
+}
+
+/// `hcpx principal …`.
+#[derive(Debug, Subcommand)]
+pub enum PrincipalCmd {
+    /// Add a Principal and print its bearer token (shown once; only its SHA-256 is kept).
+    Add {
+        /// The Principal's id.
+        id: String,
+        /// Its tenant: its workspaces, credentials and audit rows are apart from every other tenant's.
+        #[arg(long)]
+        tenant: String,
+        /// A grant, `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (e.g. `verb.exec.read:*`). Repeat for several.
+        #[arg(long = "grant")]
+        grants: Vec<String>,
+        /// May read the runtime's health (`GET /v1/doctor`).
+        #[arg(long)]
+        operator: bool,
+    },
+    /// Remove a Principal; its token stops working at once.
+    Rm {
+        /// The Principal's id.
+        id: String,
+    },
+    /// The Principals, their tenants and grants (never tokens).
+    List,
 }
 
 /// `hcpx mcp`.
@@ -254,6 +304,9 @@ pub enum CredentialCmd {
         /// Store it for one Principal (`user` Binding) instead of the whole family (`local`).
         #[arg(long)]
         principal: Option<String>,
+        /// The tenant whose hub holds it (a served runtime's; `local` is the local user's).
+        #[arg(long, default_value = "local")]
+        tenant: String,
     },
     /// Remove a field, or the whole family.
     Rm {
@@ -264,9 +317,16 @@ pub enum CredentialCmd {
         /// The Principal whose credential to remove (`user` Binding).
         #[arg(long)]
         principal: Option<String>,
+        /// The tenant whose hub holds it.
+        #[arg(long, default_value = "local")]
+        tenant: String,
     },
     /// Families and field names (never values).
-    List,
+    List {
+        /// The tenant whose hub to list.
+        #[arg(long, default_value = "local")]
+        tenant: String,
+    },
     /// Let packs use FAMILY's credentials (the pack named like the family owns it already).
     Allow {
         /// The credential family.

@@ -16,6 +16,7 @@ use super::call::{call, ToolAnswer};
 use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
+use crate::store::principals::Authenticated;
 
 /// How often the store is looked at for packs installed, activated or removed while the server runs.
 const WATCH_EVERY: Duration = Duration::from_millis(300);
@@ -113,6 +114,12 @@ impl ServerHandler for HcpServer {
         Ok(ListToolsResult::with_all_items(self.tools().values().map(to_mcp_tool).collect()))
     }
 
+    /// Once a client is initialized (over stdio or in one HTTP session), a change to the set of tools is
+    /// announced to it with `notifications/tools/list_changed` until its transport closes.
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        tokio::spawn(watch_tools(self.clone(), context.peer));
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         if self.single_tool {
             return (name == super::single::TOOL).then(|| self.hcp_tool());
@@ -144,7 +151,7 @@ impl ServerHandler for HcpServer {
                 .notify_progress(ProgressNotificationParam::new(token, 0.0).with_message(tool.title.clone()))
                 .await;
         }
-        let principal = match self.principal_for(&tool.pack_id, &tool.verb_key) {
+        let principal = match self.principal_for(&context, &tool.pack_id, &tool.verb_key) {
             Ok(p) => p,
             Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
@@ -233,7 +240,7 @@ impl HcpServer {
         else {
             return Err(McpError::invalid_params("the hcp tool takes {\"command\": \"…\"}", None));
         };
-        let principal = match self.principal_for(super::single::TOOL, "command") {
+        let principal = match self.principal_for(&context, super::single::TOOL, "command") {
             Ok(p) => p,
             Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
@@ -241,8 +248,21 @@ impl HcpServer {
         Ok(to_mcp_result(unless_cancelled(work, &context, super::single::TOOL, "command").await).into())
     }
 
-    /// The Principal of one call, or the `denied` result when it has none (grants.json unreadable).
-    fn principal_for(&self, pack_id: &str, verb_key: &str) -> Result<Principal, ToolAnswer> {
+    /// The Principal of one call, or the `denied` result when it has none (grants.json unreadable). Over HTTP
+    /// it is the one the request's bearer token authenticated (`hcpx serve` puts it in the request's parts).
+    fn principal_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        pack_id: &str,
+        verb_key: &str,
+    ) -> Result<Principal, ToolAnswer> {
+        let served = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Authenticated>());
+        if let Some(who) = served {
+            return Ok(Principal { invoker: crate::model::Invoker::Mcp, ..who.principal.clone() });
+        }
         (self.principal)()
             .map_err(|why| super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
     }
@@ -267,7 +287,7 @@ async fn unless_cancelled(
 
 /// Serves `runtime`'s activated packs over stdio until the client goes away. While it runs, a change to the
 /// set of tools (a pack installed, activated, deactivated or removed) is announced with
-/// `notifications/tools/list_changed`.
+/// `notifications/tools/list_changed` (`on_initialized`).
 pub async fn serve_stdio(
     runtime: Arc<Runtime>,
     principal: PrincipalSource,
@@ -275,13 +295,8 @@ pub async fn serve_stdio(
     single_tool: bool,
 ) -> Result<(), McpServeError> {
     let server = HcpServer::new(runtime, principal, context).single_tool(single_tool);
-    let watcher = server.clone();
     let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| McpServeError(e.to_string()))?;
-    let peer = service.peer().clone();
-    let watch = tokio::spawn(watch_tools(watcher, peer));
-    let ended = service.waiting().await.map(|_| ()).map_err(|e| McpServeError(e.to_string()));
-    watch.abort();
-    ended
+    service.waiting().await.map(|_| ()).map_err(|e| McpServeError(e.to_string()))
 }
 
 /// Why the server could not start or ended abnormally.
@@ -304,6 +319,9 @@ async fn watch_tools(server: HcpServer, peer: Peer<RoleServer>) {
     let (mut seen_installs, mut seen_names) = (installs(&server), names(&server));
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
+        if peer.is_transport_closed() {
+            return;
+        }
         let now = installs(&server);
         if now == seen_installs {
             continue;

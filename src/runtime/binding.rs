@@ -83,10 +83,11 @@ pub fn mint(
                 if !crate::model::naming::is_arg_name(id) {
                     return Err(MintError::BadPrincipal(id.clone()));
                 }
-                crate::store::credentials::credential_file(family, Some(id))
+                store.credential_file(&principal.tenant, family, Some(id))
             } else {
-                crate::store::credentials::credential_file(family, None)
-            };
+                store.credential_file(&principal.tenant, family, None)
+            }
+            .map_err(MintError::HubUnreadable)?;
             store
                 .read_json::<BTreeMap<String, String>>(&rel)
                 .map_err(MintError::HubUnreadable)?
@@ -94,11 +95,13 @@ pub fn mint(
         }
     };
     if let Some(missing) = needed.iter().find(|f| !fields.contains_key(*f)) {
-        let who = if pack.binding.mode == BindingMode::User {
-            format!(" --principal {}", principal.id)
-        } else {
-            String::new()
-        };
+        let mut who = String::new();
+        if principal.tenant != crate::store::principals::LOCAL_TENANT {
+            who.push_str(&format!(" --tenant {}", principal.tenant));
+        }
+        if pack.binding.mode == BindingMode::User {
+            who.push_str(&format!(" --principal {}", principal.id));
+        }
         return Err(MintError::MissingField { family: family.clone(), field: missing.clone(), who });
     }
     // A wrap receives only the fields its agent_env names; a composite gets every field of its family, as

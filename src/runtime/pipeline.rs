@@ -173,7 +173,10 @@ impl Runtime {
         let command = r.command();
         let live_title =
             command.filter(|_| hooks.watching()).and_then(|c| c.title.render(&a.args.values, None));
-        let layout = self.store.layout();
+        let layout = self
+            .store
+            .layout_for(&principal.tenant)
+            .map_err(|e| Denial::new(Code::Denied, format!("denied: {e}")))?;
         let call = Call {
             env: Env { layout: &layout, sandbox: &sandbox, component_sha256: r.component_sha256.as_deref() },
             pack: &r.pack,

@@ -14,6 +14,7 @@ impl Store {
     /// (`user` Binding) when `principal` is given.
     pub fn credential_set(
         &self,
+        tenant: &str,
         family: &str,
         principal: Option<&str>,
         field: &str,
@@ -25,7 +26,7 @@ impl Store {
             return Err(StoreError::Refused("the value is empty; pipe it on stdin, e.g. `printf %s \"$TOKEN\" | hcpx credential set FAMILY FIELD`".into()));
         }
         let _lock = self.lock()?;
-        let dir = self.path("credentials");
+        let dir = self.home().join(self.tenant_dir(tenant)?).join("credentials");
         fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
         let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
         if principal.is_some() {
@@ -33,7 +34,7 @@ impl Store {
             fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, e))?;
             let _ = fs::set_permissions(&sub, fs::Permissions::from_mode(0o700));
         }
-        let rel = credential_file(family, principal);
+        let rel = self.credential_file(tenant, family, principal)?;
         let mut fields: Fields = self.read_json(&rel)?.unwrap_or_default();
         fields.insert(field.to_string(), value.to_string());
         self.write_json_mode(&rel, &fields, 0o600)
@@ -42,6 +43,7 @@ impl Store {
     /// Removes one field, or the whole family.
     pub fn credential_rm(
         &self,
+        tenant: &str,
         family: &str,
         principal: Option<&str>,
         field: Option<&str>,
@@ -49,7 +51,7 @@ impl Store {
         check(family, field)?;
         check_principal(principal)?;
         let _lock = self.lock()?;
-        let rel = credential_file(family, principal);
+        let rel = self.credential_file(tenant, family, principal)?;
         let Some(mut fields) = self.read_json::<Fields>(&rel)? else {
             return Err(StoreError::Refused(format!("no credentials stored for family {family}")));
         };
@@ -68,8 +70,9 @@ impl Store {
     }
 
     /// Every family and its field names; never the values.
-    pub fn credential_list(&self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
-        let dir = self.path("credentials");
+    pub fn credential_list(&self, tenant: &str) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        let rel_dir = self.tenant_dir(tenant)?.join("credentials");
+        let dir = self.home().join(&rel_dir);
         let mut out = BTreeMap::new();
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
@@ -79,7 +82,8 @@ impl Store {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             if let Some(family) = name.strip_suffix(".json") {
-                let fields: Fields = self.read_json(&format!("credentials/{name}"))?.unwrap_or_default();
+                let fields: Fields =
+                    self.read_json(&rel_dir.join(&name).to_string_lossy())?.unwrap_or_default();
                 out.insert(family.to_string(), fields.into_keys().collect());
             }
         }
@@ -87,11 +91,20 @@ impl Store {
     }
 }
 
-/// The file a family's credentials live in, shared or per Principal (`runtime::mint` reads the same paths).
-pub fn credential_file(family: &str, principal: Option<&str>) -> String {
-    match principal {
-        Some(p) => format!("credentials/{family}/{p}.json"),
-        None => format!("credentials/{family}.json"),
+impl Store {
+    /// The file one tenant's credentials of a family live in, shared or per Principal (`runtime::mint` reads
+    /// the same paths): `credentials/…` for the local tenant, `tenants/<tenant>/credentials/…` for a served one.
+    pub fn credential_file(
+        &self,
+        tenant: &str,
+        family: &str,
+        principal: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let name = match principal {
+            Some(p) => format!("credentials/{family}/{p}.json"),
+            None => format!("credentials/{family}.json"),
+        };
+        Ok(self.tenant_dir(tenant)?.join(name).to_string_lossy().into_owned())
     }
 }
 

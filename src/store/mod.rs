@@ -6,6 +6,7 @@ pub mod audit;
 pub mod config;
 pub mod credentials;
 pub mod packs;
+pub mod principals;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -120,6 +121,16 @@ impl Store {
         &self,
         rel: &str,
     ) -> Result<Option<Arc<T>>, StoreError> {
+        self.read_json_cached_with(rel, |v: T| Ok(v))
+    }
+
+    /// Reads a JSON file as `R` through the read cache and keeps `check`'s validated value; a value `check`
+    /// refuses is `Corrupt` (with its reason) and not kept.
+    pub fn read_json_cached_with<R: DeserializeOwned, T: Send + Sync + 'static>(
+        &self,
+        rel: &str,
+        check: impl FnOnce(R) -> Result<T, String>,
+    ) -> Result<Option<Arc<T>>, StoreError> {
         let p = self.path(rel);
         let meta = match fs::metadata(&p) {
             Ok(m) => m,
@@ -136,8 +147,10 @@ impl Store {
         if let Some(v) = hit.and_then(|v| v.downcast::<T>().ok()) {
             return Ok(Some(v));
         }
-        let Some(v) = self.read_json::<T>(rel)? else { return Ok(None) };
-        let v = Arc::new(v);
+        let Some(raw) = self.read_json::<R>(rel)? else { return Ok(None) };
+        let v = Arc::new(
+            check(raw).map_err(|reason| StoreError::Corrupt { path: p.display().to_string(), reason })?,
+        );
         if let Ok(mut m) = self.cache.files.lock() {
             m.insert(rel.to_string(), (key, v.clone()));
         }
@@ -189,6 +202,28 @@ impl Store {
             tmp: self.path("tmp"),
             cache: self.path("cache"),
         }
+    }
+
+    /// The layout of one tenant's calls: the local tenant's workspaces are the store's own; a served tenant's
+    /// are under `tenants/<tenant>/`, so no pack called for one tenant is handed another's files.
+    pub fn layout_for(&self, tenant: &str) -> Result<Layout, StoreError> {
+        let mut layout = self.layout();
+        layout.workspaces = self.home.join(self.tenant_dir(tenant)?).join("workspaces");
+        Ok(layout)
+    }
+
+    /// Where a tenant's own files live, relative to the store: `""` for the local tenant, else
+    /// `tenants/<tenant>`. A tenant name that is not a plain name is refused, never joined to a path.
+    pub fn tenant_dir(&self, tenant: &str) -> Result<PathBuf, StoreError> {
+        if tenant == principals::LOCAL_TENANT {
+            return Ok(PathBuf::new());
+        }
+        if !crate::model::naming::is_arg_name(tenant) {
+            return Err(StoreError::Refused(format!(
+                "tenant {tenant:?} is not a name this store can hold; use letters, digits, `_` and `-`"
+            )));
+        }
+        Ok(Path::new("tenants").join(tenant))
     }
 
     /// A fresh, unused path under `$HCP_HOME/tmp`.

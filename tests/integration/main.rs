@@ -21,6 +21,7 @@ mod mcp;
 mod properties;
 mod render;
 mod robustness;
+mod serve;
 mod serve_path;
 mod store;
 mod titles;

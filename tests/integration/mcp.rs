@@ -36,7 +36,7 @@ fn session(h: &Home, tok: &str) -> Value {
 
 /// Runs `tests/mcp/SCRIPT HCPX HCP_HOME ARGS…` (the official MCP Python SDK against `hcpx mcp`) and returns
 /// the JSON report it prints.
-fn client(h: &Home, script: &str, args: &[&str]) -> Value {
+pub(crate) fn client(h: &Home, script: &str, args: &[&str]) -> Value {
     let out = Command::new("python3")
         .arg(repo().join("tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_hcpx"))
@@ -59,6 +59,11 @@ fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
     let h = Home::new();
     let tok = crate::escape::token();
     let r = session(&h, &tok);
+    check_session(&h, &r, &tok);
+}
+
+/// What client.py saw, checked the same for stdio and Streamable HTTP.
+pub(crate) fn check_session(h: &Home, r: &Value, tok: &str) {
     assert_eq!(r["server"], "hcpx");
     assert_eq!(r["list_changed_capability"], true);
 
@@ -118,10 +123,10 @@ fn an_agent_host_sees_the_packs_as_tools_and_the_pipeline_decides() {
     // The client gave up on a long call: the server stopped it, and none of its processes is left.
     assert!(r["cancelled"]["raised"].is_string(), "{}", r["cancelled"]);
     let start = std::time::Instant::now();
-    while !crate::escape::survivors(&tok).is_empty() && start.elapsed() < std::time::Duration::from_secs(30) {
+    while !crate::escape::survivors(tok).is_empty() && start.elapsed() < std::time::Duration::from_secs(30) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    assert!(crate::escape::survivors(&tok).is_empty(), "a cancelled call left its processes running");
+    assert!(crate::escape::survivors(tok).is_empty(), "a cancelled call left its processes running");
 
     // The write was audited with the MCP invoker.
     let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();

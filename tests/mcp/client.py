@@ -1,7 +1,7 @@
-"""Drives `hcpx mcp` over stdio with the official MCP Python SDK (the way an agent host does) and prints
-one JSON document of what it saw, for tests/integration/mcp.rs to check.
+"""Drives `hcpx mcp` over stdio, or `hcpx serve`'s /mcp over Streamable HTTP, with the official MCP Python SDK
+(the way an agent host does) and prints one JSON document of what it saw, for tests/integration/mcp.rs to check.
 
-Usage: client.py HCPX_BIN HCP_HOME PACK_TO_INSTALL_DURING_THE_SESSION
+Usage: client.py HCPX_BIN HCP_HOME PACK_TO_INSTALL_DURING_THE_SESSION [MCP_URL BEARER_TOKEN]
 """
 
 
@@ -13,8 +13,10 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 HCPX, HOME, LATE_PACK = sys.argv[1], sys.argv[2], sys.argv[3]
+URL, TOKEN = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else (None, None)
 ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
 
 
@@ -33,8 +35,13 @@ async def main() -> None:
         seen.append(repr(message)[:200])
 
     report = {}
-    params = StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME)
-    async with stdio_client(params) as (read, write):
+    if URL:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        transport = streamable_http_client(URL, http_client=http)
+    else:
+        transport = stdio_client(StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME))
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, message_handler=on_message) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name

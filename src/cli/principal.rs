@@ -1,0 +1,94 @@
+//! `hcpx principal add|rm|list`: the Principals a served runtime authenticates (`principals.json`). A token
+//! is printed once, on stdout, when it is made; only its SHA-256 is kept.
+
+use serde_json::json;
+
+use super::{exit, fail, open_store, PrincipalCmd};
+use crate::output::Printer;
+use hcpx::model::grants::{Capability, Grant};
+
+/// Runs `hcpx principal …`.
+pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    match c {
+        PrincipalCmd::Add { id, tenant, grants, operator } => {
+            let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
+                Ok(g) => g,
+                Err(e) => return Ok(fail(p, &e)),
+            };
+            match store.principal_add(id, tenant, *operator, grants) {
+                Ok(token) => {
+                    if p.json {
+                        p.json_doc(&json!({ "ok": true, "principal": id, "tenant": tenant, "token": token }));
+                    } else {
+                        p.data(&token);
+                        p.message(&format!(
+                            "added principal {id} (tenant {tenant}); the token above is shown once: send it as `Authorization: Bearer TOKEN`"
+                        ));
+                    }
+                    Ok(exit::OK)
+                }
+                Err(e) => Ok(fail(p, &e.to_string())),
+            }
+        }
+        PrincipalCmd::Rm { id } => match store.principal_rm(id) {
+            Ok(()) => {
+                if p.json {
+                    p.json_doc(&json!({ "ok": true, "principal": id }));
+                } else {
+                    p.message(&format!("removed principal {id}; its token no longer authenticates"));
+                }
+                Ok(exit::OK)
+            }
+            Err(e) => Ok(fail(p, &e.to_string())),
+        },
+        PrincipalCmd::List => match store.principals() {
+            Ok(list) => {
+                let rows = list.as_deref().map(|l| l.rows().to_vec()).unwrap_or_default();
+                if p.json {
+                    let rows: Vec<_> = rows
+                        .iter()
+                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "grants": r.grants }))
+                        .collect();
+                    p.json_doc(&json!({ "ok": true, "principals": rows }));
+                } else {
+                    for r in &rows {
+                        let grants: Vec<String> = r.grants.iter().map(grant_text).collect();
+                        let op = if r.operator { " (operator)" } else { "" };
+                        p.data(&format!("{} tenant={}{op}: {}", r.principal, r.tenant, grants.join(" ")));
+                    }
+                }
+                Ok(exit::OK)
+            }
+            Err(e) => Ok(fail(p, &e.to_string())),
+        },
+    }
+}
+
+/// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
+fn parse_grant(text: &str) -> Result<Grant, String> {
+    let mut parts = text.splitn(3, ':');
+    let (Some(cap), Some(pack)) = (parts.next(), parts.next()) else {
+        return Err(format!(
+            "grant {text:?} must be CAPABILITY:PACK or CAPABILITY:PACK:VERB,VERB, e.g. verb.exec.read:*"
+        ));
+    };
+    let capability: Capability = cap.parse().map_err(|_| {
+        format!("grant {text:?}: unknown capability {cap:?}; use one of {}", Capability::NAMES.join(", "))
+    })?;
+    if pack != "*" && !hcpx::model::naming::is_pack_id(pack) {
+        return Err(format!("grant {text:?}: {pack:?} is not a pack id or `*`"));
+    }
+    let verb_keys = parts.next().map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
+    if let Some(bad) = verb_keys.iter().flatten().find(|v| !hcpx::model::naming::is_command_name(v)) {
+        return Err(format!("grant {text:?}: {bad:?} is not a command name"));
+    }
+    Ok(Grant { capability, pack_id: pack.to_string(), verb_keys })
+}
+
+fn grant_text(g: &Grant) -> String {
+    match &g.verb_keys {
+        Some(v) => format!("{}:{}:{}", g.capability, g.pack_id, v.join(",")),
+        None => format!("{}:{}", g.capability, g.pack_id),
+    }
+}

@@ -1,0 +1,62 @@
+//! Bearer authentication (decisions.md §11): a request without a token, or with one no row of
+//! `principals.json` matches, is answered 401 before anything else. The Principal found rides in the request's
+//! extensions to the handler (and, for `/mcp`, into the MCP request context).
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+use super::routes::http_error;
+use super::App;
+use crate::model::{Code, Invoker};
+use crate::store::principals::Authenticated;
+
+/// Who a request is for, as the access log records it (never the token).
+#[derive(Debug, Clone)]
+pub(crate) struct LoggedCaller {
+    pub principal: String,
+    pub tenant: String,
+}
+
+/// Finds the request's Principal or answers 401. `principals.json` is read at each request (one `stat` while
+/// it is unchanged), so a removed Principal's token stops working at once.
+pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        return unauthorized(
+            "no bearer token: send `Authorization: Bearer TOKEN` (`hcpx principal add` makes one)",
+        );
+    };
+    let principals = match app.runtime.store().principals() {
+        Ok(Some(p)) => p,
+        Ok(None) => return unauthorized(
+            "this runtime has no principals.json, so no token is valid; add one with `hcpx principal add`",
+        ),
+        Err(e) => {
+            return http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::Denied, &format!("denied: {e}"));
+        }
+    };
+    let invoker = if req.uri().path().starts_with("/mcp") { Invoker::Mcp } else { Invoker::Http };
+    let Some(who) = principals.authenticate(token, invoker) else {
+        return unauthorized("the bearer token matches no principal; ask the operator for a valid one");
+    };
+    let logged = LoggedCaller { principal: who.principal.id.clone(), tenant: who.principal.tenant.clone() };
+    req.extensions_mut().insert::<Authenticated>(who);
+    let mut resp = next.run(req).await;
+    resp.extensions_mut().insert(logged);
+    resp
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut resp = http_error(StatusCode::UNAUTHORIZED, Code::Denied, message).into_response();
+    resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    resp
+}

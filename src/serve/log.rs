@@ -1,0 +1,71 @@
+//! The access log: one JSON line per request — when, the method, the path (without its query, where
+//! `/v1/title` takes arguments), the status, the time taken, the Principal and tenant, and the result's code.
+//! Never a header, a body, an argument or a token.
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use serde_json::json;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::auth::LoggedCaller;
+use super::routes::LoggedCode;
+use super::App;
+
+/// Where access lines go.
+#[derive(Clone)]
+pub struct AccessLog {
+    sink: Option<Arc<Mutex<Box<dyn Write + Send>>>>,
+}
+
+impl AccessLog {
+    /// Lines to standard error.
+    pub fn stderr() -> AccessLog {
+        AccessLog::to(Box::new(std::io::stderr()))
+    }
+
+    /// Lines to `w`.
+    pub fn to(w: Box<dyn Write + Send>) -> AccessLog {
+        AccessLog { sink: Some(Arc::new(Mutex::new(w))) }
+    }
+
+    /// No log (benchmarks).
+    pub fn off() -> AccessLog {
+        AccessLog { sink: None }
+    }
+
+    fn write(&self, line: &serde_json::Value) {
+        if let Some(sink) = &self.sink {
+            if let Ok(mut w) = sink.lock() {
+                let _ = writeln!(w, "{line}");
+            }
+        }
+    }
+}
+
+/// Times the request and writes its line once the response is ready.
+pub(crate) async fn access(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.log.sink.is_none() {
+        return next.run(req).await;
+    }
+    let started = Instant::now();
+    let method = req.method().to_string();
+    // The path without its query (`/v1/title` takes arguments there), cut short.
+    let path: String = req.uri().path().chars().take(200).collect();
+    let resp = next.run(req).await;
+    let caller = resp.extensions().get::<LoggedCaller>();
+    let code = resp.extensions().get::<LoggedCode>().map(|c| c.0.as_str());
+    app.log.write(&json!({
+        "at": crate::model::clock::now_rfc3339(),
+        "method": method,
+        "path": path,
+        "status": resp.status().as_u16(),
+        "ms": (started.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+        "principal": caller.map(|c| c.principal.as_str()),
+        "tenant": caller.map(|c| c.tenant.as_str()),
+        "code": code,
+    }));
+    resp
+}

@@ -1,0 +1,110 @@
+//! `hcpx serve`: the activated packs over HTTP for a hosted runtime — the JSON API under `/v1`, the MCP face
+//! over Streamable HTTP at `/mcp`, `/healthz` and `/openapi.json`. Every route but `/healthz` and
+//! `/openapi.json` needs a bearer token from `principals.json`; the handlers only authenticate and build an
+//! envelope, the pipeline decides the rest.
+
+mod auth;
+mod log;
+mod mcp_http;
+mod openapi;
+mod routes;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::runtime::Runtime;
+
+pub use log::AccessLog;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The largest request body accepted; a larger one is answered 413 and nothing of it runs.
+    pub max_body_bytes: usize,
+    /// Hosts the MCP endpoint answers to besides the loopback names (DNS-rebinding protection).
+    pub allow_hosts: Vec<String>,
+    /// How long in-flight calls may take to finish after a shutdown signal before the server stops anyway.
+    pub grace: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig { max_body_bytes: 1024 * 1024, allow_hosts: Vec::new(), grace: Duration::from_secs(65) }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct App {
+    pub runtime: Arc<Runtime>,
+    pub log: AccessLog,
+}
+
+/// The whole HTTP face over `runtime`, as an axum router (tests and embedders mount it themselves).
+pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, log: AccessLog, shutdown: ShutdownToken) -> Router {
+    let app = Arc::new(App { runtime: runtime.clone(), log });
+    let authed = Router::new()
+        .route("/v1/exec", post(routes::exec))
+        .route("/v1/exec/{pack_id}/{verb_key}", post(routes::exec_command))
+        .route("/v1/packs", get(routes::packs))
+        .route("/v1/packs/{id}", get(routes::pack))
+        .route("/v1/packs/{id}/availability", get(routes::availability))
+        .route("/v1/packs/{id}/commands", get(routes::commands))
+        .route("/v1/packs/{id}/skill", get(routes::skill))
+        .route("/v1/title", get(routes::title_get).post(routes::title_post))
+        .route("/v1/audit", get(routes::audit))
+        .route("/v1/doctor", get(routes::doctor))
+        .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
+        .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
+    Router::new()
+        .route("/healthz", get(routes::healthz))
+        .route("/openapi.json", get(openapi::document))
+        .merge(authed)
+        .fallback(routes::not_found)
+        .layer(DefaultBodyLimit::max(cfg.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), log::access))
+        .with_state(app)
+}
+
+/// Cancelled when the server begins to shut down: open MCP sessions close so their streams do not hold it.
+pub type ShutdownToken = tokio_util::sync::CancellationToken;
+
+/// Why the server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {reason}; pick a free address with --listen")]
+    Listen { addr: String, reason: String },
+    #[error("the server failed: {0}")]
+    Serve(String),
+}
+
+/// Serves on `listener` until `stop` resolves, then stops taking connections, lets in-flight calls finish
+/// (at most `cfg.grace`), and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    runtime: Arc<Runtime>,
+    cfg: ServeConfig,
+    log: AccessLog,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let shutdown = ShutdownToken::new();
+    let app = router(runtime, &cfg, log, shutdown.clone());
+    let begun = shutdown.clone();
+    let signal = async move {
+        stop.await;
+        begun.cancel();
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+    let grace = cfg.grace;
+    let deadline = async move {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        r = server => r.map_err(|e| ServeError::Serve(e.to_string())),
+        () = deadline => Ok(()),
+    }
+}

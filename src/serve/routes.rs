@@ -1,0 +1,301 @@
+//! The `/v1` handlers: each takes the authenticated Principal, builds an envelope or asks a report, and renders
+//! the answer with the status `Code::status()` gives. No policy, confirm or argument logic lives here.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+use super::App;
+use crate::model::{Code, Denial, Envelope, ResultEnvelope};
+use crate::runtime::CallContext;
+use crate::store::principals::Authenticated;
+
+/// The code a response carried, for the access log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoggedCode(pub Code);
+
+/// An error the HTTP face itself answers (no token, a body that is no envelope, no such route): the same
+/// `{ok, code, error}` fields as a result envelope.
+pub(crate) fn http_error(status: StatusCode, code: Code, message: &str) -> Response {
+    let mut resp = (status, Json(json!({ "ok": false, "code": code, "error": message }))).into_response();
+    resp.extensions_mut().insert(LoggedCode(code));
+    resp
+}
+
+fn denial(d: &Denial) -> Response {
+    let status = StatusCode::from_u16(d.code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    http_error(status, d.code, &d.message)
+}
+
+fn ok_json(value: impl serde::Serialize) -> Response {
+    Json(value).into_response()
+}
+
+fn bad_input(what: &str, e: impl std::fmt::Display) -> Response {
+    http_error(StatusCode::BAD_REQUEST, Code::InvalidArgs, &format!("{what}: {e}"))
+}
+
+/// A body that could not be read: past the size limit (413, nothing of it ran), or cut off.
+fn body_refused(e: BytesRejection) -> Response {
+    let status = e.status();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "the request body is larger than this server accepts (hcpx serve --max-body-bytes); nothing ran"
+            .to_string()
+    } else {
+        format!("the request body could not be read: {}", e.body_text())
+    };
+    http_error(status, Code::InvalidArgs, &message)
+}
+
+/// A result envelope with the status its code maps to; `busy` adds `Retry-After`.
+fn result(out: ResultEnvelope) -> Response {
+    let status = out.code.map_or(200, |c| c.status().http);
+    let code = out.code;
+    let mut resp = (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), Json(out))
+        .into_response();
+    if let Some(code) = code {
+        if code == Code::Busy {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        resp.extensions_mut().insert(LoggedCode(code));
+    }
+    resp
+}
+
+/// A served call: no project directory (a `project`-mode pack is refused with `no_project`).
+async fn run(app: &App, who: Authenticated, env: Envelope) -> Response {
+    result(app.runtime.clone().exec_async(who.principal, env, CallContext::default()).await)
+}
+
+/// `POST /v1/exec`: the exec envelope in, the result envelope out.
+pub(crate) async fn exec(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_refused(e),
+    };
+    let de = &mut serde_json::Deserializer::from_slice(&body);
+    match serde_path_to_error::deserialize::<_, Envelope>(de) {
+        Ok(env) => run(&app, who, env).await,
+        Err(e) => bad_input(
+            "the body is not an exec envelope",
+            format!("{e}; send {{\"pack_id\": …, \"verb_key\": …, \"args\": {{…}}}}"),
+        ),
+    }
+}
+
+/// `POST /v1/exec/{pack_id}/{verb_key}`: one command, its arguments as the body (an empty body: none).
+pub(crate) async fn exec_command(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_refused(e),
+    };
+    let Path((pack_id, verb_key)) = match path {
+        Ok(p) => p,
+        Err(e) => return bad_input("bad path", e),
+    };
+    let args = if body.iter().all(u8::is_ascii_whitespace) {
+        Map::new()
+    } else {
+        match serde_json::from_slice::<Map<String, Value>>(&body) {
+            Ok(a) => a,
+            Err(e) => return bad_input("the body is not a JSON object of arguments", e),
+        }
+    };
+    run(&app, who, Envelope::new(&pack_id, &verb_key, args)).await
+}
+
+/// `GET /healthz`: the server answers. No token needed; it says nothing of packs or tenants.
+pub(crate) async fn healthz() -> Response {
+    ok_json(json!({ "ok": true, "status": "ok" }))
+}
+
+/// `GET /v1/packs`.
+pub(crate) async fn packs(State(app): State<Arc<App>>) -> Response {
+    match app.runtime.list() {
+        Ok(list) => ok_json(list),
+        Err(d) => denial(&d),
+    }
+}
+
+/// `GET /v1/packs/{id}`.
+pub(crate) async fn pack(State(app): State<Arc<App>>, id: Result<Path<String>, PathRejection>) -> Response {
+    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    match app.runtime.list() {
+        Ok(list) => match list.packs.into_iter().find(|p| p.id == id) {
+            Some(row) => ok_json(json!({ "ok": true, "pack": row })),
+            None => denial(&unknown(&id)),
+        },
+        Err(d) => denial(&d),
+    }
+}
+
+fn unknown(id: &str) -> Denial {
+    Denial::new(Code::UnknownPack, format!("unknown pack {id}; GET /v1/packs lists the installed ones"))
+}
+
+/// `GET /v1/packs/{id}/availability`: the four flags for the caller (its tenant's credentials).
+pub(crate) async fn availability(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let a = app.runtime.clone().availability_async(who.principal, id.clone()).await;
+    if !a.installed {
+        return denial(&unknown(&id));
+    }
+    ok_json(json!({ "ok": true, "availability": a }))
+}
+
+/// `GET /v1/packs/{id}/commands`: each command with its argument schema.
+pub(crate) async fn commands(
+    State(app): State<Arc<App>>,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    match app.runtime.commands(&id) {
+        Ok(r) => ok_json(r),
+        Err(d) => denial(&d),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SkillQuery {
+    #[serde(default)]
+    full: bool,
+}
+
+/// `GET /v1/packs/{id}/skill[?full=true]`.
+pub(crate) async fn skill(
+    State(app): State<Arc<App>>,
+    id: Result<Path<String>, PathRejection>,
+    q: Result<Query<SkillQuery>, QueryRejection>,
+) -> Response {
+    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let full = match q {
+        Ok(Query(q)) => q.full,
+        Err(e) => return bad_input("bad query", e.body_text()),
+    };
+    match app.runtime.skill(&id, full) {
+        Ok(r) => ok_json(r),
+        Err(d) => denial(&d),
+    }
+}
+
+/// What `/v1/title` takes: a command, its arguments and (for the done title) its result.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TitleInput {
+    pack_id: String,
+    verb_key: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+    #[serde(default)]
+    result: Option<Value>,
+}
+
+/// The query form: `args` and `result` are JSON texts.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TitleQuery {
+    pack_id: String,
+    verb_key: String,
+    args: Option<String>,
+    result: Option<String>,
+}
+
+/// `GET /v1/title?pack_id=…&verb_key=…&args={json}[&result={json}]`: the live title, or the done title.
+pub(crate) async fn title_get(
+    State(app): State<Arc<App>>,
+    q: Result<Query<TitleQuery>, QueryRejection>,
+) -> Response {
+    let q = match q {
+        Ok(Query(q)) => q,
+        Err(e) => return bad_input("bad query", e.body_text()),
+    };
+    let args = match q.args.as_deref().map(serde_json::from_str::<Map<String, Value>>).transpose() {
+        Ok(a) => a.unwrap_or_default(),
+        Err(e) => return bad_input("args is not a JSON object", e),
+    };
+    let result = q.result.map(|r| serde_json::from_str(&r).unwrap_or(Value::String(r)));
+    title(&app, TitleInput { pack_id: q.pack_id, verb_key: q.verb_key, args, result })
+}
+
+/// `POST /v1/title` with `{pack_id, verb_key, args, result?}`.
+pub(crate) async fn title_post(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return body_refused(e),
+    };
+    let de = &mut serde_json::Deserializer::from_slice(&body);
+    match serde_path_to_error::deserialize::<_, TitleInput>(de) {
+        Ok(t) => title(&app, t),
+        Err(e) => bad_input("the body is not {pack_id, verb_key, args, result?}", e),
+    }
+}
+
+fn title(app: &App, t: TitleInput) -> Response {
+    let pack = match app.runtime.installed_pack(&t.pack_id) {
+        Ok(p) => p,
+        Err(_) => return denial(&unknown(&t.pack_id)),
+    };
+    if pack.command(&t.verb_key).is_none() {
+        return denial(&Denial::new(Code::NoPolicy, format!("no policy for {}", t.verb_key)));
+    }
+    let title = crate::command_title(&pack, &t.verb_key, &t.args, t.result.as_ref());
+    ok_json(json!({ "ok": true, "title": title }))
+}
+
+/// `GET /v1/audit`: the audit rows of the caller's own tenant, oldest first; never another tenant's.
+pub(crate) async fn audit(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
+    match app.runtime.store().audit() {
+        Ok(rows) => {
+            let mine: Vec<_> = rows.into_iter().filter(|r| r.tenant == who.principal.tenant).collect();
+            ok_json(json!({ "ok": true, "tenant": who.principal.tenant, "records": mine }))
+        }
+        Err(e) => denial(&Denial::new(Code::AdapterFailed, e.to_string())),
+    }
+}
+
+/// `GET /v1/doctor`: the runtime's health, for operators only (it names the host's paths and kernel).
+pub(crate) async fn doctor(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+) -> Response {
+    if !who.operator {
+        return denial(&Denial::new(
+            Code::Denied,
+            format!("denied: principal {} is not an operator; GET /v1/doctor needs \"operator\": true in principals.json", who.principal.id),
+        ));
+    }
+    let rt = app.runtime.clone();
+    match tokio::task::spawn_blocking(move || rt.doctor(&who.principal)).await {
+        Ok(report) => ok_json(report),
+        Err(e) => denial(&Denial::new(Code::AdapterFailed, format!("the check's thread failed: {e}"))),
+    }
+}
+
+/// Any other path.
+pub(crate) async fn not_found(req: axum::extract::Request) -> Response {
+    http_error(
+        StatusCode::NOT_FOUND,
+        Code::NoPolicy,
+        &format!("no route {} {}; GET /openapi.json lists the API", req.method(), req.uri().path()),
+    )
+}

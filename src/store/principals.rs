@@ -1,0 +1,220 @@
+//! `$HCP_HOME/principals.json` (decisions.md §11): the Principals of a served runtime, each with its tenant,
+//! grants and the SHA-256 of its bearer token. Tokens themselves are never stored; a token is matched by its
+//! digest, compared in constant time against every row.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+use super::{Store, StoreError};
+use crate::model::grants::{Grant, Grants};
+use crate::model::naming::is_arg_name;
+use crate::model::{Invoker, Principal};
+
+/// The file, relative to the store.
+pub const PRINCIPALS_FILE: &str = "principals.json";
+
+/// The tenant of the local user (the CLI, `hcpx mcp` over stdio): its workspaces and credentials are the
+/// store's top-level ones.
+pub const LOCAL_TENANT: &str = "local";
+
+/// One row of `principals.json` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalRow {
+    pub principal: String,
+    pub tenant: String,
+    pub token_sha256: String,
+    /// Runs the runtime: may read its health (`GET /v1/doctor`); grants nothing of any tenant.
+    #[serde(default)]
+    pub operator: bool,
+    #[serde(default)]
+    pub grants: Vec<Grant>,
+}
+
+/// The Principals, checked: unique ids and token digests, names a path can hold, 64-hex digests.
+#[derive(Debug, Clone, Default)]
+pub struct Principals {
+    rows: Vec<PrincipalRow>,
+    /// Each row's token digest as bytes, compared in constant time.
+    digests: Vec<[u8; 32]>,
+}
+
+/// A Principal a bearer token authenticated, with what only a served face needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub principal: Principal,
+    pub operator: bool,
+}
+
+impl Principals {
+    /// Validates the rows of the file.
+    pub fn from_rows(rows: Vec<PrincipalRow>) -> Result<Principals, String> {
+        let (mut ids, mut tokens, mut digests) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
+        for (i, r) in rows.iter().enumerate() {
+            let at = format!("row {} ({:?})", i + 1, r.principal);
+            if !is_arg_name(&r.principal) {
+                return Err(format!(
+                    "{at}: principal must be letters, digits, `_` and `-`, starting with a letter"
+                ));
+            }
+            if !is_arg_name(&r.tenant) {
+                return Err(format!(
+                    "{at}: tenant {:?} must be letters, digits, `_` and `-`, starting with a letter",
+                    r.tenant
+                ));
+            }
+            let digest = hex32(&r.token_sha256).ok_or_else(|| {
+                format!("{at}: token_sha256 must be 64 lowercase hex digits (the SHA-256 of the token); `hcpx principal add` writes it")
+            })?;
+            if !ids.insert(r.principal.clone()) {
+                return Err(format!("{at}: principal {:?} appears twice; keep one row", r.principal));
+            }
+            if !tokens.insert(r.token_sha256.clone()) {
+                return Err(format!("{at}: the same token is given to two principals; issue each its own"));
+            }
+            digests.push(digest);
+        }
+        Ok(Principals { rows, digests })
+    }
+
+    pub fn rows(&self) -> &[PrincipalRow] {
+        &self.rows
+    }
+
+    /// The Principal whose token is `token`, reaching the runtime through `invoker`; `None` when no row
+    /// matches. Every row is compared (in constant time), so the answer's timing says nothing of which.
+    pub fn authenticate(&self, token: &str, invoker: Invoker) -> Option<Authenticated> {
+        let presented = sha256(token.as_bytes());
+        let mut found = None;
+        for (i, d) in self.digests.iter().enumerate() {
+            if bool::from(d.ct_eq(&presented)) {
+                found = Some(i);
+            }
+        }
+        let row = &self.rows[found?];
+        Some(Authenticated {
+            principal: Principal {
+                id: row.principal.clone(),
+                tenant: row.tenant.clone(),
+                grants: Grants::Only(row.grants.clone()),
+                invoker,
+            },
+            operator: row.operator,
+        })
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).into()
+}
+
+fn hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A new bearer token: 32 random bytes from the kernel, as 64 hex digits.
+pub fn new_token() -> Result<String, StoreError> {
+    use std::io::Read;
+    let path = std::path::Path::new("/dev/urandom");
+    let mut bytes = [0u8; 32];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| StoreError::io(path, e))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+impl Store {
+    /// The served runtime's Principals, read through the cache (one `stat` per call while unchanged);
+    /// `Ok(None)` when there is no `principals.json`.
+    pub fn principals(&self) -> Result<Option<Arc<Principals>>, StoreError> {
+        self.read_json_cached_with(PRINCIPALS_FILE, Principals::from_rows)
+    }
+
+    /// Adds a Principal and returns its new token (shown once; only its digest is kept).
+    pub fn principal_add(
+        &self,
+        id: &str,
+        tenant: &str,
+        operator: bool,
+        grants: Vec<Grant>,
+    ) -> Result<String, StoreError> {
+        let _lock = self.lock()?;
+        let mut rows: Vec<PrincipalRow> = self.read_json(PRINCIPALS_FILE)?.unwrap_or_default();
+        if rows.iter().any(|r| r.principal == id) {
+            return Err(StoreError::Refused(format!(
+                "principal {id} exists; remove it first with `hcpx principal rm {id}` (its token stops working)"
+            )));
+        }
+        let token = new_token()?;
+        let token_sha256 = crate::model::digest::sha256_hex(token.as_bytes());
+        rows.push(PrincipalRow {
+            principal: id.into(),
+            tenant: tenant.into(),
+            token_sha256,
+            operator,
+            grants,
+        });
+        Principals::from_rows(rows.clone()).map_err(StoreError::Refused)?;
+        self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)?;
+        Ok(token)
+    }
+
+    /// Removes a Principal; its token stops working at once.
+    pub fn principal_rm(&self, id: &str) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let mut rows: Vec<PrincipalRow> = self.read_json(PRINCIPALS_FILE)?.unwrap_or_default();
+        let before = rows.len();
+        rows.retain(|r| r.principal != id);
+        if rows.len() == before {
+            return Err(StoreError::Refused(format!("no principal {id}; `hcpx principal list` shows them")));
+        }
+        self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(p: &str, tenant: &str, token: &str) -> PrincipalRow {
+        PrincipalRow {
+            principal: p.into(),
+            tenant: tenant.into(),
+            token_sha256: crate::model::digest::sha256_hex(token.as_bytes()),
+            operator: false,
+            grants: vec![],
+        }
+    }
+
+    #[test]
+    fn a_token_finds_its_row_and_no_other() {
+        let p = Principals::from_rows(vec![row("alice", "acme", "t-a"), row("bob", "beta", "t-b")]).unwrap();
+        let a = p.authenticate("t-a", Invoker::Http).unwrap();
+        assert_eq!((a.principal.id.as_str(), a.principal.tenant.as_str()), ("alice", "acme"));
+        assert_eq!(p.authenticate("t-b", Invoker::Http).unwrap().principal.id, "bob");
+        assert!(p.authenticate("t-c", Invoker::Http).is_none());
+        assert!(p.authenticate("", Invoker::Http).is_none());
+    }
+
+    #[test]
+    fn bad_rows_are_refused_naming_the_row() {
+        let mut bad = row("alice", "acme", "x");
+        bad.token_sha256 = "ABC".into();
+        assert!(Principals::from_rows(vec![bad]).unwrap_err().contains("row 1"));
+        assert!(Principals::from_rows(vec![row("a", "../x", "t")]).unwrap_err().contains("tenant"));
+        let twice = Principals::from_rows(vec![row("a", "t", "1"), row("a", "t", "2")]).unwrap_err();
+        assert!(twice.contains("twice"), "{twice}");
+        let shared = Principals::from_rows(vec![row("a", "t", "1"), row("b", "t", "1")]).unwrap_err();
+        assert!(shared.contains("two principals"), "{shared}");
+    }
+}

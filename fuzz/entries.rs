@@ -187,7 +187,12 @@ pub fn template(data: &[u8]) {
         let value: String = source.chars().skip(i).take(8).collect();
         args.insert(v.to_string(), Value::String(value));
     }
-    if let Ok(argv) = render_tokens(std::slice::from_ref(&t), &args, Some("verb"), &|_| false) {
+    if let Ok(argv) = render_tokens(
+        std::slice::from_ref(&t),
+        &args,
+        Some("verb"),
+        &hcpx::render::Rules { numeric: &|_| false, required: &|_| false },
+    ) {
         // A NUL the pack itself wrote in a literal token is passed on (the spawn refuses it); one from a
         // value never is.
         let pack_nul = t.pieces().iter().any(|p| matches!(p, Piece::Lit(s) if s.contains('\0')));

@@ -28,3 +28,7 @@ fi
 if ! python3 -c "import mcp" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check 'mcp==2.3.0'
 fi
+# `hcpx serve`'s OpenAPI document is property-tested with schemathesis (tests/integration/serve.rs).
+if ! python3 -c "import schemathesis" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check 'schemathesis==4.32.5'
+fi

@@ -15,6 +15,9 @@ pub enum RenderError {
     LooksLikeFlag { arg: String, value: String },
     /// A value holds a NUL byte, which no argv can carry.
     NulByte { arg: String },
+    /// A required argument renders to nothing (empty text, null): dropped, it would shift the tokens after it
+    /// into its place (a later literal flag read as its value).
+    EmptyRequired { arg: String },
 }
 
 impl fmt::Display for RenderError {
@@ -25,6 +28,7 @@ impl fmt::Display for RenderError {
                 "argument `{arg}` is {value:?}, which starts with '-' and would be read as a flag; pass a value that does not start with '-'"
             ),
             RenderError::NulByte { arg } => write!(f, "argument `{arg}` holds a NUL byte, which cannot be passed to a command"),
+            RenderError::EmptyRequired { arg } => write!(f, "argument `{arg}` is required and empty; pass a value"),
         }
     }
 }
@@ -71,12 +75,21 @@ pub fn render_argv(
             .get(name)
             .is_some_and(|p| !p.types.is_empty() && p.types.iter().all(|t| t == "number" || t == "integer"))
     };
+    let required = |name: &str| cmd.args.required().iter().any(|r| r == name);
+    let rules = Rules { numeric: &numeric, required: &required };
     let mut argv = match &cmd.cli {
-        Some(tokens) => render_tokens(tokens, args, None, &numeric)?,
-        None => render_tokens(&wrap.argv_template, args, Some(command_tail(&cmd.key)), &numeric)?,
+        Some(tokens) => render_tokens(tokens, args, None, &rules)?,
+        None => render_tokens(&wrap.argv_template, args, Some(command_tail(&cmd.key)), &rules)?,
     };
     argv.extend(json_flag(wrap, cmd).iter().cloned());
     Ok(argv)
+}
+
+/// What the command's schema says of an argument, for rendering: declared a number (a negative one may follow a
+/// flag), or required (it may not render to nothing).
+pub struct Rules<'a> {
+    pub numeric: &'a dyn Fn(&str) -> bool,
+    pub required: &'a dyn Fn(&str) -> bool,
 }
 
 /// Substitutes placeholders token by token. A literal flag (a token starting with `-`) directly followed by a
@@ -88,8 +101,9 @@ pub fn render_tokens(
     tokens: &[Template],
     args: &Map<String, Value>,
     verb: Option<&str>,
-    numeric: &dyn Fn(&str) -> bool,
+    rules: &Rules<'_>,
 ) -> Result<Vec<String>, RenderError> {
+    let numeric = rules.numeric;
     let mut out: Vec<String> = Vec::with_capacity(tokens.len() + 1);
     // Index in `out` of the flag emitted from the previous declared token, if it was a literal flag.
     let mut prev_flag: Option<usize> = None;
@@ -108,12 +122,20 @@ pub fn render_tokens(
         }
         let rendered = t.fill(lookup);
         match (rendered, t.sole_var()) {
-            (None, Some(_)) => {
+            (None, Some(var)) => {
+                if (rules.required)(var) {
+                    return Err(RenderError::EmptyRequired { arg: var.to_string() });
+                }
                 if let Some(i) = prev_flag.take() {
                     out.truncate(i);
                 }
             }
-            (None, None) => prev_flag = None,
+            (None, None) => {
+                if let Some(var) = t.vars().find(|v| (rules.required)(v)) {
+                    return Err(RenderError::EmptyRequired { arg: var.to_string() });
+                }
+                prev_flag = None
+            }
             (Some(value), _) => {
                 let arg = t.vars().next().unwrap_or_default().to_string();
                 if value.contains('\0') {

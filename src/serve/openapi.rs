@@ -24,10 +24,18 @@ pub fn build(runtime: &Runtime) -> Value {
     paths.insert("/healthz".into(), json!({ "get": public_op("healthz", "The server answers.", "Health") }));
     paths
         .insert("/openapi.json".into(), json!({ "get": public_op("openapi", "This document.", "Document") }));
+    let commands = commands(runtime);
+    // The envelope of each command, so a generated envelope names a real command with fitting arguments.
+    let envelopes: Vec<Value> = commands.iter().map(|c| c.envelope()).collect();
+    let envelope = if envelopes.is_empty() {
+        json!({ "$ref": "#/components/schemas/Envelope" })
+    } else {
+        json!({ "oneOf": envelopes })
+    };
     paths.insert(
         "/v1/exec".into(),
         json!({ "post": op("exec", "Run a command: the exec envelope in, the result envelope out.",
-            Some(json!({ "$ref": "#/components/schemas/Envelope" })), &[], "ResultEnvelope", &CALL_STATUSES) }),
+            Some((envelope, true)), &[], "ResultEnvelope", &CALL_STATUSES) }),
     );
     paths.insert(
         "/v1/packs".into(),
@@ -59,17 +67,17 @@ pub fn build(runtime: &Runtime) -> Value {
     let title_params = [
         param("pack_id", "query", true, "A pack id"),
         param("verb_key", "query", true, "A command"),
-        param("args", "query", false, "The arguments as a JSON object"),
-        param("result", "query", false, "The result (JSON), for the done title"),
+        json_param("args", "The arguments, a JSON object", json!({ "type": "object" })),
+        json_param("result", "The result, for the done title (JSON)", json!({})),
     ];
     paths.insert(
         "/v1/title".into(),
         json!({
             "get": op("title", "The live title, or the done title given a result.", None, &title_params, "Any", &[200, 400, 401, 404]),
-            "post": op("title_post", "The same, the inputs as a JSON body.", Some(json!({
+            "post": op("title_post", "The same, the inputs as a JSON body.", Some((json!({
                 "type": "object", "additionalProperties": false, "required": ["pack_id", "verb_key"],
                 "properties": { "pack_id": { "type": "string" }, "verb_key": { "type": "string" },
-                    "args": { "type": "object" }, "result": {} } })), &[], "Any", &[200, 400, 401, 404]),
+                    "args": { "type": "object" }, "result": {} } }), true)), &[], "Any", &[200, 400, 401, 404]),
         }),
     );
     paths.insert(
@@ -80,11 +88,13 @@ pub fn build(runtime: &Runtime) -> Value {
         "/v1/doctor".into(),
         json!({ "get": op("doctor", "The runtime's health (operators only).", None, &[], "Any", &[200, 401, 403]) }),
     );
-    for (pack_id, verb, description, schema, operation) in commands(runtime) {
-        let summary = format!("{pack_id} {verb} ({operation}): {description}");
+    for c in &commands {
+        let summary = format!("{} {} ({}): {}", c.pack_id, c.verb, c.operation, c.description);
+        // A command without required arguments may be called with no body at all.
+        let body = (c.args.clone(), !c.required().is_empty());
         paths.insert(
-            format!("/v1/exec/{pack_id}/{verb}"),
-            json!({ "post": op(&format!("{pack_id}__{}", verb.replace('.', "_")), &summary, Some(schema), &[], "ResultEnvelope", &CALL_STATUSES) }),
+            format!("/v1/exec/{}/{}", c.pack_id, c.verb),
+            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[], "ResultEnvelope", &CALL_STATUSES) }),
         );
     }
     json!({
@@ -100,36 +110,114 @@ pub fn build(runtime: &Runtime) -> Value {
     })
 }
 
-/// Every command of every activated pack: id, verb, description, argument schema, operation.
-fn commands(runtime: &Runtime) -> Vec<(String, String, String, Value, Operation)> {
+/// One command of an activated pack, with the arguments the runtime accepts for it.
+struct CommandDoc {
+    pack_id: String,
+    verb: String,
+    description: String,
+    operation: Operation,
+    /// The declared schema, closed (an unknown argument is refused), plus what every command takes: the gate
+    /// arguments (required as `true` on a confirm-gated command, which runs only with them) and `mode: mock`.
+    args: Value,
+}
+
+impl CommandDoc {
+    fn required(&self) -> Vec<Value> {
+        self.args.get("required").and_then(Value::as_array).cloned().unwrap_or_default()
+    }
+
+    fn envelope(&self) -> Value {
+        let mut required = vec![json!("pack_id"), json!("verb_key")];
+        if !self.required().is_empty() {
+            required.push(json!("args"));
+        }
+        json!({
+            "type": "object", "additionalProperties": false, "required": required,
+            "properties": {
+                "pack_id": { "const": self.pack_id }, "verb_key": { "const": self.verb },
+                "args": self.args, "project_id": { "type": ["string", "null"] },
+            },
+        })
+    }
+}
+
+/// What rendering refuses of a wrap's text arguments (src/render.rs), said in the schema: a required one may not
+/// be empty, none may hold a NUL byte, and one that starts an argv token may not start with `-`.
+fn wrap_text_rules(props: &mut Map<String, Value>, c: &crate::pack::Command, wrap: &crate::pack::WrapTarget) {
+    use crate::template::Piece;
+    let tokens = c.cli.as_deref().unwrap_or(&wrap.argv_template);
+    let leads = |name: &str| {
+        tokens.iter().any(|t| matches!(t.pieces().first(), Some(Piece::Var(v)) if v.as_str() == name))
+    };
+    for (name, schema) in props.iter_mut() {
+        let Value::Object(s) = schema else { continue };
+        if s.get("type") != Some(&json!("string")) {
+            continue;
+        }
+        if c.args.required().iter().any(|r| r == name) {
+            s.entry("minLength").or_insert(json!(1));
+        }
+        let rule = if leads(name) { "^(?!-)[^\\u0000]*$" } else { "^[^\\u0000]*$" };
+        match s.get("pattern").cloned() {
+            None => {
+                s.insert("pattern".into(), json!(rule));
+            }
+            Some(own) => {
+                s.remove("pattern");
+                s.insert("allOf".into(), json!([{ "pattern": own }, { "pattern": rule }]));
+            }
+        }
+    }
+}
+
+/// Every command of every activated pack.
+fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
     let Ok(state) = runtime.store().state() else { return Vec::new() };
     let mut out = Vec::new();
     for id in state.packs.iter().filter(|(_, r)| r.activated).map(|(id, _)| id) {
         let Ok(pack) = runtime.installed_pack(id) else { continue };
         for c in pack.commands.values() {
-            let mut schema = c.args.schema().clone();
-            if !schema.is_object() {
-                schema = json!({ "type": "object" });
+            let mut args = c.args.schema().as_object().cloned().unwrap_or_default();
+            args.insert("type".into(), json!("object"));
+            args.insert("additionalProperties".into(), json!(false));
+            let props = args.entry("properties").or_insert_with(|| json!({}));
+            if let Some(p) = props.as_object_mut() {
+                for gate in crate::args::GATE_ARGS {
+                    let schema = if c.policy.confirm {
+                        json!({ "const": true })
+                    } else {
+                        json!({ "type": "boolean" })
+                    };
+                    p.insert(gate.into(), schema);
+                }
+                p.insert(crate::args::MODE_ARG.into(), json!({ "const": "mock" }));
             }
-            if let Some(o) = schema.as_object_mut() {
-                o.entry("type").or_insert(json!("object"));
+            if let Some(wrap) = &pack.wrap {
+                if let Some(p) = args.get_mut("properties").and_then(Value::as_object_mut) {
+                    wrap_text_rules(p, c, wrap);
+                }
             }
-            out.push((
-                id.clone(),
-                c.key.clone(),
-                c.description.clone().unwrap_or_default(),
-                schema,
-                c.policy.operation,
-            ));
+            if c.policy.confirm {
+                // Either gate argument satisfies the gate: the command runs only with one of them.
+                args.insert("anyOf".into(), json!([{ "required": ["confirm"] }, { "required": ["apply"] }]));
+            }
+            out.push(CommandDoc {
+                pack_id: id.clone(),
+                verb: c.key.clone(),
+                description: c.description.clone().unwrap_or_default(),
+                operation: c.policy.operation,
+                args: Value::Object(args),
+            });
         }
     }
     out
 }
 
+/// An operation; `body` is the request body's schema and whether a body is required.
 fn op(
     id: &str,
     summary: &str,
-    body: Option<Value>,
+    body: Option<(Value, bool)>,
     params: &[Value],
     answer: &str,
     statuses: &[u16],
@@ -138,9 +226,9 @@ fn op(
     if !params.is_empty() {
         o["parameters"] = Value::Array(params.to_vec());
     }
-    if let Some(schema) = body {
+    if let Some((schema, required)) = body {
         o["requestBody"] =
-            json!({ "required": true, "content": { "application/json": { "schema": schema } } });
+            json!({ "required": required, "content": { "application/json": { "schema": schema } } });
     }
     o
 }
@@ -173,6 +261,12 @@ fn param(name: &str, at: &str, required: bool, description: &str) -> Value {
     param_schema(name, at, required, description, json!({ "type": "string" }))
 }
 
+/// A query parameter whose value is a JSON text.
+fn json_param(name: &str, description: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description,
+        "content": { "application/json": { "schema": schema } } })
+}
+
 fn param_schema(name: &str, at: &str, required: bool, description: &str, schema: Value) -> Value {
     json!({ "name": name, "in": at, "required": required, "description": description, "schema": schema })
 }
@@ -184,7 +278,7 @@ fn schemas() -> Value {
             "type": "object", "additionalProperties": false, "required": ["pack_id", "verb_key"],
             "properties": {
                 "pack_id": { "type": "string" }, "verb_key": { "type": "string" },
-                "args": { "type": "object" }, "project_id": { "type": "string" },
+                "args": { "type": "object" }, "project_id": { "type": ["string", "null"] },
             },
         },
         "ResultEnvelope": {

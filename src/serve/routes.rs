@@ -229,7 +229,8 @@ pub(crate) async fn title_get(
         Ok(Query(q)) => q,
         Err(e) => return bad_input("bad query", e.body_text()),
     };
-    let args = match q.args.as_deref().map(serde_json::from_str::<Map<String, Value>>).transpose() {
+    let given = q.args.as_deref().filter(|a| !a.trim().is_empty());
+    let args = match given.map(serde_json::from_str::<Map<String, Value>>).transpose() {
         Ok(a) => a.unwrap_or_default(),
         Err(e) => return bad_input("args is not a JSON object", e),
     };

@@ -374,6 +374,9 @@ proptest! {
                         prop_assert!(value.starts_with('-'));
                         prop_assert!(p(&arg).is_some_and(|v| value.starts_with(&v)));
                     }
+                    RenderError::EmptyRequired { arg } => {
+                        prop_assert!(p(&arg).is_none_or(|v| v.is_empty()), "{arg} is not empty")
+                    }
                 }
             }
         }

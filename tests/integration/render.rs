@@ -275,3 +275,23 @@ fn a_nul_byte_is_refused() {
     let r = rendered(wrap(), "find", Some(json!(["t", "find", "--q", "{{q}}"])), json!({ "q": "a\u{0}b" }));
     assert!(matches!(r, Err(RenderError::NulByte { .. })), "{r:?}");
 }
+
+/// Found by schemathesis against `hcpx serve`: `ledger transfer {{amount}} --to {{payee}} --memo {{memo}} --confirm`
+/// with every value empty rendered `ledger transfer --confirm`, so the literal `--confirm` took the amount's
+/// slot. A required argument that renders to nothing would shift what follows it; it is refused instead.
+#[test]
+fn an_empty_required_value_is_refused_not_dropped() {
+    let args = json!({ "type": "object", "properties": {
+        "amount": { "type": "string", "description": "a" }, "payee": { "type": "string", "description": "p" },
+        "memo": { "type": "string", "description": "m" } }, "required": ["amount", "payee"] });
+    let cli =
+        json!(["ledger", "transfer", "{{amount}}", "--to", "{{payee}}", "--memo", "{{memo}}", "--confirm"]);
+    let cmd = json!({ "description": "d.", "cli": cli, "args": args });
+    let r = rendered_cmd(wrap(), "transfer", cmd.clone(), json!({ "amount": "", "payee": "", "memo": "" }));
+    assert!(matches!(r, Err(RenderError::EmptyRequired { ref arg }) if arg == "amount"), "{r:?}");
+    let r = rendered_cmd(wrap(), "transfer", cmd.clone(), json!({ "amount": "1", "payee": "" }));
+    assert!(matches!(r, Err(RenderError::EmptyRequired { ref arg }) if arg == "payee"), "{r:?}");
+    // An optional value still drops with its flag, as command.md says.
+    let r = rendered_cmd(wrap(), "transfer", cmd, json!({ "amount": "1", "payee": "p", "memo": "" }));
+    assert_eq!(r.unwrap(), "ledger transfer 1 --to p --confirm --json");
+}

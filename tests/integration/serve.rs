@@ -452,3 +452,42 @@ fn an_agent_host_reaches_the_same_tools_over_streamable_http() {
         "{audit}"
     );
 }
+
+#[test]
+fn schemathesis_finds_no_failure_against_the_openapi_document() {
+    let h = Home::new();
+    install_repo_packs(&h, &["transit-composite", "transit", "ledger"]);
+    let token =
+        principal(&h, "st", "acme", &["verb.exec.read:*", "verb.exec.write:*", "pack.connect:*"], false);
+    let s = Server::start(&h, &[]);
+    // Bounded: a fixed number of examples per operation, deterministic, each request under 30 s.
+    let out = Command::new("python3")
+        .args(["-m", "schemathesis.cli", "--config-file"])
+        .arg(repo().join("tests/http/schemathesis.toml"))
+        .args([
+            "run",
+            &format!("http://{}/openapi.json", s.addr),
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+        ])
+        .args([
+            "--checks",
+            "all",
+            "-n",
+            "25",
+            "--generation-deterministic",
+            "--request-timeout",
+            "30",
+            "--no-color",
+        ])
+        .current_dir(h.t.path())
+        .output()
+        .expect("python3 -m schemathesis.cli (scripts/setup.sh installs schemathesis)");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found failures:\n{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("passed"), "{report}");
+}

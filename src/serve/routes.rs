@@ -259,7 +259,7 @@ fn title(app: &App, t: TitleInput) -> Response {
     if pack.command(&t.verb_key).is_none() {
         return denial(&Denial::new(Code::NoPolicy, format!("no policy for {}", t.verb_key)));
     }
-    let title = crate::command_title(&pack, &t.verb_key, &t.args, t.result.as_ref());
+    let title = crate::pack::command_title(&pack, &t.verb_key, &t.args, t.result.as_ref());
     ok_json(json!({ "ok": true, "title": title }))
 }
 

@@ -1,12 +1,15 @@
 //! Calls in-process, measured side by side in one run: a bare wasmtime instantiate+call of the transit component
-//! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline; and a trivial
-//! wrap bin spawned directly against the same bin through a warm `Runtime::exec` (what a served face pays).
+//! (the baseline) against a full warm `Runtime::exec` of the same read through the whole pipeline, and against
+//! `Runtime::exec_async` awaited on a tokio runtime of the caller's (what a served face pays); and a trivial
+//! wrap bin spawned directly against the same bin through a warm `Runtime::exec`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use hcpx::adapter::composite::bindings::hcp::adapter::types::CallContext;
 use hcpx::adapter::composite::bindings::{Composite, CompositePre};
@@ -14,7 +17,7 @@ use hcpx::adapter::composite::host::{CallLimits, CallState};
 use hcpx::adapter::composite::CompositeAdapter;
 use hcpx::model::grants::Grants;
 use hcpx::model::{Envelope, Invoker, Principal};
-use hcpx::runtime::Runtime;
+use hcpx::runtime::{self, Runtime};
 use hcpx::store::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 
@@ -24,14 +27,16 @@ fn bench(c: &mut Criterion) {
     let store = Store::open(&tmp.path().join("home")).expect("store");
     store.install(&repo.join("packs/transit-composite")).expect("install");
     store.set_activated(&["transit-composite".to_string()], true).expect("activate");
-    let rt = Runtime::new(store);
+    let rt = Arc::new(Runtime::new(store));
     let principal = Principal::local(Grants::All, Invoker::Json);
     let args = json!({ "from": "A", "to": "B" }).as_object().cloned().expect("object");
     let env = Envelope::new("transit-composite", "plan", args);
     assert!(rt.exec(&principal, &env).ok, "warm-up call");
 
     // The baselines: the same engine and component, nothing but a fresh Store, instantiate and call. The sync one
-    // is the cheapest way wasmtime can run it; the async one is the same under the tokio runtime the adapter uses.
+    // is the cheapest way wasmtime can run it; the async ones are the same under the tokio runtime the adapter
+    // uses for synchronous callers, and on a served face's own runtime (one worker; `block_on` polls the call
+    // on the bench's thread, as `exec_async` is polled).
     let adapter = CompositeAdapter::new();
     let (engine, pooled) = adapter.engine().expect("engine");
     eprintln!("pooling allocator: {pooled}");
@@ -81,18 +86,24 @@ fn bench(c: &mut Criterion) {
             inst.call_exec(&mut s, &sync_ctx, "plan", args_json).expect("call").expect("ok")
         })
     });
+    let new_store = || {
+        let mut s = wasmtime::Store::new(engine, new_state());
+        s.limiter(|st| &mut st.limits);
+        s.set_epoch_deadline(1_000_000);
+        s
+    };
     group.bench_function("bare wasmtime instantiate+call (async)", |b| {
         b.iter(|| {
-            let mut s = wasmtime::Store::new(engine, new_state());
-            s.limiter(|st| &mut st.limits);
-            s.set_epoch_deadline(1_000_000);
-            adapter
-                .block_on(std::time::Duration::from_secs(60), async {
-                    let inst = pre.instantiate_async(&mut s).await.expect("instantiate");
-                    inst.call_exec(&mut s, &ctx, "plan", args_json).await.expect("call").expect("ok")
-                })
-                .expect("tokio")
-                .expect("in time")
+            let mut s = new_store();
+            adapter.block_on(bare_call(&pre, &mut s, &ctx, args_json)).expect("tokio")
+        })
+    });
+    let served =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio");
+    group.bench_function("bare wasmtime instantiate+call (async, caller's runtime)", |b| {
+        b.iter(|| {
+            let mut s = new_store();
+            served.block_on(bare_call(&pre, &mut s, &ctx, args_json))
         })
     });
     group.bench_function("Runtime::exec (full pipeline, warm)", |b| {
@@ -101,6 +112,18 @@ fn bench(c: &mut Criterion) {
             assert!(out.ok);
             out
         })
+    });
+    // What a served face hands over per call (its own Principal, envelope and context) is made outside the timing.
+    group.bench_function("Runtime::exec_async (full pipeline, warm, caller's runtime)", |b| {
+        b.iter_batched(
+            || (rt.clone(), principal.clone(), env.clone(), runtime::CallContext::default()),
+            |(rt, principal, env, ctx)| {
+                let out = served.block_on(rt.exec_async(principal, env, ctx));
+                assert!(out.ok);
+                out
+            },
+            BatchSize::SmallInput,
+        )
     });
     group.finish();
 
@@ -167,6 +190,20 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// The baseline's async instantiate+call, under a deadline as a call is.
+async fn bare_call(
+    pre: &CompositePre<CallState>,
+    s: &mut wasmtime::Store<CallState>,
+    ctx: &CallContext,
+    args: &str,
+) -> String {
+    let call = async {
+        let inst = pre.instantiate_async(&mut *s).await.expect("instantiate");
+        inst.call_exec(&mut *s, ctx, "plan", args).await.expect("call").expect("ok")
+    };
+    tokio::time::timeout(Duration::from_secs(60), call).await.expect("in time")
 }
 
 /// Sync bindings of the same world, for the cheapest baseline (the library's are async).

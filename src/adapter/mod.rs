@@ -1,12 +1,16 @@
 //! The one exec trait both adapters implement. The allow-list and the limits are enforced behind it, so no
-//! caller can forget them.
+//! caller can forget them. A call runs either blocking (`run`, for synchronous callers) or as a future on the
+//! caller's tokio runtime (`run_async`, for the served faces); both do the same work.
 
 pub mod composite;
 pub mod workspace;
 pub mod wrap;
 
 use serde_json::{Map, Value};
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::model::{Code, Denial, MintedBinding, Principal, SandboxReport};
 use crate::pack::{Command, Pack};
@@ -76,10 +80,27 @@ impl From<Denial> for AdapterResult {
     }
 }
 
+/// What owns a call's inputs, so an async run can take them where it needs (a wrap's wait for its child
+/// moves to tokio's blocking pool) and keep them as long as the work lasts, even past its caller.
+pub trait OwnedCall: Send + Sync + 'static {
+    /// The call, borrowed from its owner, watched by `hooks`.
+    fn call<'a>(&'a self, hooks: &'a dyn ExecHooks) -> Call<'a>;
+}
+
+/// The future of an async run.
+pub type RunFuture<'a> = Pin<Box<dyn Future<Output = AdapterResult> + Send + 'a>>;
+
 /// Runs a command for a pack kind.
 pub trait Adapter: Send + Sync {
-    /// Runs the call in the sandbox; never panics, every failure is a value.
+    /// Runs the call in the sandbox, blocking the calling thread (never a task of an async runtime); never
+    /// panics, every failure is a value.
     fn run(&self, call: &Call<'_>) -> AdapterResult;
+
+    /// Runs the call as a future on the caller's tokio runtime (which must have its time driver enabled),
+    /// unwatched (no hooks), holding none of the runtime's workers while it waits: a composite is awaited in
+    /// place, a wrap waits for its child on the blocking pool. Dropped before it ends, the call is abandoned;
+    /// set `cancel` first (`CancelOnDrop`) so a wrap's child is stopped too.
+    fn run_async(&self, call: Arc<dyn OwnedCall>) -> RunFuture<'_>;
 
     /// Whether `pack` can run here now, as `availability` reports it: its bin resolves and is allow-listed
     /// and its network granted (wrap), or its component is unchanged, allow-listed and loads (composite).

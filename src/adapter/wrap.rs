@@ -2,10 +2,11 @@
 //! environment. The allow-list is checked here: a bare bin runs only when `sandbox.json` allows it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::workspace;
-use super::{Adapter, AdapterResult, Call, Env};
+use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
 use crate::model::{Code, Denial};
 use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
 use crate::render::{cli_selects_json, render_argv};
@@ -22,6 +23,20 @@ pub struct WrapAdapter;
 impl Adapter for WrapAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         run_wrap(call).unwrap_or_else(AdapterResult::from)
+    }
+
+    /// The spawn and the wait for the child block, so the whole call runs on tokio's blocking pool, which owns
+    /// its inputs until the child is gone; a cancelled call's process group is killed from there.
+    fn run_async(&self, call: Arc<dyn OwnedCall>) -> RunFuture<'_> {
+        Box::pin(async move {
+            let ran = tokio::task::spawn_blocking(move || {
+                run_wrap(&call.call(&NoHooks)).unwrap_or_else(AdapterResult::from)
+            });
+            match ran.await {
+                Ok(out) => out,
+                Err(e) => AdapterResult::fail(Code::AdapterFailed, format!("the call's thread failed: {e}")),
+            }
+        })
     }
 
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {

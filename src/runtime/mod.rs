@@ -1,9 +1,13 @@
 //! `Runtime::exec`: the seven fail-closed steps of execution.md, in order, for every face. The steps
-//! themselves are in `pipeline.rs`, one function each.
+//! themselves are in `pipeline.rs` (admission, steps 1–5, and the run of step 6) and `finish.rs` (step 7), one
+//! function each. A synchronous call is admit, run blocking, finish; `exec_async` is admit, the run awaited on
+//! the caller's tokio runtime, finish.
 
 mod availability;
 mod binding;
 pub mod bootstrap;
+mod finish;
+mod job;
 mod pass_through;
 mod pipeline;
 pub mod report;
@@ -25,6 +29,7 @@ use crate::model::{Code, Denial, Envelope, Principal, ResultEnvelope};
 use crate::pack::{AdapterKind, Pack};
 use crate::store::packs::PackState;
 use crate::store::{Store, StoreError};
+use pipeline::Admission;
 
 /// The runtime over one store.
 pub struct Runtime {
@@ -34,7 +39,7 @@ pub struct Runtime {
     packs: Mutex<HashMap<String, (String, Arc<Pack>)>>,
     /// At most this many calls at once (0: no limit); past it a call is `busy`.
     max_calls: usize,
-    in_flight: AtomicUsize,
+    in_flight: Arc<AtomicUsize>,
 }
 
 /// What one call brings with it beyond its envelope. A served runtime serves many projects, or none: the
@@ -60,16 +65,18 @@ impl CallContext {
     }
 }
 
-/// One of the runtime's call slots, given back when dropped.
-struct Slot<'a>(&'a AtomicUsize);
+/// One of the runtime's call slots, given back when dropped. Owned, so it stays with the call's inputs for as
+/// long as the call runs, even past its caller (a wrap whose process group is being stopped).
+struct Slot(Arc<AtomicUsize>);
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 /// The arguments of a call: a JSON object, or command-line words parsed against the command's schema.
+#[derive(Clone, Copy)]
 pub enum ArgsInput<'a> {
     Json(&'a Map<String, Value>),
     Words(&'a [String]),
@@ -84,7 +91,7 @@ impl Runtime {
             composite: CompositeAdapter::new(),
             packs: Mutex::new(HashMap::new()),
             max_calls: 0,
-            in_flight: AtomicUsize::new(0),
+            in_flight: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -101,9 +108,9 @@ impl Runtime {
     }
 
     /// Takes a call slot, or says why not.
-    fn slot(&self) -> Result<Slot<'_>, Denial> {
+    fn slot(&self) -> Result<Slot, Denial> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let slot = Slot(&self.in_flight);
+        let slot = Slot(self.in_flight.clone());
         if self.max_calls > 0 && now >= self.max_calls {
             return Err(Denial::new(
                 Code::Busy,
@@ -152,26 +159,48 @@ impl Runtime {
         self.pipeline(principal, env, ArgsInput::Json(&env.args), ctx, &NoHooks)
     }
 
-    /// The exec path for async callers (the HTTP and MCP faces): callable from inside a tokio runtime. The
-    /// call runs on tokio's blocking pool, so neither a composite (which the adapter drives on its own
-    /// runtime) nor a wrap's wait for its child holds one of the caller's workers.
+    /// The exec path for async callers (the HTTP and MCP faces), awaited on the caller's tokio runtime, which
+    /// must have its time driver enabled (`enable_time` or `enable_all`). Admission (steps 1–5) runs on the
+    /// calling task: it is cheap, cached reads of the store's files. The run is a future on the same runtime: a
+    /// composite is awaited in place (loading a component not yet prepared goes to the blocking pool), a wrap
+    /// waits for its child on the blocking pool, so neither holds one of the caller's workers while it waits.
+    /// Dropped before the call ended (a client that went away), the future cancels the call: a wrap's process
+    /// group is killed, a composite's instance dropped.
     pub async fn exec_async(
         self: Arc<Self>,
         principal: Principal,
         env: Envelope,
         ctx: CallContext,
     ) -> ResultEnvelope {
-        let (pack_id, verb) = (env.pack_id.clone(), env.verb_key.clone());
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Awaited outside tokio: there is no runtime to hand anything to, so the call blocks here.
+            return self.exec_in(&principal, &env, &ctx);
+        }
         // Dropped before the call ends (a client that went away), this stops the command.
         let guard = crate::model::CancelOnDrop::new(ctx.cancel.clone());
-        let rt = self.clone();
-        let ran = tokio::task::spawn_blocking(move || rt.exec_in(&principal, &env, &ctx)).await;
+        let out = match self.admit(&principal, &env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
+            Admission::Answered(out) => *out,
+            Admission::Run(admitted) => {
+                let ran = admitted.adapter.run_async(admitted.job.clone()).await;
+                self.finish(&principal, &env, admitted, ran)
+            }
+            // The bootstrap pack's reports may load a composite, which blocks: on the blocking pool, holding
+            // the call's slot.
+            Admission::Bootstrap(slot) => {
+                let (rt, who, call) = (self.clone(), principal.clone(), env.clone());
+                let ran = tokio::task::spawn_blocking(move || {
+                    let _slot = slot;
+                    rt.bootstrap(&who, &call)
+                });
+                match ran.await {
+                    Ok(out) => out,
+                    Err(e) => Denial::new(Code::AdapterFailed, format!("the call's thread failed: {e}"))
+                        .into_envelope(&env.pack_id, &env.verb_key),
+                }
+            }
+        };
         guard.disarm();
-        match ran {
-            Ok(out) => out,
-            Err(e) => Denial::new(Code::AdapterFailed, format!("the call's thread failed: {e}"))
-                .into_envelope(&pack_id, &verb),
-        }
+        out
     }
 
     /// Runs a call whose arguments are command-line words (`k=v`, `k:=json`, bare words); `env.args` is ignored.

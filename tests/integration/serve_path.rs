@@ -164,3 +164,83 @@ fn a_cancelled_composite_call_answers_cancelled() {
     assert_eq!((out.ok, out.code), (false, Some(Code::Cancelled)), "{out:?}");
     assert!(rt.exec_in(&agent(), &Envelope::new(&id, "ok", Map::new()), &CallContext::default()).ok);
 }
+
+fn install_transit(h: &Home) {
+    let dir = repo().join("packs/transit-composite");
+    assert_eq!(h.run(&["install", dir.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(h.run(&["activate", "transit-composite"]).status.code(), Some(0));
+}
+
+fn plan() -> Envelope {
+    Envelope::new("transit-composite", "plan", json!({"from": "A", "to": "B"}).as_object().cloned().unwrap())
+}
+
+#[test]
+fn a_composite_is_awaited_on_the_callers_runtime() {
+    let h = Home::new();
+    install_transit(&h);
+    let rt = served(&h, 4);
+    // Prepared first: loading a component is the one part of a composite call that goes to the blocking pool.
+    assert!(rt.exec_in(&agent(), &plan(), &CallContext::default()).ok);
+    let flavors =
+        [tokio::runtime::Builder::new_current_thread(), tokio::runtime::Builder::new_multi_thread()];
+    for mut builder in flavors {
+        let tokio = builder.worker_threads(1).max_blocking_threads(1).enable_all().build().unwrap();
+        // The runtime's only blocking thread is held for the whole call: a call that needed it would wait.
+        let (held, is_held) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder = tokio.spawn_blocking(move || {
+            held.send(()).unwrap();
+            released.recv().ok();
+        });
+        is_held.recv().unwrap();
+        let rt = rt.clone();
+        let out = tokio.block_on(async move {
+            let call = tokio::spawn(rt.exec_async(agent(), plan(), CallContext::default()));
+            tokio::time::timeout(std::time::Duration::from_secs(60), call).await
+        });
+        release.send(()).unwrap();
+        tokio.block_on(holder).unwrap();
+        let out = out.expect("the call waited for the blocking pool").unwrap();
+        assert!(out.ok, "{out:?}");
+        assert_eq!(out.result.as_ref().unwrap()["optionId"], "opt-1", "{out:?}");
+    }
+}
+
+#[test]
+fn a_cold_composite_and_the_bootstrap_pack_answer_from_a_task() {
+    let h = Home::new();
+    install_transit(&h);
+    let args = json!({"pack_id": "transit-composite"}).as_object().cloned().unwrap();
+    let availability = Envelope::new("hcp-cli", "hcp.availability", args);
+    let (plan, av) = tokio_rt().block_on(async {
+        // Fresh runtimes: nothing prepared, so each loads the component (on the blocking pool).
+        let plan = tokio::spawn(served(&h, 4).exec_async(agent(), plan(), CallContext::default()));
+        let av = tokio::spawn(served(&h, 4).exec_async(agent(), availability, CallContext::default()));
+        (plan.await.unwrap(), av.await.unwrap())
+    });
+    assert!(plan.ok, "{plan:?}");
+    assert!(av.ok, "{av:?}");
+    assert_eq!(av.result.as_ref().unwrap()["runnable"], true, "{av:?}");
+}
+
+#[test]
+fn a_dropped_composite_call_gives_its_slot_back() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["sleep", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+    let rt = served(&h, 1);
+    let tokio = tokio_rt();
+    // `sleep` blocks in a WASI host call for an hour; the caller goes away meanwhile.
+    let call = tokio.spawn(rt.clone().exec_async(
+        agent(),
+        Envelope::new(&id, "sleep", Map::new()),
+        CallContext::default(),
+    ));
+    let started = eventually(|| rt.calls_in_flight() == 1);
+    call.abort();
+    let freed = eventually(|| rt.calls_in_flight() == 0);
+    tokio.shutdown_background();
+    assert!(started && freed, "started {started}, freed {freed}");
+    assert!(rt.exec_in(&agent(), &Envelope::new(&id, "ok", Map::new()), &CallContext::default()).ok);
+}

@@ -2,29 +2,32 @@
 //! Compiled once (on-disk cache), `InstancePre` cached per component, a fresh `Store` per call with a memory cap
 //! and a deadline. The component's only preopen is its workspace directory.
 //!
-//! A call runs on the caller's thread, async under a tokio timeout: epoch interruption stops running wasm code
-//! at the deadline, and the timeout drops a call that is blocked in a WASI host call (a sleep, a FIFO read),
-//! which unwinds its fiber. Blocking file work goes to tokio's blocking pool, so nothing holds the caller.
+//! A call is one future (`call.rs`), under a tokio timeout: epoch interruption stops running wasm code at the
+//! deadline, and the timeout drops a call that is blocked in a WASI host call (a sleep, a FIFO read), which
+//! unwinds its fiber. An async caller awaits it on its own tokio runtime (`run_async`); a synchronous caller
+//! drives the same future on the adapter's runtime (`run`). Blocking file work goes to tokio's blocking pool,
+//! and so does loading a component for an async caller, so nothing holds a worker of the caller's runtime.
 
 pub mod bindings;
 mod cache;
+mod call;
 pub mod host;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::{workspace, Adapter, AdapterResult, Call, Env};
+use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
 use crate::model::digest::sha256_hex;
 use crate::model::{Code, Denial};
 use crate::pack::Pack;
-use crate::store::Layout;
-use bindings::hcp::adapter::types::{CallContext, Credential};
 use bindings::{Composite, CompositePre};
 use host::CallState;
 
@@ -43,7 +46,8 @@ struct Prepared {
     pre: CompositePre<CallState>,
 }
 
-/// What drives async calls: tokio's clock for the deadline and WASI sleeps, and its pool for blocking file work.
+/// What drives a synchronous caller's calls: tokio's clock for the deadline and WASI sleeps, and its pool for
+/// blocking file work.
 fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
     let built = if pooling {
         // A long-lived runtime may be called from many threads at once: one worker thread drives the timers,
@@ -60,14 +64,36 @@ fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
     built.map_err(|e| format!("cannot start the async runtime for components: {e}"))
 }
 
+/// Where a call does the work that blocks (loading a component, guarding a project's `.git`).
+#[derive(Debug, Clone, Copy)]
+enum Blocking {
+    /// On the calling thread: a synchronous caller, which waits for the call anyway.
+    Inline,
+    /// On tokio's blocking pool: an async caller, whose worker must not be held.
+    Pool,
+}
+
+impl Blocking {
+    async fn run<T: Send + 'static>(self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+        match self {
+            Blocking::Inline => Ok(work()),
+            Blocking::Pool => tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|e| format!("the component's loading thread failed: {e}")),
+        }
+    }
+}
+
 /// Runs `kind: composite` packs. Keep one per runtime: it holds the engine and the instance caches.
 pub struct CompositeAdapter {
     /// Use the pooling allocator where the machine allows it (long-lived runtimes); a one-shot process
     /// allocates on demand, since reserving and tearing down the pool costs more than its one call saves.
     pooling: bool,
     engine: OnceLock<Result<(Engine, bool), String>>,
+    /// Drives the calls of synchronous callers (made on first use; an async caller's calls never need it).
     tokio: OnceLock<Result<tokio::runtime::Runtime, String>>,
-    prepared: Mutex<HashMap<String, Arc<Prepared>>>,
+    /// Each pack's prepared component, with the digest it was prepared from.
+    prepared: Mutex<HashMap<String, (String, Arc<Prepared>)>>,
 }
 
 impl Default for CompositeAdapter {
@@ -104,31 +130,127 @@ impl CompositeAdapter {
         }
     }
 
-    /// Runs `fut` on the caller's thread, inside the adapter's tokio runtime, for at most `limit`; `Ok(None)`
-    /// when it was dropped at the limit.
+    /// Drives `fut` to its end on the calling thread, inside the adapter's own tokio runtime (its clock and its
+    /// blocking pool): how a synchronous caller runs what an async caller awaits. A deadline is the future's own
+    /// (`tokio::time::timeout` inside it).
     ///
     /// Blocking: call it from a plain thread (in async code, from `spawn_blocking`), never from a task.
-    pub fn block_on<F: std::future::Future>(
-        &self,
-        limit: Duration,
-        fut: F,
-    ) -> Result<Option<F::Output>, String> {
+    pub fn block_on<F: Future>(&self, fut: F) -> Result<F::Output, String> {
         match self.tokio.get_or_init(|| make_tokio(self.pooling)) {
-            // The timer is made inside the runtime: it needs its clock.
-            Ok(rt) => Ok(rt.block_on(async { tokio::time::timeout(limit, fut).await.ok() })),
+            Ok(rt) => Ok(rt.block_on(fut)),
             Err(msg) => Err(msg.clone()),
         }
     }
 
-    fn prepare(
-        &self,
-        layout: &Layout,
-        pack: &Pack,
-        bytes: &[u8],
-        sha: &str,
-    ) -> Result<Arc<Prepared>, String> {
+    /// The checks that come before a component is used (its digest recorded, allow-listed), then the prepared
+    /// component if this adapter already has it: `Ok(None)` means it must be loaded (`load`).
+    fn admitted(&self, pack: &Pack, env: Env<'_>) -> Result<Option<Arc<Prepared>>, Denial> {
+        let installed = installed(pack, env)?;
+        if let Some(allowed) = &env.sandbox.allow_components {
+            if !allowed.iter().any(|a| a == installed) {
+                return Err(Denial::new(
+                    Code::SandboxDenied,
+                    format!("sandbox: component {installed} not allowlisted"),
+                ));
+            }
+        }
+        let cached = self
+            .prepared
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&pack.id).filter(|(sha, _)| sha == installed).map(|(_, p)| p.clone()));
+        Ok(cached)
+    }
+
+    /// The pack's prepared component: from this adapter's cache, else loaded, which reads, hashes and compiles
+    /// (or reads the compile cache) on `blocking`, then asks the component what it implements.
+    async fn ready(&self, pack: &Pack, env: Env<'_>, blocking: Blocking) -> Result<Arc<Prepared>, Denial> {
+        match self.admitted(pack, env)? {
+            Some(p) => Ok(p),
+            None => self.load(pack, env, blocking).await,
+        }
+    }
+
+    async fn load(&self, pack: &Pack, env: Env<'_>, blocking: Blocking) -> Result<Arc<Prepared>, Denial> {
+        let fail = |msg: String| Denial::new(Code::AdapterFailed, msg);
+        let installed = installed(pack, env)?.to_string();
+        let (engine, _) = self.engine().map_err(fail)?;
+        let source = Source {
+            id: pack.id.clone(),
+            dir: pack.dir.clone(),
+            component: pack.component.clone(),
+            cache: env.layout.cache.clone(),
+            installed: installed.clone(),
+        };
+        let engine = engine.clone();
+        let pre = blocking.run(move || source.compile(&engine)).await.map_err(fail)?.map_err(fail)?;
+        self.check_commands(&pre, pack).await.map_err(fail)?;
+        let prepared = Arc::new(Prepared { pre });
+        if let Ok(mut m) = self.prepared.lock() {
+            m.insert(pack.id.clone(), (installed, prepared.clone()));
+        }
+        Ok(prepared)
+    }
+
+    /// The component must implement every command the manifest declares: a one-off instance answers `describe`.
+    async fn check_commands(&self, pre: &CompositePre<CallState>, pack: &Pack) -> Result<(), String> {
         let (engine, _) = self.engine()?;
-        let component = cache::load(&layout.cache, engine, bytes, sha)?;
+        let mut wstore =
+            new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+        let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
+            let inst = pre
+                .instantiate_async(&mut wstore)
+                .await
+                .map_err(|e| format!("the component cannot start: {e:#}"))?;
+            inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
+        })
+        .await;
+        let names = described
+            .map_err(|_| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
+        if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
+            return Err(format!(
+                "the component does not implement command {missing} (it describes: {})",
+                names.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The component digest recorded at install, without which nothing is loaded.
+fn installed<'a>(pack: &Pack, env: Env<'a>) -> Result<&'a str, Denial> {
+    env.component_sha256.ok_or_else(|| {
+        Denial::new(
+            Code::AdapterFailed,
+            format!("pack {} has no component digest recorded at install; reinstall it", pack.id),
+        )
+    })
+}
+
+/// Where a pack's component comes from, owned, so it can be loaded on another thread.
+struct Source {
+    id: String,
+    dir: PathBuf,
+    component: Option<String>,
+    /// The compile cache.
+    cache: PathBuf,
+    /// The digest recorded at install.
+    installed: String,
+}
+
+impl Source {
+    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
+    /// against WASI and the host interface. Blocks.
+    fn compile(&self, engine: &Engine) -> Result<CompositePre<CallState>, String> {
+        let bytes = self.read()?;
+        let sha = sha256_hex(&bytes);
+        if sha != self.installed {
+            return Err(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
+                self.id, self.installed
+            ));
+        }
+        let component = cache::load(&self.cache, engine, &bytes, &sha)?;
         let mut linker: Linker<CallState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| format!("cannot link WASI: {e:#}"))?;
@@ -137,27 +259,23 @@ impl CompositeAdapter {
         let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
-        let pre = CompositePre::new(pre)
-            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
-        // The component must implement every command the manifest declares.
-        let mut wstore =
-            new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
-        let described = self.block_on(DESCRIBE_TIMEOUT, async {
-            let inst = pre
-                .instantiate_async(&mut wstore)
-                .await
-                .map_err(|e| format!("the component cannot start: {e:#}"))?;
-            inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
-        })?;
-        let names = described
-            .ok_or_else(|| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
-        if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
-            return Err(format!(
-                "the component does not implement command {missing} (it describes: {})",
-                names.join(", ")
-            ));
+        CompositePre::new(pre)
+            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))
+    }
+
+    /// Reads the component through a capability on the installed pack directory.
+    fn read(&self) -> Result<Vec<u8>, String> {
+        let rel = self.component.as_deref().ok_or_else(|| format!("pack {} names no component", self.id))?;
+        let root = cap_std::fs::Dir::open_ambient_dir(&self.dir, cap_std::ambient_authority())
+            .map_err(|e| format!("the installed pack cannot be opened: {}", crate::model::io_reason(&e)))?;
+        let mut bytes = Vec::new();
+        root.open(rel)
+            .and_then(|f| f.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("component {rel} cannot be read: {}", crate::model::io_reason(&e)))?;
+        if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
         }
-        Ok(Arc::new(Prepared { pre }))
+        Ok(bytes)
     }
 }
 
@@ -204,7 +322,7 @@ fn new_store(
     memory_mb: u64,
     timeout_ms: u64,
     credentials: Vec<String>,
-    preopen: Option<(&std::path::Path, bool)>,
+    preopen: Option<(&Path, bool)>,
 ) -> Result<WStore<CallState>, String> {
     let mut wasi = WasiCtxBuilder::new();
     wasi.env("HCP_SANDBOX", crate::model::SandboxMode::Sandbox.as_str());
@@ -228,21 +346,6 @@ fn new_store(
     Ok(store)
 }
 
-/// Reads the pack's component through a capability on the installed pack directory.
-fn read_component(pack: &Pack) -> Result<Vec<u8>, String> {
-    let rel = pack.component.as_deref().ok_or_else(|| format!("pack {} names no component", pack.id))?;
-    let root = cap_std::fs::Dir::open_ambient_dir(&pack.dir, cap_std::ambient_authority())
-        .map_err(|e| format!("the installed pack cannot be opened: {}", crate::model::io_reason(&e)))?;
-    let mut bytes = Vec::new();
-    root.open(rel)
-        .and_then(|f| f.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("component {rel} cannot be read: {}", crate::model::io_reason(&e)))?;
-    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
-        return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
-    }
-    Ok(bytes)
-}
-
 impl Drop for CompositeAdapter {
     fn drop(&mut self) {
         // A call dropped at its deadline may have left a file operation blocked on tokio's blocking pool (a FIFO
@@ -253,229 +356,29 @@ impl Drop for CompositeAdapter {
     }
 }
 
-impl CompositeAdapter {
-    /// Checks that the pack's component can run: unchanged since install, allow-listed, and loadable with
-    /// every declared command. Returns its digest and the prepared instance.
-    ///
-    /// The bytes are read and hashed once per process and component; later calls reuse the instance prepared
-    /// from those verified bytes, so a file changed afterwards is never loaded.
-    fn ready(&self, pack: &Pack, env: Env<'_>) -> Result<(String, Arc<Prepared>), Denial> {
-        let (sandbox, installed) = (env.sandbox, env.component_sha256);
-        let fail = |msg: String| Denial::new(Code::AdapterFailed, msg);
-        let installed = installed.ok_or_else(|| {
-            fail(format!("pack {} has no component digest recorded at install; reinstall it", pack.id))
-        })?;
-        if let Some(allowed) = &sandbox.allow_components {
-            if !allowed.iter().any(|a| a == installed) {
-                return Err(Denial::new(
-                    Code::SandboxDenied,
-                    format!("sandbox: component {installed} not allowlisted"),
-                ));
-            }
-        }
-        let key = format!("{}:{installed}", pack.id);
-        if let Some(p) = self.prepared.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok((installed.to_string(), p));
-        }
-        let bytes = read_component(pack).map_err(fail)?;
-        let sha = sha256_hex(&bytes);
-        if sha != installed {
-            return Err(fail(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {installed}); it is not loaded: reinstall the pack",
-                pack.id
-            )));
-        }
-        let prepared = self.prepare(env.layout, pack, &bytes, &sha).map_err(fail)?;
-        if let Ok(mut m) = self.prepared.lock() {
-            m.insert(key, prepared.clone());
-        }
-        Ok((sha, prepared))
-    }
-}
-
 impl Adapter for CompositeAdapter {
+    /// Checks that the pack's component can run: unchanged since install, allow-listed, and loadable with
+    /// every command it declares.
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {
-        self.ready(pack, env).map(|_| ())
+        if self.admitted(pack, env)?.is_some() {
+            return Ok(());
+        }
+        match self.block_on(self.load(pack, env, Blocking::Inline)) {
+            Ok(loaded) => loaded.map(|_| ()),
+            Err(e) => Err(Denial::new(Code::AdapterFailed, e)),
+        }
     }
 
     fn run(&self, call: &Call<'_>) -> AdapterResult {
-        let fail = |msg: String| AdapterResult::fail(Code::AdapterFailed, msg);
-        let (sha, prepared) = match self.ready(call.pack, call.env) {
-            Ok(x) => x,
-            Err(d) => return d.into(),
-        };
-        let work = match workspace::prepare(
-            call.env.layout,
-            call.pack,
-            call.pack.workspace,
-            call.project_dir,
-            false,
-        ) {
-            Ok(w) => w,
-            Err(d) => return d.into(),
-        };
-        let (engine, _) = match self.engine() {
-            Ok(e) => e,
-            Err(e) => return fail(e),
-        };
-        let limits = call.env.sandbox.limits();
-        // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
-        let writable = crate::sandbox::workdir_writable(call.pack.workspace, call.write);
-        let fields: Vec<(String, String)> =
-            call.binding.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let creds: Vec<Credential> = fields
-            .iter()
-            .enumerate()
-            .map(|(i, (k, _))| Credential { field: k.clone(), handle: i as u32 })
-            .collect();
-        let values: Vec<String> = fields.into_iter().map(|(_, v)| v).collect();
-        // A write in the caller's project sees it through a namespace where .git/config and .git/hooks are
-        // read-only (a preopen has no per-path permissions), where the kernel allows namespaces.
-        let guard_wanted = writable
-            && call.pack.workspace == crate::pack::WorkspaceMode::Project
-            && crate::sandbox::KernelProbe::get().namespaces()
-            && !call.env.sandbox.disable.contains(&crate::model::LayerName::MountNamespace);
-        let guard = match guard_wanted.then(|| crate::sandbox::gitguard::guard_git(&work.path)).transpose() {
-            Ok(g) => g.flatten(),
-            Err(e) => return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}")),
-        };
-        let preopen = guard.as_ref().map(|g| g.path()).unwrap_or_else(|| work.path.clone());
-        let store = match new_store(
-            engine,
-            limits.memory_mb,
-            limits.timeout_ms,
-            values,
-            Some((&preopen, writable)),
-        ) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
-        let ctx = CallContext {
-            principal: call.principal.id.clone(),
-            tenant: call.principal.tenant.clone(),
-            workspace_mode: call.pack.workspace.as_str().to_string(),
-            credentials: creds,
-        };
-        let args = serde_json::Value::Object(call.args.clone()).to_string();
-        if call.hooks.watching() {
-            call.hooks.started(
-                call.live_title,
-                &format!("{} {} (component {})", call.pack.id, call.verb_key, &sha[..12]),
-            );
+        match self.block_on(self.execute(call, Blocking::Inline)) {
+            Ok(out) => out,
+            Err(e) => AdapterResult::fail(Code::AdapterFailed, e),
         }
-        let timeout = Duration::from_millis(limits.timeout_ms);
-        // The call ends when the component answers, the deadline passes, or the caller cancels (the future is
-        // dropped at its next await; a guest that never awaits is stopped by its epoch deadline).
-        let cancel = call.cancel.clone();
-        let running = async {
-            tokio::select! {
-                a = call_component(prepared, store, ctx, call.verb_key, &args) => Some(a),
-                () = cancelled(&cancel) => None,
-            }
-        };
-        let answer = match self.block_on(timeout, running) {
-            Ok(Some(None)) => {
-                let _ = guard.as_ref().map(|g| g.restore());
-                return AdapterResult::fail(
-                    Code::Cancelled,
-                    "cancelled: the caller cancelled the call; the component was stopped",
-                );
-            }
-            Ok(Some(Some(a))) => Ok(Some(a)),
-            Ok(None) => Ok(None),
-            Err(e) => Err(e),
-        };
-        let restored = guard.as_ref().map(|g| g.restore()).unwrap_or(Ok(()));
-        drop(guard);
-        drop(work);
-        if let Err(e) = restored {
-            return AdapterResult::fail(Code::AdapterFailed, e.to_string());
-        }
-        let (outcome, log) = match answer {
-            Ok(Some(answer)) => answer,
-            Ok(None) => {
-                return AdapterResult::fail(
-                    Code::Timeout,
-                    format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
-                )
-            }
-            Err(e) => return fail(e),
-        };
-        // A component's answer is capped like a wrap's output: past max_output_bytes it is cut (and, cut, no
-        // longer parsed as JSON) and the result says `truncated`.
-        let cap = limits.max_output_bytes as usize;
-        let mut truncated = false;
-        let mut cut = |s: String| -> String {
-            if s.len() <= cap {
-                return s;
-            }
-            truncated = true;
-            let mut end = cap;
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
-            s[..end].to_string()
-        };
-        let mut out = match outcome {
-            Ok(Ok(text)) if text.len() > cap => AdapterResult {
-                ok: true,
-                result: Some(serde_json::Value::String(cut(text))),
-                ..AdapterResult::default()
-            },
-            Ok(Ok(text)) => AdapterResult {
-                ok: true,
-                result: Some(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
-                ..AdapterResult::default()
-            },
-            Ok(Err(msg)) => AdapterResult::fail(Code::ExitNonzero, cut(msg)),
-            Err(e) => classify_trap(&e, limits.timeout_ms, limits.memory_mb),
-        };
-        if !log.is_empty() {
-            out.stderr = Some(cut(log));
-        }
-        out.truncated = Some(truncated);
-        out
     }
-}
 
-type Outcome = (wasmtime::Result<Result<String, String>>, String);
-
-/// Instantiates the component and calls it. Run under the call's deadline: epoch interruption stops wasm code at
-/// the deadline (a trap); a call still pending then is blocked in a host call, and the timeout drops this future,
-/// which unwinds the guest's fiber and frees its Store.
-async fn call_component(
-    prepared: Arc<Prepared>,
-    mut store: WStore<CallState>,
-    ctx: CallContext,
-    verb: &str,
-    args: &str,
-) -> Outcome {
-    let outcome = match prepared.pre.instantiate_async(&mut store).await {
-        Ok(inst) => inst.call_exec(&mut store, &ctx, verb, args).await,
-        Err(e) => Err(e),
-    };
-    let log = std::mem::take(&mut store.data_mut().log);
-    (outcome, log)
-}
-
-fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {
-    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer)"));
-    }
-    if e.chain().any(|c| c.downcast_ref::<host::MemoryCapReached>().is_some()) {
-        return AdapterResult::fail(
-            Code::AdapterFailed,
-            format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"),
-        );
-    }
-    let text = format!("{e:#}");
-    let first = text.lines().next().unwrap_or("trap").to_string();
-    AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
-}
-
-/// Resolves once `cancel` is set, looking every 20 ms.
-async fn cancelled(cancel: &crate::model::Cancel) {
-    while !cancel.is_cancelled() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    /// The call awaited in place, on the caller's runtime; loading a component it has not yet prepared goes to
+    /// the blocking pool.
+    fn run_async(&self, call: Arc<dyn OwnedCall>) -> RunFuture<'_> {
+        Box::pin(async move { self.execute(&call.call(&NoHooks), Blocking::Pool).await })
     }
 }

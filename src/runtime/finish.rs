@@ -1,0 +1,124 @@
+//! Step 7 of execution.md, after the run: the structured result (done title, scrub of minted secrets) and the
+//! audit line of a write. The same for a call run blocking and one awaited.
+
+use serde_json::{Map, Value};
+
+use super::pipeline::Admitted;
+use super::{scrub, Runtime};
+use crate::adapter::AdapterResult;
+use crate::model::digest::args_digest;
+use crate::model::{Code, Envelope, MintedBinding, Principal, ResultEnvelope};
+use crate::pack::{Command, Operation};
+use crate::store::audit::AuditRecord;
+
+impl Runtime {
+    /// Step 7 for an admitted call: its result, audited when its row is a write. The call's slot is given back
+    /// when the last of its inputs is dropped, after the audit line.
+    pub(super) fn finish(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        admitted: Admitted<'_>,
+        ran: AdapterResult,
+    ) -> ResultEnvelope {
+        let job = &admitted.job;
+        let out =
+            structured_result(&job.pack.id, &job.verb, job.command(), &job.args.values, ran, &job.binding);
+        self.audit(principal, env, job.row.operation, &admitted.given, out)
+    }
+
+    /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log. A write
+    /// that cannot be audited is reported as failed: never an unrecorded write.
+    pub(super) fn audit(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        operation: Operation,
+        args: &Map<String, Value>,
+        out: ResultEnvelope,
+    ) -> ResultEnvelope {
+        if operation != Operation::Write {
+            return out;
+        }
+        let rec = AuditRecord {
+            at: crate::model::clock::now_rfc3339(),
+            principal: principal.id.clone(),
+            tenant: principal.tenant.clone(),
+            invoker: principal.invoker,
+            pack_id: env.pack_id.clone(),
+            verb_key: env.verb_key.clone(),
+            operation,
+            ok: out.ok,
+            code: out.code,
+            args_sha256: args_digest(args),
+        };
+        match self.store.append_audit(&rec) {
+            Ok(()) => out,
+            Err(e) if out.ok => {
+                let mut o = out;
+                o.ok = false;
+                o.code = Some(Code::AdapterFailed);
+                o.error = Some(format!("the command ran but its audit line could not be written: {e}"));
+                o
+            }
+            Err(_) => out,
+        }
+    }
+}
+
+/// Step 7 (first half): the structured result of `pack_id`.`verb`, with the done title of its `command` (none
+/// for a pass-through subcommand) from its checked `values`, and no minted secret left in it.
+fn structured_result(
+    pack_id: &str,
+    verb: &str,
+    command: Option<&Command>,
+    values: &Map<String, Value>,
+    ran: AdapterResult,
+    binding: &MintedBinding,
+) -> ResultEnvelope {
+    let mut out = ResultEnvelope::empty(pack_id, verb, ran.ok);
+    out.code = ran.code;
+    out.error = ran.error;
+    out.stdout = ran.stdout;
+    out.stderr = ran.stderr;
+    out.truncated = ran.truncated;
+    out.sandbox = ran.sandbox;
+    if ran.ok {
+        out.title =
+            command.and_then(|c| c.title.render(values, Some(ran.result.as_ref().unwrap_or(&Value::Null))));
+    }
+    out.result = ran.result;
+    scrub::scrub(&mut out, binding);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::Pack;
+    use serde_json::json;
+    use std::path::Path;
+
+    #[test]
+    fn step_7_titles_and_scrubs_the_result() {
+        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger")).unwrap();
+        let command = pack.command("transfer").unwrap();
+        let given = json!({"amount": "2.80", "payee": "demo-transit", "confirm": true});
+        let checked = command.args.check("ledger.transfer", given.as_object().unwrap()).unwrap();
+        let ran = AdapterResult {
+            ok: true,
+            result: Some(json!({"token": "s3cr3t-v4lue"})),
+            stdout: Some("paid with s3cr3t-v4lue".into()),
+            ..AdapterResult::default()
+        };
+        let binding = MintedBinding {
+            mode: crate::model::BindingMode::Local,
+            fields: [("token".to_string(), "s3cr3t-v4lue".to_string())].into(),
+        };
+        let out = structured_result("ledger", "transfer", Some(command), &checked.values, ran, &binding);
+        assert!(out.ok);
+        assert_eq!(out.title.as_deref(), Some("Paid 2.80 to demo-transit"));
+        let text = serde_json::to_string(&out).unwrap();
+        assert!(!text.contains("s3cr3t-v4lue"), "{text}");
+    }
+}

@@ -36,10 +36,14 @@ impl AccessLog {
         AccessLog { sink: None }
     }
 
+    /// One `write` per line: the line is made first (standard error is unbuffered, and formatting straight
+    /// into it wrote each piece with a system call of its own).
     fn write(&self, line: &serde_json::Value) {
         if let Some(sink) = &self.sink {
+            let mut text = line.to_string();
+            text.push('\n');
             if let Ok(mut w) = sink.lock() {
-                let _ = writeln!(w, "{line}");
+                let _ = w.write_all(text.as_bytes());
             }
         }
     }

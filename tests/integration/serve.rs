@@ -491,3 +491,30 @@ fn schemathesis_finds_no_failure_against_the_openapi_document() {
     );
     assert!(report.contains("passed"), "{report}");
 }
+
+/// The status line of a raw MCP `initialize` POST to `/mcp` naming `host`.
+fn mcp_initialize_status(addr: &str, host: &str, token: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn mcp_over_http_answers_only_the_hosts_it_serves() {
+    let h = Home::new();
+    install_repo_packs(&h, &["transit-composite"]);
+    let a = principal(&h, "alice", "acme", ALL, false);
+    let s = Server::start(&h, &["--allow-host", "hcp.internal"]);
+    // A page that rebinds its own name to 127.0.0.1 sends its own Host: refused before MCP runs.
+    assert!(mcp_initialize_status(&s.addr, "evil.example", &a).contains(" 403 "));
+    assert!(mcp_initialize_status(&s.addr, &s.addr, &a).contains(" 200 "));
+    assert!(mcp_initialize_status(&s.addr, "hcp.internal", &a).contains(" 200 "));
+}

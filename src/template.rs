@@ -92,15 +92,25 @@ impl Template {
     }
 
     /// Fills every placeholder through `lookup`; `None` when any of them has no value.
-    pub fn fill<F>(&self, mut lookup: F) -> Option<String>
+    pub fn fill<F>(&self, lookup: F) -> Option<String>
     where
         F: FnMut(&str) -> Option<String>,
+    {
+        self.fill_with(lookup)
+    }
+
+    /// `fill`, taking values that may be borrowed (`&str`, `Cow`), so a value that is already text is not copied
+    /// on its way in.
+    pub fn fill_with<F, S>(&self, mut lookup: F) -> Option<String>
+    where
+        F: FnMut(&str) -> Option<S>,
+        S: AsRef<str>,
     {
         let mut out = String::with_capacity(self.source.len());
         for piece in &self.pieces {
             match piece {
                 Piece::Lit(s) => out.push_str(s),
-                Piece::Var(v) => out.push_str(&lookup(v)?),
+                Piece::Var(v) => out.push_str(lookup(v)?.as_ref()),
             }
         }
         Some(out)

@@ -2,6 +2,7 @@
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 use crate::model::{Preview, PreviewKind};
 use crate::template::Template;
@@ -34,7 +35,7 @@ impl TitleSpec {
     /// or no template can be filled.
     pub fn render(&self, args: &Map<String, Value>, result: Option<&Value>) -> Option<String> {
         let forms = if result.is_some() { &self.done } else { &self.live };
-        forms.iter().find_map(|t| t.fill(|name| lookup(name, args, result, true)))
+        forms.iter().find_map(|t| t.fill_with(|name| lookup(name, args, result, true)))
     }
 }
 
@@ -43,17 +44,22 @@ impl PreviewSpec {
     pub fn render(&self, args: &Map<String, Value>) -> Preview {
         Preview {
             kind: self.kind,
-            title: self.title.as_ref().and_then(|t| t.fill(|n| lookup(n, args, None, false))),
+            title: self.title.as_ref().and_then(|t| t.fill_with(|n| lookup(n, args, None, false))),
             fields: self
                 .fields
                 .iter()
-                .filter_map(|(k, t)| t.fill(|n| lookup(n, args, None, false)).map(|v| (k.clone(), v)))
+                .filter_map(|(k, t)| t.fill_with(|n| lookup(n, args, None, false)).map(|v| (k.clone(), v)))
                 .collect(),
         }
     }
 }
 
-fn lookup(name: &str, args: &Map<String, Value>, result: Option<&Value>, cut: bool) -> Option<String> {
+fn lookup<'v>(
+    name: &str,
+    args: &'v Map<String, Value>,
+    result: Option<&'v Value>,
+    cut: bool,
+) -> Option<Cow<'v, str>> {
     let value = if let Some(path) = name.strip_prefix("result.") {
         let mut v = result?;
         for seg in path.split('.') {
@@ -68,41 +74,65 @@ fn lookup(name: &str, args: &Map<String, Value>, result: Option<&Value>, cut: bo
         args.get(name)?
     };
     let text = flatten(value)?;
-    Some(if cut { cut_chars(&text, TITLE_VALUE_CHARS) } else { text })
+    Some(if cut { cut_chars(text, TITLE_VALUE_CHARS) } else { text })
 }
 
 /// A value as one line of text: strings as is, numbers and booleans as written, a list joined with commas.
-/// `None` for null, objects, empty text, or lists holding anything but scalars.
-fn flatten(v: &Value) -> Option<String> {
-    let raw = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
+/// `None` for null, objects, empty text, or lists holding anything but scalars. Borrowed when the value is
+/// already a line of text (the usual case: nothing to copy).
+fn flatten(v: &Value) -> Option<Cow<'_, str>> {
+    let raw: Cow<'_, str> = match v {
+        Value::String(s) => Cow::Borrowed(s),
+        Value::Number(n) => Cow::Owned(n.to_string()),
+        Value::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
         Value::Array(items) => {
-            let parts: Option<Vec<String>> = items
+            let parts: Option<Vec<Cow<'_, str>>> = items
                 .iter()
                 .map(|i| match i {
                     Value::String(_) | Value::Number(_) | Value::Bool(_) => flatten(i),
                     _ => None,
                 })
                 .collect();
-            parts?.join(", ")
+            Cow::Owned(parts?.join(", "))
         }
         Value::Null | Value::Object(_) => return None,
     };
+    if one_line(&raw) {
+        return (!raw.is_empty()).then_some(raw);
+    }
     let one_line = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!one_line.is_empty()).then_some(one_line)
+    (!one_line.is_empty()).then_some(Cow::Owned(one_line))
+}
+
+/// `s` is already what joining its words with single spaces gives: no whitespace at either end, and none but
+/// single spaces between words.
+fn one_line(s: &str) -> bool {
+    let mut after_space = true;
+    for c in s.chars() {
+        if c == ' ' {
+            if after_space {
+                return false;
+            }
+            after_space = true;
+        } else if c.is_whitespace() {
+            return false;
+        } else {
+            after_space = false;
+        }
+    }
+    !after_space || s.is_empty()
 }
 
 /// Cuts `s` to at most `max` characters, the last one an ellipsis when it was cut.
-fn cut_chars(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
+fn cut_chars(s: Cow<'_, str>, max: usize) -> Cow<'_, str> {
+    // A character is at least one byte.
+    if s.len() <= max || s.chars().count() <= max {
+        return s;
     }
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out = out.trim_end().to_string();
     out.push('…');
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -129,10 +159,14 @@ mod tests {
         assert_eq!(flatten(&json!({"a": 1})), None);
         assert_eq!(flatten(&json!([{"a": 1}])), None);
         let long = "é".repeat(80);
-        let cut = cut_chars(&long, 60);
+        let cut = cut_chars(Cow::Borrowed(&long), 60);
         assert_eq!(cut.chars().count(), 60);
         assert!(cut.ends_with('…'));
-        assert_eq!(cut_chars("short", 60), "short");
+        assert_eq!(cut_chars(Cow::Borrowed("short"), 60), "short");
+        for s in ["a b", "a", "ab  c", " a", "a ", "a\tb", "a\u{a0}b", "", " ", "é è"] {
+            let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(one_line(s), joined == s, "{s:?}");
+        }
     }
 
     #[test]

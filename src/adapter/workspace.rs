@@ -16,6 +16,7 @@ pub struct Workdir {
     pub path: PathBuf,
     /// The working directory opened as a capability (wraps; a component's preopen is opened by WASI).
     pub dir: Option<Dir>,
+    /// A wrap's `HOME` and `TMPDIR` (empty for a component, which has no environment to take them).
     pub home: PathBuf,
     pub tmpdir: PathBuf,
     /// Per-call directories (the ephemeral workspace, the wrap's TMPDIR), removed when the call ends.
@@ -38,20 +39,18 @@ pub fn prepare(
             format!("cannot prepare {}: {}", p.display(), crate::model::io_reason(&e)),
         )
     };
-    let private = layout.workspaces.join(&pack.id);
-    let home_for = |cwd: &Path| -> Result<PathBuf, Denial> {
-        if for_wrap {
-            ensure(&private).map_err(|e| io(&private, e))
-        } else {
-            Ok(cwd.to_path_buf())
-        }
+    let private = || {
+        let p = layout.workspaces.join(&pack.id);
+        ensure(&p).map_err(|e| io(&p, e))
     };
+    // A wrap's HOME is the pack's private directory (unless the working directory is one of its own).
+    let home_for = || if for_wrap { private() } else { Ok(PathBuf::new()) };
     let mut per_call = Vec::new();
     let (path, home) = match mode {
-        WorkspaceMode::None => (pack.dir.clone(), home_for(&pack.dir)?),
+        WorkspaceMode::None => (pack.dir.clone(), home_for()?),
         WorkspaceMode::Workspace => {
-            let p = ensure(&private).map_err(|e| io(&private, e))?;
-            (p.clone(), p)
+            let p = private()?;
+            (p.clone(), if for_wrap { p } else { PathBuf::new() })
         }
         WorkspaceMode::Project => {
             let Some(project) = project else {
@@ -63,7 +62,7 @@ pub fn prepare(
             if let Some(why) = store_overlap(&layout.home, project) {
                 return Err(Denial::new(Code::NoProject, why));
             }
-            (project.to_path_buf(), home_for(project)?)
+            (project.to_path_buf(), home_for()?)
         }
         WorkspaceMode::Ephemeral => {
             fs::create_dir_all(&layout.tmp).map_err(|e| io(&layout.tmp, e))?;
@@ -73,11 +72,11 @@ pub fn prepare(
                 .map_err(|e| io(&layout.tmp, e))?;
             let p = dir.path().to_path_buf();
             per_call.push(dir);
-            (p.clone(), p)
+            (p.clone(), if for_wrap { p } else { PathBuf::new() })
         }
     };
     if !for_wrap {
-        return Ok(Workdir { path, dir: None, tmpdir: home.clone(), home, _per_call: per_call });
+        return Ok(Workdir { path, dir: None, home, tmpdir: PathBuf::new(), _per_call: per_call });
     }
     // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
     let tmp =

@@ -257,10 +257,13 @@ impl Runtime {
 
     /// The installed pack, loaded once per install (keyed by its install time) and shared across calls.
     fn pack(&self, id: &str, record: &PackState) -> Result<Option<Arc<Pack>>, StoreError> {
-        if let Some((at, p)) = self.packs.lock().ok().and_then(|m| m.get(id).cloned()) {
-            if at == record.installed_at {
-                return Ok(Some(p));
-            }
+        let cached = self
+            .packs
+            .lock()
+            .ok()
+            .and_then(|m| m.get(id).filter(|(at, _)| *at == record.installed_at).map(|(_, p)| p.clone()));
+        if let Some(p) = cached {
+            return Ok(Some(p));
         }
         let Some(pack) = self.store.load_pack(id)? else { return Ok(None) };
         let pack = Arc::new(pack);

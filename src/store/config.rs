@@ -134,7 +134,10 @@ impl SandboxConfig {
 impl Store {
     /// Reads `sandbox.json` (defaults when absent).
     pub fn sandbox(&self) -> Result<std::sync::Arc<SandboxConfig>, StoreError> {
-        Ok(self.read_json_cached("sandbox.json")?.unwrap_or_default())
+        // No file is the defaults, shared rather than made again on every call.
+        static DEFAULTS: std::sync::LazyLock<std::sync::Arc<SandboxConfig>> =
+            std::sync::LazyLock::new(Default::default);
+        Ok(self.read_json_cached("sandbox.json")?.unwrap_or_else(|| DEFAULTS.clone()))
     }
 
     /// Adds (`allow = true`) or removes bins from the allow-list; returns the new list.

@@ -50,7 +50,8 @@ impl CompositeAdapter {
         let values: Vec<String> = call.binding.fields.values().cloned().collect();
         // A write in the caller's project sees it through a namespace where .git/config and .git/hooks are
         // read-only (a preopen has no per-path permissions), where the kernel allows namespaces.
-        let guard_wanted = writable
+        let guard_wanted = prepared.files
+            && writable
             && call.pack.workspace == crate::pack::WorkspaceMode::Project
             && crate::sandbox::KernelProbe::get().namespaces()
             && !call.env.sandbox.disable.contains(&crate::model::LayerName::MountNamespace);
@@ -64,13 +65,17 @@ impl CompositeAdapter {
         } else {
             Guard(None)
         };
-        let preopen = guard.0.as_ref().map(|g| g.path()).unwrap_or_else(|| work.path.clone());
+        // The workspace is the component's only preopen, when it can open files at all.
+        let preopen = match &guard.0 {
+            Some(g) => Some(g.path()),
+            None => prepared.files.then(|| work.path.clone()),
+        };
         let store = match new_store(
             engine,
             limits.memory_mb,
             limits.timeout_ms,
             values,
-            Some((&preopen, writable)),
+            preopen.as_deref().map(|p| (p, writable)),
         ) {
             Ok(s) => s,
             Err(e) => return fail(e),

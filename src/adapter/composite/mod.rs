@@ -44,7 +44,13 @@ const POOL_MAX_MEMORY: usize = 512 * 1024 * 1024;
 
 struct Prepared {
     pre: CompositePre<CallState>,
+    /// The component imports `wasi:filesystem/preopens`, the one way to reach a file: one that does not is
+    /// given no preopen (nor a `.git` guard), since it could not use them.
+    files: bool,
 }
+
+/// The WASI interface that hands a component its directories.
+const PREOPENS: &str = "wasi:filesystem/preopens";
 
 /// What drives a synchronous caller's calls: tokio's clock for the deadline and WASI sleeps, and its pool for
 /// blocking file work.
@@ -183,9 +189,10 @@ impl CompositeAdapter {
             installed: installed.clone(),
         };
         let engine = engine.clone();
-        let pre = blocking.run(move || source.compile(&engine)).await.map_err(fail)?.map_err(fail)?;
+        let (pre, files) =
+            blocking.run(move || source.compile(&engine)).await.map_err(fail)?.map_err(fail)?;
         self.check_commands(&pre, pack).await.map_err(fail)?;
-        let prepared = Arc::new(Prepared { pre });
+        let prepared = Arc::new(Prepared { pre, files });
         if let Ok(mut m) = self.prepared.lock() {
             m.insert(pack.id.clone(), (installed, prepared.clone()));
         }
@@ -240,8 +247,8 @@ struct Source {
 
 impl Source {
     /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
-    /// against WASI and the host interface. Blocks.
-    fn compile(&self, engine: &Engine) -> Result<CompositePre<CallState>, String> {
+    /// against WASI and the host interface; with it, whether the component imports the preopens. Blocks.
+    fn compile(&self, engine: &Engine) -> Result<(CompositePre<CallState>, bool), String> {
         let bytes = self.read()?;
         let sha = sha256_hex(&bytes);
         if sha != self.installed {
@@ -251,6 +258,7 @@ impl Source {
             ));
         }
         let component = cache::load(&self.cache, engine, &bytes, &sha)?;
+        let files = component.component_type().imports(engine).any(|(name, _)| name.starts_with(PREOPENS));
         let mut linker: Linker<CallState> = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| format!("cannot link WASI: {e:#}"))?;
@@ -259,8 +267,9 @@ impl Source {
         let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
-        CompositePre::new(pre)
-            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))
+        let pre = CompositePre::new(pre)
+            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
+        Ok((pre, files))
     }
 
     /// Reads the component through a capability on the installed pack directory.
@@ -380,5 +389,31 @@ impl Adapter for CompositeAdapter {
     /// the blocking pool.
     fn run_async(&self, call: Arc<dyn OwnedCall>) -> RunFuture<'_> {
         Box::pin(async move { self.execute(&call.call(&NoHooks), Blocking::Pool).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_that_imports_no_preopens_gets_none() {
+        let pack =
+            Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/transit-composite")).unwrap();
+        let bytes = std::fs::read(pack.dir.join(pack.component.as_deref().unwrap())).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let source = Source {
+            id: pack.id.clone(),
+            dir: pack.dir.clone(),
+            component: pack.component.clone(),
+            cache: cache.path().to_path_buf(),
+            installed: sha256_hex(&bytes),
+        };
+        let adapter = CompositeAdapter::one_shot();
+        let (_, files) = source.compile(adapter.engine().unwrap().0).unwrap();
+        assert!(!files, "transit-composite imports no wasi:filesystem/preopens");
+        let changed = Source { installed: "0".repeat(64), ..source };
+        let refused = changed.compile(adapter.engine().unwrap().0).err().unwrap();
+        assert!(refused.contains("changed since install"), "{refused}");
     }
 }

@@ -51,6 +51,9 @@ pub struct CallContext {
     /// Set to stop the call (its caller went away or cancelled); `exec_async` sets it when its future is
     /// dropped before the call ended.
     pub cancel: crate::model::Cancel,
+    /// The most this call may take, when its caller says (an HTTP request's `Hcp-Timeout-Ms`); the operator's
+    /// `timeout_ms` still caps it. Past it the call is stopped and answers `timeout`.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl CallContext {
@@ -61,7 +64,7 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        CallContext { project_dir, cancel: crate::model::Cancel::new() }
+        CallContext { project_dir, cancel: crate::model::Cancel::new(), deadline: None }
     }
 }
 

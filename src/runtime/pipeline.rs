@@ -78,6 +78,16 @@ struct Setup<'a> {
     live_title: Option<String>,
 }
 
+/// The operator's settings with the call's own deadline, when it asks for less time than `timeout_ms` gives.
+fn within_deadline(sandbox: Arc<SandboxConfig>, deadline: Option<std::time::Duration>) -> Arc<SandboxConfig> {
+    let Some(d) = deadline else { return sandbox };
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+    if ms >= sandbox.limits().timeout_ms {
+        return sandbox;
+    }
+    Arc::new(SandboxConfig { timeout_ms: Some(ms), ..(*sandbox).clone() })
+}
+
 impl Runtime {
     /// The seven steps for one synchronous call: admit, run the adapter on this thread, finish.
     pub(super) fn pipeline(
@@ -148,7 +158,7 @@ impl Runtime {
             pass_argv: checked.pass_argv,
             binding,
             layout: setup.layout,
-            sandbox: setup.sandbox,
+            sandbox: within_deadline(setup.sandbox, ctx.deadline),
             component_sha256,
             principal: principal.clone(),
             project_dir: ctx.project_dir.clone(),

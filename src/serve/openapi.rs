@@ -35,7 +35,7 @@ pub fn build(runtime: &Runtime) -> Value {
     paths.insert(
         "/v1/exec".into(),
         json!({ "post": op("exec", "Run a command: the exec envelope in, the result envelope out.",
-            Some((envelope, true)), &[], "ResultEnvelope", &CALL_STATUSES) }),
+            Some((envelope, true)), &[timeout_param()], "ResultEnvelope", &CALL_STATUSES) }),
     );
     paths.insert(
         "/v1/packs".into(),
@@ -94,7 +94,7 @@ pub fn build(runtime: &Runtime) -> Value {
         let body = (c.args.clone(), !c.required().is_empty());
         paths.insert(
             format!("/v1/exec/{}/{}", c.pack_id, c.verb),
-            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[], "ResultEnvelope", &CALL_STATUSES) }),
+            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[timeout_param()], "ResultEnvelope", &CALL_STATUSES) }),
         );
     }
     json!({
@@ -259,6 +259,17 @@ fn status_text(s: u16) -> &'static str {
 
 fn param(name: &str, at: &str, required: bool, description: &str) -> Value {
     param_schema(name, at, required, description, json!({ "type": "string" }))
+}
+
+/// `Hcp-Timeout-Ms`: the call's own deadline, under the operator's.
+fn timeout_param() -> Value {
+    param_schema(
+        "Hcp-Timeout-Ms",
+        "header",
+        false,
+        "The most this call may take, in milliseconds; the operator's timeout_ms still caps it",
+        json!({ "type": "integer", "minimum": 1 }),
+    )
 }
 
 /// A query parameter whose value is a JSON text.

@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -68,15 +68,35 @@ fn result(out: ResultEnvelope) -> Response {
     resp
 }
 
-/// A served call: no project directory (a `project`-mode pack is refused with `no_project`).
-async fn run(app: &App, who: Authenticated, env: Envelope) -> Response {
-    result(app.runtime.clone().exec_async(who.principal, env, CallContext::default()).await)
+/// The header a caller sets to give its call less time than the operator's `timeout_ms`.
+pub(crate) const TIMEOUT_HEADER: &str = "hcp-timeout-ms";
+
+/// A positive whole number of milliseconds; one past `u64` means "no less than the operator's".
+fn millis(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(t.parse::<u64>().unwrap_or(u64::MAX)).filter(|ms| *ms > 0)
+}
+
+/// A served call: no project directory (a `project`-mode pack is refused with `no_project`), and the deadline
+/// the request asks for, if any.
+async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) -> Response {
+    let deadline = match headers.get(TIMEOUT_HEADER).map(|v| millis(v.to_str().unwrap_or_default())) {
+        None => None,
+        Some(Some(ms)) => Some(std::time::Duration::from_millis(ms)),
+        Some(None) => return bad_input("Hcp-Timeout-Ms", "it takes a positive number of milliseconds"),
+    };
+    let ctx = CallContext { deadline, ..CallContext::default() };
+    result(app.runtime.clone().exec_async(who.principal, env, ctx).await)
 }
 
 /// `POST /v1/exec`: the exec envelope in, the result envelope out.
 pub(crate) async fn exec(
     State(app): State<Arc<App>>,
     Extension(who): Extension<Authenticated>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let body = match body {
@@ -85,7 +105,7 @@ pub(crate) async fn exec(
     };
     let de = &mut serde_json::Deserializer::from_slice(&body);
     match serde_path_to_error::deserialize::<_, Envelope>(de) {
-        Ok(env) => run(&app, who, env).await,
+        Ok(env) => run(&app, who, env, &headers).await,
         Err(e) => bad_input(
             "the body is not an exec envelope",
             format!("{e}; send {{\"pack_id\": …, \"verb_key\": …, \"args\": {{…}}}}"),
@@ -97,6 +117,7 @@ pub(crate) async fn exec(
 pub(crate) async fn exec_command(
     State(app): State<Arc<App>>,
     Extension(who): Extension<Authenticated>,
+    headers: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -116,7 +137,7 @@ pub(crate) async fn exec_command(
             Err(e) => return bad_input("the body is not a JSON object of arguments", e),
         }
     };
-    run(&app, who, Envelope::new(&pack_id, &verb_key, args)).await
+    run(&app, who, Envelope::new(&pack_id, &verb_key, args), &headers).await
 }
 
 /// `GET /healthz`: the server answers. No token needed; it says nothing of packs or tenants.

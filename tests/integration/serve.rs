@@ -110,6 +110,18 @@ pub fn request(
     token: Option<&str>,
     body: Option<&[u8]>,
 ) -> (u16, String, Value) {
+    request_with(addr, method, path, token, body, &[])
+}
+
+/// `request` with more headers.
+pub fn request_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+    extra: &[(&str, &str)],
+) -> (u16, String, Value) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let body = body.unwrap_or_default();
@@ -122,6 +134,9 @@ pub fn request(
     }
     if let Some(t) = token {
         head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
     s.write_all(head.as_bytes()).unwrap();
@@ -517,4 +532,34 @@ fn mcp_over_http_answers_only_the_hosts_it_serves() {
     assert!(mcp_initialize_status(&s.addr, "evil.example", &a).contains(" 403 "));
     assert!(mcp_initialize_status(&s.addr, &s.addr, &a).contains(" 200 "));
     assert!(mcp_initialize_status(&s.addr, "hcp.internal", &a).contains(" 200 "));
+}
+
+#[test]
+fn a_request_can_give_its_call_less_time_than_the_operator_allows() {
+    let h = Home::new();
+    sleepy(&h, 5);
+    let a = principal(&h, "alice", "acme", ALL, false);
+    let s = Server::start(&h, &[]);
+    let started = Instant::now();
+    let (st, _, v) = request_with(
+        &s.addr,
+        "POST",
+        "/v1/exec/sleepy/nap",
+        Some(&a),
+        Some(b"{}"),
+        &[("Hcp-Timeout-Ms", "400")],
+    );
+    assert_eq!((st, v["code"].as_str()), (504, Some("timeout")), "{v}");
+    assert!(started.elapsed() < Duration::from_secs(4), "the call ran past its own deadline");
+    for bad in ["0", "soon", "-1"] {
+        let (st, _, v) = request_with(
+            &s.addr,
+            "POST",
+            "/v1/exec/sleepy/nap",
+            Some(&a),
+            Some(b"{}"),
+            &[("Hcp-Timeout-Ms", bad)],
+        );
+        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{bad}: {v}");
+    }
 }

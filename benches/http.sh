@@ -71,7 +71,7 @@ print("| call | face | req/s | p50 µs | p99 µs |")
 print("|------|------|------:|-------:|-------:|")
 for r in rows:
     rps = r.get("rps", r.get(f"rps_c{c}", ""))
-    face = r["face"] if r["face"] != "in-process" else f"in-process (p50/p99 sequential, req/s c={c})"
+    face = r["face"] if r["face"] != "in-process exec" else f"in-process exec (p50/p99 sequential, req/s exec_async c={c})"
     print(f"| {r['call']} | {face} | {rps} | {r['p50_us']} | {r['p99_us']} |")
     if r.get("codes") and set(r["codes"]) != {"200"}:
         print(f"|   | statuses | {r['codes']} | | |")

@@ -302,7 +302,8 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
         // transit component, 64 KiB beat both 0 and 1 MiB (zeroing a whole MiB costs more than the page faults
         // it saves; docs/perf.md).
         .linear_memory_keep_resident(64 << 10)
-        .table_keep_resident(1 << 16);
+        .table_keep_resident(1 << 16)
+        .decommit_batch_size(16);
     let mut pooled_cfg = cfg.clone();
     pooled_cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     let (engine, pooled) = match pooling.then(|| Engine::new(&pooled_cfg).ok()).flatten() {

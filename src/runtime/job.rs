@@ -46,7 +46,7 @@ pub(super) struct Job {
     pub(super) args: CheckedArgs,
     pub(super) pass_argv: Vec<String>,
     pub(super) binding: MintedBinding,
-    pub(super) layout: Layout,
+    pub(super) layout: Arc<Layout>,
     pub(super) sandbox: Arc<SandboxConfig>,
     pub(super) component_sha256: Option<String>,
     pub(super) principal: Principal,

@@ -37,6 +37,8 @@ pub struct Runtime {
     project_dir: Option<PathBuf>,
     composite: CompositeAdapter,
     packs: Mutex<HashMap<String, (String, Arc<Pack>)>>,
+    /// Each tenant's layout, made once: its paths do not change while the runtime runs.
+    layouts: Mutex<HashMap<String, Arc<crate::store::Layout>>>,
     /// At most this many calls at once (0: no limit); past it a call is `busy`.
     max_calls: usize,
     in_flight: Arc<AtomicUsize>,
@@ -93,6 +95,7 @@ impl Runtime {
             project_dir: None,
             composite: CompositeAdapter::new(),
             packs: Mutex::new(HashMap::new()),
+            layouts: Mutex::new(HashMap::new()),
             max_calls: 0,
             in_flight: Arc::new(AtomicUsize::new(0)),
         }
@@ -245,6 +248,18 @@ impl Runtime {
             AdapterKind::Composite => Some(&self.composite),
             AdapterKind::Openapi | AdapterKind::SenseOnly => None,
         }
+    }
+
+    /// The layout of `tenant`'s calls (`Store::layout_for`), made once per tenant.
+    fn layout_for(&self, tenant: &str) -> Result<Arc<crate::store::Layout>, StoreError> {
+        if let Some(l) = self.layouts.lock().ok().and_then(|m| m.get(tenant).cloned()) {
+            return Ok(l);
+        }
+        let layout = Arc::new(self.store.layout_for(tenant)?);
+        if let Ok(mut m) = self.layouts.lock() {
+            m.insert(tenant.to_string(), layout.clone());
+        }
+        Ok(layout)
     }
 
     /// Installed pack `id`, loaded once per install and shared (the pipeline's own cache), or `unknown_pack`

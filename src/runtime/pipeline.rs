@@ -74,7 +74,7 @@ pub(super) use super::job::{Admission, Admitted, Job};
 struct Setup<'a> {
     adapter: &'a dyn Adapter,
     sandbox: Arc<SandboxConfig>,
-    layout: Layout,
+    layout: Arc<Layout>,
     live_title: Option<String>,
 }
 
@@ -261,7 +261,6 @@ impl Runtime {
             r.command().filter(|_| hooks.watching()).and_then(|c| c.title.render(&a.args.values, None));
         // The tenant's own workspaces: a served tenant's pack never gets another tenant's files.
         let layout = self
-            .store
             .layout_for(&principal.tenant)
             .map_err(|e| Denial::new(Code::Denied, format!("denied: {e}")))?;
         Ok(Setup { adapter, sandbox, layout, live_title })

@@ -14,14 +14,8 @@ export HCP_HOME="$TMP/home"
 
 # A pack whose bin does nearly nothing, so the table shows hcpx's own cost.
 P="$TMP/trivial"
-mkdir -p "$P/bin"
-cat > "$P/surface.json" <<'JSON'
-{"id":"trivial","kind":"wrap","cliBin":"trivial","binding":{"mode":"public"},"wrap":{"bin":"./bin/trivial","json_flag":[]},"verbs":{"ping":{"description":"Ping.","cli":["trivial","ping"]}}}
-JSON
-echo '{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}' > "$P/policy.json"
-printf '# Trivial\n\nA trivial pack for benchmarks.\n' > "$P/HARNESS.md"
-printf '#!/bin/sh\nprintf %s\n' "'{\"ok\":true}\\n'" > "$P/bin/trivial"
-chmod +x "$P/bin/trivial"
+. benches/trivial_pack.sh
+trivial_pack "$P"
 "$HCPX" lint "$P" >&2
 
 for dir in "$P" packs/transit packs/transit-composite; do

@@ -18,16 +18,9 @@ SERVER=""
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$TMP"' EXIT
 export HCP_HOME="$TMP/home"
 
-# A wrap whose bin does nearly nothing, so the wrap row shows the runtime's own cost (and the sandbox's).
 P="$TMP/trivial"
-mkdir -p "$P/bin"
-cat > "$P/surface.json" <<'JSON'
-{"id":"trivial","kind":"wrap","cliBin":"trivial","binding":{"mode":"public"},"wrap":{"bin":"./bin/trivial","json_flag":[]},"verbs":{"ping":{"description":"Ping.","cli":["trivial","ping"]}}}
-JSON
-echo '{"surface_id":"trivial","verbs":{"ping":{"operation":"read"}}}' > "$P/policy.json"
-printf '# Trivial\n\nA trivial pack for benchmarks.\n' > "$P/HARNESS.md"
-printf '#!/bin/sh\nprintf %s\n' "'{\"ok\":true}\\n'" > "$P/bin/trivial"
-chmod +x "$P/bin/trivial"
+. benches/trivial_pack.sh
+trivial_pack "$P"
 for dir in "$P" packs/transit-composite; do
   "$HCPX" install "$dir" --json > /dev/null
   "$HCPX" activate "$(basename "$dir")" > /dev/null 2>&1

@@ -25,15 +25,9 @@ fn main() -> ExitCode {
             _ => return fail(&format!("unexpected argument {arg:?}; run `hcpx mcp --help`")),
         }
     }
-    let home = Store::default_home();
-    let store = match Store::open(&home) {
+    let store = match Store::open_default() {
         Ok(s) => s,
-        Err(e) => {
-            return fail(&format!(
-                "cannot open the store at {}: {e}; set HCP_HOME to a writable directory",
-                home.display()
-            ))
-        }
+        Err(e) => return fail(&e.to_string()),
     };
     // The local user through the MCP face; grants.json is read at each call, so a grant taken back holds
     // at once.

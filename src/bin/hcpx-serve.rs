@@ -58,15 +58,9 @@ fn main() -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&e),
     };
-    let home = Store::default_home();
-    let store = match Store::open(&home) {
+    let store = match Store::open_default() {
         Ok(s) => s,
-        Err(e) => {
-            return fail(&format!(
-                "cannot open the store at {}: {e}; set HCP_HOME to a writable directory",
-                home.display()
-            ))
-        }
+        Err(e) => return fail(&e.to_string()),
     };
     if let Err(e) = store.principals() {
         return fail(&format!("{e}; the server would refuse every token"));

@@ -347,13 +347,7 @@ pub enum CredentialCmd {
 
 /// Opens the store at `$HCP_HOME` (or `~/.hcp`).
 pub fn open_store() -> anyhow::Result<Store> {
-    let home = Store::default_home();
-    Store::open(&home).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot open the store at {}: {e}; set HCP_HOME to a writable directory",
-            home.display()
-        )
-    })
+    Ok(Store::open_default()?)
 }
 
 /// The operator's `sandbox.json` (defaults when there is none), read without creating the store: `hcpx check`

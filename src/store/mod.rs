@@ -30,6 +30,10 @@ pub enum StoreError {
     Corrupt { path: String, reason: String },
     #[error("{0}")]
     Refused(String),
+    /// The store itself cannot be opened; `reason` is in the message (not a source, so a chain printed with
+    /// `{:#}` does not say it twice).
+    #[error("cannot open the store at {path}: {reason}; set HCP_HOME to a writable directory")]
+    Home { path: String, reason: Box<StoreError> },
 }
 
 impl StoreError {
@@ -82,6 +86,13 @@ impl Store {
             fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
         }
         Ok(Store { home: home.to_path_buf(), cache: Default::default() })
+    }
+
+    /// The store at `HCP_HOME` (or `~/.hcp`), created when missing: what every face opens.
+    pub fn open_default() -> Result<Store, StoreError> {
+        let home = Store::default_home();
+        Store::open(&home)
+            .map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })
     }
 
     /// `HCP_HOME`, or `~/.hcp`.

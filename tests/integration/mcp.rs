@@ -171,6 +171,11 @@ fn a_client_that_can_ask_its_user_shows_the_card_and_runs_only_on_approval() {
     assert_eq!(h.run(&["install", repo().join("packs/ledger").to_str().unwrap()]).status.code(), Some(0));
     assert_eq!(h.run(&["activate", "ledger"]).status.code(), Some(0));
     let r = client(&h, "elicit.py", &[]);
+    check_elicitation(&h, &r);
+}
+
+/// What elicit.py saw, checked the same for stdio and Streamable HTTP: the card asked twice, one payment.
+pub(crate) fn check_elicitation(h: &Home, r: &Value) {
     let asked = r["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 2, "{r}");
     assert!(

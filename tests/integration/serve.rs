@@ -563,3 +563,19 @@ fn a_request_can_give_its_call_less_time_than_the_operator_allows() {
         assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{bad}: {v}");
     }
 }
+
+#[test]
+fn a_confirm_gated_write_over_http_asks_the_person_and_runs_only_on_approval() {
+    let h = Home::new();
+    install_repo_packs(&h, &["ledger"]);
+    let alice = principal(&h, "alice", "acme", ALL, false);
+    let s = Server::start(&h, &[]);
+    let url = format!("http://{}/mcp", s.addr);
+    let r = crate::mcp::client(&h, "elicit.py", &[&url, &alice]);
+    crate::mcp::check_elicitation(&h, &r);
+    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    assert!(
+        audit.lines().all(|l| l.contains("\"principal\":\"alice\"") && l.contains("\"invoker\":\"mcp\"")),
+        "{audit}"
+    );
+}

@@ -1,7 +1,7 @@
 """Drives a confirm-gated write through `hcpx mcp` from a client that can ask its user (elicitation): the
 person is shown the card; one approval runs the call, one refusal does not.
 
-Usage: elicit.py HCPX_BIN HCP_HOME
+Usage: elicit.py HCPX_BIN HCP_HOME [MCP_URL BEARER_TOKEN]   (with a URL: over Streamable HTTP)
 """
 
 import asyncio
@@ -11,9 +11,11 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.types import ElicitResult
 
 HCPX, HOME = sys.argv[1], sys.argv[2]
+URL, TOKEN = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
 ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
 
 
@@ -26,8 +28,13 @@ async def main() -> None:
         return ElicitResult(action="accept", content={"approve": next(answers)})
 
     report = {}
-    params = StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME)
-    async with stdio_client(params) as (read, write):
+    if URL:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        transport = streamable_http_client(URL, http_client=http)
+    else:
+        transport = stdio_client(StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME))
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=person) as session:
             await session.initialize()
             args = {"amount": "2.80", "payee": "demo-transit"}

@@ -146,19 +146,45 @@ pub(crate) async fn healthz() -> Response {
 }
 
 /// `GET /v1/packs`.
-pub(crate) async fn packs(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn packs(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
     match app.runtime.list() {
-        Ok(list) => ok_json(list),
+        Ok(list) => {
+            let rows: Vec<Value> = list.packs.into_iter().map(|r| row_for(r, who.operator)).collect();
+            ok_json(json!({ "ok": true, "packs": rows }))
+        }
         Err(d) => denial(&d),
     }
 }
 
+/// A pack row as a Principal sees it: only an operator sees where the pack was installed from, and why one
+/// does not load (both name the host's paths).
+fn row_for(row: crate::runtime::report::PackRow, operator: bool) -> Value {
+    let broken = row.error.is_some();
+    let mut v = serde_json::to_value(row).unwrap_or_default();
+    if !operator {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("source");
+            if broken {
+                o.insert(
+                    "error".into(),
+                    json!("the pack does not load; an operator sees why in GET /v1/packs"),
+                );
+            }
+        }
+    }
+    v
+}
+
 /// `GET /v1/packs/{id}`.
-pub(crate) async fn pack(State(app): State<Arc<App>>, id: Result<Path<String>, PathRejection>) -> Response {
+pub(crate) async fn pack(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
     let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
     match app.runtime.list() {
         Ok(list) => match list.packs.into_iter().find(|p| p.id == id) {
-            Some(row) => ok_json(json!({ "ok": true, "pack": row })),
+            Some(row) => ok_json(json!({ "ok": true, "pack": row_for(row, who.operator) })),
             None => denial(&unknown(&id)),
         },
         Err(d) => denial(&d),

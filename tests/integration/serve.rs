@@ -202,6 +202,12 @@ fn every_endpoint_answers_a_bearer_principal() {
     assert_eq!(v["packs"].as_array().unwrap().len(), 2, "{v}");
     let (st, v) = s.get("/v1/packs/ledger", &alice);
     assert_eq!((st, v["pack"]["id"].as_str()), (200, Some("ledger")));
+    // Where a pack was installed from names the host's paths: for operators only.
+    assert!(v["pack"].get("source").is_none(), "{v}");
+    let (_, v) = s.get("/v1/packs", &alice);
+    assert!(v["packs"].as_array().unwrap().iter().all(|p| p.get("source").is_none()), "{v}");
+    let (_, v) = s.get("/v1/packs/ledger", &ops);
+    assert!(v["pack"]["source"].as_str().unwrap().ends_with("packs/ledger"), "{v}");
     let (st, v) = s.get("/v1/packs/nope", &alice);
     assert_eq!((st, v["code"].as_str()), (404, Some("unknown_pack")));
     let (st, v) = s.get("/v1/packs/transit-composite/availability", &alice);

@@ -11,13 +11,12 @@ import os
 import subprocess
 import sys
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp import ClientSession
+from transport import env_for, open_transport
 
 HCPX, HOME, LATE_PACK = sys.argv[1], sys.argv[2], sys.argv[3]
 URL, TOKEN = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else (None, None)
-ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
+ENV = env_for(HOME)
 
 
 def result(r):
@@ -35,12 +34,7 @@ async def main() -> None:
         seen.append(repr(message)[:200])
 
     report = {}
-    if URL:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-        transport = streamable_http_client(URL, http_client=http)
-    else:
-        transport = stdio_client(StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME))
-    async with transport as streams:
+    async with open_transport(HCPX, HOME, URL, TOKEN) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write, message_handler=on_message) as session:
             init = await session.initialize()

@@ -6,17 +6,14 @@ Usage: elicit.py HCPX_BIN HCP_HOME [MCP_URL BEARER_TOKEN]   (with a URL: over St
 
 import asyncio
 import json
-import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp import ClientSession
 from mcp.types import ElicitResult
+from transport import open_transport
 
 HCPX, HOME = sys.argv[1], sys.argv[2]
 URL, TOKEN = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
-ENV = {"HCP_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME}
 
 
 async def main() -> None:
@@ -28,12 +25,7 @@ async def main() -> None:
         return ElicitResult(action="accept", content={"approve": next(answers)})
 
     report = {}
-    if URL:
-        http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-        transport = streamable_http_client(URL, http_client=http)
-    else:
-        transport = stdio_client(StdioServerParameters(command=HCPX, args=["mcp"], env=ENV, cwd=HOME))
-    async with transport as streams:
+    async with open_transport(HCPX, HOME, URL, TOKEN) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write, elicitation_callback=person) as session:
             await session.initialize()

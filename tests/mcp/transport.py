@@ -1,0 +1,21 @@
+"""The transport the test clients reach hcpx through: `hcpx mcp` over stdio, or `hcpx serve`'s /mcp over
+Streamable HTTP with a bearer token, from the same command-line arguments (HCPX_BIN HCP_HOME … [URL TOKEN])."""
+
+import os
+
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+def env_for(home):
+    """The environment `hcpx mcp` runs with: the test's store and nothing of the caller's."""
+    return {"HCP_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+
+
+def open_transport(hcpx, home, url=None, token=None):
+    """An async context manager yielding the (read, write, …) streams of one session."""
+    if url:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        return streamable_http_client(url, http_client=http)
+    return stdio_client(StdioServerParameters(command=hcpx, args=["mcp"], env=env_for(home), cwd=home))

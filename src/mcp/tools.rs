@@ -101,17 +101,8 @@ pub fn pack_tools(pack: &Pack) -> Vec<ToolSpec> {
 /// both get the digest suffix, so neither shadows the other.
 pub fn activated_tools(runtime: &Runtime) -> BTreeMap<String, ToolSpec> {
     let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
-    let Ok(state) = runtime.store().state() else { return out };
-    let mut all = Vec::new();
-    for (id, st) in &state.packs {
-        if !st.activated {
-            continue;
-        }
-        // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
-        if let Ok(pack) = runtime.installed_pack(id) {
-            all.extend(pack_tools(&pack));
-        }
-    }
+    // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
+    let all: Vec<ToolSpec> = runtime.activated_packs().iter().flat_map(|p| pack_tools(p)).collect();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for t in &all {
         *count.entry(t.name.clone()).or_default() += 1;

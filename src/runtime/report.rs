@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::Runtime;
 use crate::adapter::wrap::shell_quote;
@@ -174,15 +175,15 @@ impl Runtime {
         }
     }
 
-    /// Every installed pack, loaded to report its name, kind and commands (or why it does not load).
+    /// Every installed pack, loaded (through the runtime's per-install cache, as a call loads it) to report its
+    /// name, kind and commands, or why it does not load.
     pub fn list(&self) -> Result<ListReport, Denial> {
-        let store = self.store();
-        let state = store.state().map_err(|e| Denial::new(Code::AdapterFailed, e.to_string()))?;
+        let state = self.store().state().map_err(|e| Denial::new(Code::AdapterFailed, e.to_string()))?;
         let packs = state
             .packs
             .iter()
             .map(|(id, st)| {
-                let (name, kind, commands, error) = match store.load_pack(id) {
+                let (name, kind, commands, error) = match self.pack(id, st) {
                     Ok(Some(pack)) => (pack.name.clone(), Some(pack.kind), pack.commands.len(), None),
                     Ok(None) => (None, None, 0, Some("missing from the store".to_string())),
                     Err(e) => (None, None, 0, Some(e.to_string())),
@@ -200,6 +201,18 @@ impl Runtime {
             })
             .collect();
         Ok(ListReport { ok: true, packs })
+    }
+
+    /// Every activated pack that loads, through the per-install cache: what the MCP tools and the OpenAPI
+    /// document list.
+    pub fn activated_packs(&self) -> Vec<Arc<crate::pack::Pack>> {
+        let Ok(state) = self.store().state() else { return Vec::new() };
+        state
+            .packs
+            .iter()
+            .filter(|(_, st)| st.activated)
+            .filter_map(|(id, st)| self.pack(id, st).ok().flatten())
+            .collect()
     }
 
     /// The named commands of installed pack `id`, with their argument schemas.

@@ -44,8 +44,8 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
             return http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::Denied, &format!("denied: {e}"));
         }
     };
-    let invoker = if req.uri().path().starts_with("/mcp") { Invoker::Mcp } else { Invoker::Http };
-    let Some(who) = principals.authenticate(token, invoker) else {
+    // Through `/mcp` the MCP handler takes the Principal with invoker `mcp`.
+    let Some(who) = principals.authenticate(token, Invoker::Http) else {
         return unauthorized("the bearer token matches no principal; ask the operator for a valid one");
     };
     let logged = LoggedCaller { principal: who.principal.id.clone(), tenant: who.principal.tenant.clone() };

@@ -17,7 +17,7 @@ use super::App;
 /// Where access lines go.
 #[derive(Clone)]
 pub struct AccessLog {
-    sink: Option<Arc<Mutex<Box<dyn Write + Send>>>>,
+    sink: Arc<Mutex<Box<dyn Write + Send>>>,
 }
 
 impl AccessLog {
@@ -28,32 +28,22 @@ impl AccessLog {
 
     /// Lines to `w`.
     pub fn to(w: Box<dyn Write + Send>) -> AccessLog {
-        AccessLog { sink: Some(Arc::new(Mutex::new(w))) }
-    }
-
-    /// No log (benchmarks).
-    pub fn off() -> AccessLog {
-        AccessLog { sink: None }
+        AccessLog { sink: Arc::new(Mutex::new(w)) }
     }
 
     /// One `write` per line: the line is made first (standard error is unbuffered, and formatting straight
     /// into it wrote each piece with a system call of its own).
     fn write(&self, line: &serde_json::Value) {
-        if let Some(sink) = &self.sink {
-            let mut text = line.to_string();
-            text.push('\n');
-            if let Ok(mut w) = sink.lock() {
-                let _ = w.write_all(text.as_bytes());
-            }
+        let mut text = line.to_string();
+        text.push('\n');
+        if let Ok(mut w) = self.sink.lock() {
+            let _ = w.write_all(text.as_bytes());
         }
     }
 }
 
 /// Times the request and writes its line once the response is ready.
 pub(crate) async fn access(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.log.sink.is_none() {
-        return next.run(req).await;
-    }
     let started = Instant::now();
     let method = req.method().to_string();
     // The path without its query (`/v1/title` takes arguments there), cut short.

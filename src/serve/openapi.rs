@@ -8,11 +8,19 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::App;
+use crate::model::Code;
 use crate::pack::Operation;
 use crate::runtime::Runtime;
 
-/// The statuses a call can answer with (`Code::status()`), each with the result envelope.
-const CALL_STATUSES: [u16; 14] = [200, 400, 401, 403, 404, 409, 413, 424, 428, 499, 500, 502, 503, 504];
+/// The statuses a call can answer with, each with the result envelope: success, what the face itself refuses
+/// (no token, a body too large) and every code's status from `Code::status()`, the one table.
+fn call_statuses() -> Vec<u16> {
+    let mut s: Vec<u16> =
+        [200, 401, 413].into_iter().chain(Code::ALL.iter().map(|c| c.status().http)).collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
 
 pub(crate) async fn document(State(app): State<Arc<App>>) -> Response {
     Json(build(&app.runtime)).into_response()
@@ -35,7 +43,7 @@ pub fn build(runtime: &Runtime) -> Value {
     paths.insert(
         "/v1/exec".into(),
         json!({ "post": op("exec", "Run a command: the exec envelope in, the result envelope out.",
-            Some((envelope, true)), &[timeout_param()], "ResultEnvelope", &CALL_STATUSES) }),
+            Some((envelope, true)), &[timeout_param()], "ResultEnvelope", &call_statuses()) }),
     );
     paths.insert(
         "/v1/packs".into(),
@@ -94,7 +102,7 @@ pub fn build(runtime: &Runtime) -> Value {
         let body = (c.args.clone(), !c.required().is_empty());
         paths.insert(
             format!("/v1/exec/{}/{}", c.pack_id, c.verb),
-            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[timeout_param()], "ResultEnvelope", &CALL_STATUSES) }),
+            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[timeout_param()], "ResultEnvelope", &call_statuses()) }),
         );
     }
     json!({
@@ -172,10 +180,8 @@ fn wrap_text_rules(props: &mut Map<String, Value>, c: &crate::pack::Command, wra
 
 /// Every command of every activated pack.
 fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
-    let Ok(state) = runtime.store().state() else { return Vec::new() };
     let mut out = Vec::new();
-    for id in state.packs.iter().filter(|(_, r)| r.activated).map(|(id, _)| id) {
-        let Ok(pack) = runtime.installed_pack(id) else { continue };
+    for pack in runtime.activated_packs() {
         for c in pack.commands.values() {
             let mut args = c.args.schema().as_object().cloned().unwrap_or_default();
             args.insert("type".into(), json!("object"));
@@ -202,7 +208,7 @@ fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
                 args.insert("anyOf".into(), json!([{ "required": ["confirm"] }, { "required": ["apply"] }]));
             }
             out.push(CommandDoc {
-                pack_id: id.clone(),
+                pack_id: pack.id.clone(),
                 verb: c.key.clone(),
                 description: c.description.clone().unwrap_or_default(),
                 operation: c.policy.operation,
@@ -264,7 +270,7 @@ fn param(name: &str, at: &str, required: bool, description: &str) -> Value {
 /// `Hcp-Timeout-Ms`: the call's own deadline, under the operator's.
 fn timeout_param() -> Value {
     param_schema(
-        "Hcp-Timeout-Ms",
+        super::routes::TIMEOUT_HEADER,
         "header",
         false,
         "The most this call may take, in milliseconds; the operator's timeout_ms still caps it",

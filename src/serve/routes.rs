@@ -28,9 +28,13 @@ pub(crate) fn http_error(status: StatusCode, code: Code, message: &str) -> Respo
     resp
 }
 
+/// The HTTP status of `code`, from the one table beside `Code`.
+fn status_of(code: Code) -> StatusCode {
+    StatusCode::from_u16(code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
 fn denial(d: &Denial) -> Response {
-    let status = StatusCode::from_u16(d.code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    http_error(status, d.code, &d.message)
+    http_error(status_of(d.code), d.code, &d.message)
 }
 
 fn ok_json(value: impl serde::Serialize) -> Response {
@@ -39,6 +43,17 @@ fn ok_json(value: impl serde::Serialize) -> Response {
 
 fn bad_input(what: &str, e: impl std::fmt::Display) -> Response {
     http_error(StatusCode::BAD_REQUEST, Code::InvalidArgs, &format!("{what}: {e}"))
+}
+
+/// A JSON body read as `T`, or the answer that refuses it: `what` it is not, why, then `fix`.
+fn json_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+    what: &str,
+    fix: &str,
+) -> Result<T, Box<Response>> {
+    let body = body.map_err(|e| Box::new(body_refused(e)))?;
+    let de = &mut serde_json::Deserializer::from_slice(&body);
+    serde_path_to_error::deserialize(de).map_err(|e| Box::new(bad_input(what, format!("{e}{fix}"))))
 }
 
 /// A body that could not be read: past the size limit (413, nothing of it ran), or cut off.
@@ -55,10 +70,8 @@ fn body_refused(e: BytesRejection) -> Response {
 
 /// A result envelope with the status its code maps to; `busy` adds `Retry-After`.
 fn result(out: ResultEnvelope) -> Response {
-    let status = out.code.map_or(200, |c| c.status().http);
     let code = out.code;
-    let mut resp = (StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), Json(out))
-        .into_response();
+    let mut resp = (code.map_or(StatusCode::OK, status_of), Json(out)).into_response();
     if let Some(code) = code {
         if code == Code::Busy {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -68,8 +81,9 @@ fn result(out: ResultEnvelope) -> Response {
     resp
 }
 
-/// The header a caller sets to give its call less time than the operator's `timeout_ms`.
-pub(crate) const TIMEOUT_HEADER: &str = "hcp-timeout-ms";
+/// The header a caller sets to give its call less time than the operator's `timeout_ms` (looked up without
+/// regard to case; the OpenAPI document names it the same).
+pub(crate) const TIMEOUT_HEADER: &str = "Hcp-Timeout-Ms";
 
 /// A positive whole number of milliseconds; one past `u64` means "no less than the operator's".
 fn millis(text: &str) -> Option<u64> {
@@ -86,7 +100,7 @@ async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) 
     let deadline = match headers.get(TIMEOUT_HEADER).map(|v| millis(v.to_str().unwrap_or_default())) {
         None => None,
         Some(Some(ms)) => Some(std::time::Duration::from_millis(ms)),
-        Some(None) => return bad_input("Hcp-Timeout-Ms", "it takes a positive number of milliseconds"),
+        Some(None) => return bad_input(TIMEOUT_HEADER, "it takes a positive number of milliseconds"),
     };
     let ctx = CallContext { deadline, ..CallContext::default() };
     result(app.runtime.clone().exec_async(who.principal, env, ctx).await)
@@ -99,17 +113,10 @@ pub(crate) async fn exec(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return body_refused(e),
-    };
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    match serde_path_to_error::deserialize::<_, Envelope>(de) {
+    let fix = "; send {\"pack_id\": …, \"verb_key\": …, \"args\": {…}}";
+    match json_body::<Envelope>(body, "the body is not an exec envelope", fix) {
         Ok(env) => run(&app, who, env, &headers).await,
-        Err(e) => bad_input(
-            "the body is not an exec envelope",
-            format!("{e}; send {{\"pack_id\": …, \"verb_key\": …, \"args\": {{…}}}}"),
-        ),
+        Err(refused) => *refused,
     }
 }
 
@@ -287,14 +294,9 @@ pub(crate) async fn title_get(
 
 /// `POST /v1/title` with `{pack_id, verb_key, args, result?}`.
 pub(crate) async fn title_post(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return body_refused(e),
-    };
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    match serde_path_to_error::deserialize::<_, TitleInput>(de) {
+    match json_body::<TitleInput>(body, "the body is not {pack_id, verb_key, args, result?}", "") {
         Ok(t) => title(&app, t),
-        Err(e) => bad_input("the body is not {pack_id, verb_key, args, result?}", e),
+        Err(refused) => *refused,
     }
 }
 

@@ -3,6 +3,7 @@
 //! so concurrent `hcpx` processes neither lose nor tear anything.
 
 pub mod audit;
+mod cache;
 pub mod config;
 pub mod credentials;
 pub mod packs;
@@ -10,7 +11,6 @@ pub mod principals;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::any::Any;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,29 +46,10 @@ impl StoreError {
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
-    cache: std::sync::Arc<ReadCache>,
+    cache: std::sync::Arc<cache::ReadCache>,
 }
 
-/// Parsed copies of the small files every call reads, reused while the file is unchanged (same inode, size
-/// and modification time: every write replaces the file by rename, so a change always shows).
-/// Each entry holds the typed value, so a hit costs one `stat` and a reference count, not a parse.
-#[derive(Default)]
-struct ReadCache {
-    files: std::sync::Mutex<std::collections::HashMap<String, CachedFile>>,
-}
-
-/// One cached file: the identity it was read at, and its parsed value.
-type CachedFile = (FileKey, Arc<dyn Any + Send + Sync>);
-
-impl std::fmt::Debug for ReadCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReadCache")
-    }
-}
-
-type FileKey = (u64, u64, i64, i64);
-
-fn file_key(meta: &std::fs::Metadata) -> FileKey {
+fn file_key(meta: &std::fs::Metadata) -> cache::FileKey {
     use std::os::unix::fs::MetadataExt;
     (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec())
 }
@@ -146,28 +127,43 @@ impl Store {
         rel: &str,
         check: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<Option<Arc<T>>, StoreError> {
+        let (cached, ticket) = match self.cache.lookup(&self.home, rel) {
+            cache::Lookup::Trusted(None) => return Ok(None),
+            cache::Lookup::Trusted(Some(v)) => match v.downcast::<T>() {
+                Ok(v) => return Ok(Some(v)),
+                Err(_) => (None, None), // read as another type before: read again
+            },
+            cache::Lookup::Check { cached, ticket } => (cached, Some(ticket)),
+        };
         let p = self.path(rel);
-        let meta = match fs::metadata(&p) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let key = match fs::metadata(&p) {
+            Ok(m) => Some(file_key(&m)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(StoreError::io(&p, e)),
         };
-        let key = file_key(&meta);
-        let hit = self
-            .cache
-            .files
-            .lock()
-            .ok()
-            .and_then(|m| m.get(rel).filter(|(k, _)| *k == key).map(|(_, v)| v.clone()));
-        if let Some(v) = hit.and_then(|v| v.downcast::<T>().ok()) {
-            return Ok(Some(v));
+        if let Some((cached_key, value)) = cached.filter(|(k, _)| *k == key) {
+            let typed = match value {
+                None => Some(None),
+                Some(v) => v.clone().downcast::<T>().ok().map(|t| Some((t, v))),
+            };
+            if let Some(typed) = typed {
+                if let Some(ticket) = ticket {
+                    self.cache.store(rel, cached_key, typed.as_ref().map(|(_, v)| v.clone()), ticket);
+                }
+                return Ok(typed.map(|(t, _)| t));
+            }
         }
-        let Some(raw) = self.read_json::<R>(rel)? else { return Ok(None) };
+        let Some(raw) = self.read_json::<R>(rel)? else {
+            if let Some(ticket) = ticket.filter(|_| key.is_none()) {
+                self.cache.store(rel, None, None, ticket);
+            }
+            return Ok(None);
+        };
         let v = Arc::new(
             check(raw).map_err(|reason| StoreError::Corrupt { path: p.display().to_string(), reason })?,
         );
-        if let Ok(mut m) = self.cache.files.lock() {
-            m.insert(rel.to_string(), (key, v.clone()));
+        if let Some(ticket) = ticket {
+            self.cache.store(rel, key, Some(v.clone()), ticket);
         }
         Ok(Some(v))
     }
@@ -304,6 +300,50 @@ mod tests {
         // A missing directory is an error that keeps its cause.
         let e = write_atomic(&t.path().join("no/such/file"), b"x", 0o644).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_read_cache_sees_every_change_at_once_while_it_watches() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap();
+        let other = Store::open(t.path()).unwrap(); // another process's handle: a cache of its own
+        let read = || store.read_json_cached::<serde_json::Value>("x.json").unwrap().map(|v| v["n"].clone());
+        assert_eq!(read(), None);
+        other.write_atomic("x.json", br#"{"n":1}"#).unwrap();
+        assert_eq!(read(), Some(1.into()));
+        assert_eq!(read(), Some(1.into())); // a second read of the same file: the cache starts watching
+        assert!(store.cache.watching());
+        assert_eq!(read(), Some(1.into()));
+        assert_eq!(read(), Some(1.into())); // trusted without a stat now
+        other.write_atomic("x.json", br#"{"n":2}"#).unwrap();
+        assert_eq!(read(), Some(2.into()), "a rename is seen by the very next read");
+        assert_eq!(read(), Some(2.into()));
+        fs::write(t.path().join("x.json"), br#"{"n":3}"#).unwrap();
+        assert_eq!(read(), Some(3.into()), "so is a write in place");
+        fs::remove_file(t.path().join("x.json")).unwrap();
+        assert_eq!(read(), None, "and a removal");
+        assert_eq!(read(), None);
+        fs::write(t.path().join("x.json"), br#"{"n":4}"#).unwrap();
+        assert_eq!(read(), Some(4.into()), "and a creation");
+        // A file the watch cannot see change (written through a hard link in another directory): trusted for
+        // at most `cache::TRUST`, then checked again.
+        let elsewhere = t.path().join("packs/x.json");
+        fs::hard_link(t.path().join("x.json"), &elsewhere).unwrap();
+        assert_eq!(read(), Some(4.into()));
+        let since = std::time::Instant::now();
+        let mut f = OpenOptions::new().write(true).open(&elsewhere).unwrap();
+        f.write_all(br#"{"n":5}"#).unwrap();
+        drop(f);
+        let stale = read();
+        if since.elapsed() < cache::TRUST {
+            assert_eq!(
+                stale,
+                Some(4.into()),
+                "within the bound a value the watch vouches for is used unchecked"
+            );
+        }
+        std::thread::sleep(cache::TRUST);
+        assert_eq!(read(), Some(5.into()), "after it, checked again");
     }
 
     #[test]

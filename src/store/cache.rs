@@ -26,11 +26,14 @@ pub(super) const TRUST: Duration = Duration::from_secs(1);
 /// What identifies one version of a file: inode, size, modification time.
 pub(super) type FileKey = (u64, u64, i64, i64);
 
+/// A parsed value, of the type its reader asked for.
+pub(super) type Value = Arc<dyn Any + Send + Sync>;
+
 /// One cached file: the version it was read at (`None`: the file did not exist), its parsed value, and
 /// until when the watch vouches for it.
 struct Entry {
     key: Option<FileKey>,
-    value: Option<Arc<dyn Any + Send + Sync>>,
+    value: Option<Value>,
     trusted_until: Option<Instant>,
 }
 
@@ -60,9 +63,9 @@ impl std::fmt::Debug for ReadCache {
 /// What a lookup found before any `stat`.
 pub(super) enum Lookup {
     /// The watch vouches for this value (`None`: the file does not exist).
-    Trusted(Option<Arc<dyn Any + Send + Sync>>),
+    Trusted(Option<Value>),
     /// Check the file: `cached` is what is held for it (its key and value), `ticket` what to hand back.
-    Check { cached: Option<(Option<FileKey>, Option<Arc<dyn Any + Send + Sync>>)>, ticket: Ticket },
+    Check { cached: Option<(Option<FileKey>, Option<Value>)>, ticket: Ticket },
 }
 
 /// What a check hands back to [`ReadCache::store`]: the count of changes seen when it began.
@@ -94,13 +97,7 @@ impl ReadCache {
     }
 
     /// Keeps what a check found for `rel`; trusted from now on only if no change was seen since it began.
-    pub(super) fn store(
-        &self,
-        rel: &str,
-        key: Option<FileKey>,
-        value: Option<Arc<dyn Any + Send + Sync>>,
-        ticket: Ticket,
-    ) {
+    pub(super) fn store(&self, rel: &str, key: Option<FileKey>, value: Option<Value>, ticket: Ticket) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.drain();
         let trusted = inner.watch.is_some() && is_top_level(rel) && inner.changes == ticket.changes;

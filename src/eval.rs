@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::model::ResultEnvelope;
 use crate::pack::raw::RawEvalCase;
 use crate::pack::Pack;
-use crate::trial::Trial;
+use crate::pack::Operation;
+use crate::trial::{Trial, TrialProject};
 
 /// Default per-case timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
@@ -17,8 +18,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
     pub timeout_ms: u64,
-    /// Where `project`-mode packs run (the directory `hcpx eval` started from).
-    pub project_dir: Option<PathBuf>,
+    /// Where `project`-mode packs run (unless the pack names a fixture).
+    pub project: TrialProject,
     /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
     pub sandbox: crate::store::config::SandboxConfig,
     /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
@@ -97,7 +98,7 @@ pub fn run_evals(
         dir,
         &pack,
         opts.timeout_ms,
-        opts.project_dir.clone(),
+        opts.project.clone(),
         &opts.sandbox,
         opts.store_home.as_deref(),
     )?;
@@ -118,7 +119,7 @@ pub fn run_cases(
             .and_then(|c| c.title.render(&case.args, None))
             .unwrap_or_else(|| format!("{} {}", pack.id, case.verb));
         progress(i + 1, cases.len(), &title);
-        results.push(run_case(trial, case));
+        results.push(run_case(trial, pack, case));
     }
     let times: Vec<u64> = results.iter().filter(|r| r.ran).map(|r| r.ms).collect();
     let (p50_ms, p95_ms) = (percentile(&times, 50), percentile(&times, 95));
@@ -151,7 +152,7 @@ pub fn todo_arg(case: &RawEvalCase) -> Option<&str> {
     case.args.iter().find(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("TODO"))).map(|(k, _)| k.as_str())
 }
 
-fn run_case(trial: &Trial, case: &RawEvalCase) -> CaseResult {
+fn run_case(trial: &Trial, pack: &Pack, case: &RawEvalCase) -> CaseResult {
     let mut r = CaseResult {
         name: case.name.clone(),
         verb: case.verb.clone(),
@@ -164,6 +165,18 @@ fn run_case(trial: &Trial, case: &RawEvalCase) -> CaseResult {
     if let Some(k) = todo_arg(case) {
         r.reason = Some(format!("argument `{k}` is still a TODO placeholder; replace it with a real value"));
         return r;
+    }
+    // A write that would get past the gate runs only in a project it may change.
+    let would_write = pack.command(&case.verb).is_some_and(|c| {
+        c.policy.operation == Operation::Write
+            && (!c.policy.confirm
+                || crate::args::GATE_ARGS.iter().any(|g| case.args.get(*g) == Some(&Value::Bool(true))))
+    });
+    if would_write && pack.workspace == crate::pack::WorkspaceMode::Project {
+        if let Err(why) = trial.may_write() {
+            r.reason = Some(why);
+            return r;
+        }
     }
     let call = trial.call(&case.verb, case.args.clone());
     let out = call.out;

@@ -28,6 +28,8 @@ pub mod adapter;
 
 pub mod runtime;
 
+pub mod fixture;
+
 pub mod trial;
 
 pub mod eval;

@@ -168,7 +168,9 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
                 "title": { "live": [format!("Running {line}")], "done": [format!("Ran {line}")] }
             }),
         );
-        rows.insert(key.clone(), json!({ "operation": "read" }));
+        // A template is a write behind the confirm gate until a person classifies it: nothing runs it unasked
+        // (an agent, `hcpx check --probe`, an eval), whatever the subcommand does.
+        rows.insert(key.clone(), json!({ "operation": "write", "confirm": true }));
         table.push_str(&format!("| `{key}` | TODO: when to use it |\n"));
     }
     let surface = json!({

@@ -16,6 +16,9 @@ use crate::store::config::SandboxConfig;
 use crate::store::packs::InstallError;
 use crate::store::{Store, StoreError};
 
+/// The least time a fixture's setup script gets, whatever the per-case timeout.
+const FIXTURE_MIN_MS: u64 = 30_000;
+
 /// A pack installed in a temporary `HCP_HOME`, removed on drop.
 pub struct Trial {
     /// The throw-away store, removed when the trial is dropped.
@@ -24,6 +27,11 @@ pub struct Trial {
     agent: Principal,
     pack_id: String,
     project_dir: Option<PathBuf>,
+    /// The fresh project made from the pack's fixture, when its hcp.eval.json names one (the project above).
+    fixture: Option<crate::fixture::Fixture>,
+    /// Writes may run in the project: it is a fixture's copy, or the caller named it (`--project`,
+    /// `HCP_PROJECT_DIR`); never the directory `hcpx` merely started in.
+    writes_allowed: bool,
     /// The pack's Binding is `mock`: every call asks for it, as its author would (`--mode mock`).
     mock: bool,
 }
@@ -62,6 +70,16 @@ pub enum TrialError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Install(#[from] InstallError),
+    #[error("{0}")]
+    Fixture(#[from] crate::fixture::FixtureError),
+}
+
+/// The project a trial's `project`-mode calls run in.
+#[derive(Debug, Clone, Default)]
+pub struct TrialProject {
+    pub dir: Option<PathBuf>,
+    /// The caller named it (`--project`, `HCP_PROJECT_DIR`), so write cases may run in it.
+    pub explicit: bool,
 }
 
 impl Trial {
@@ -74,33 +92,49 @@ impl Trial {
         dir: &Path,
         pack: &Pack,
         timeout_ms: u64,
-        project_dir: Option<PathBuf>,
+        project: TrialProject,
         operator: &SandboxConfig,
         store_home: Option<&Path>,
     ) -> Result<Trial, TrialError> {
+        let home = tempfile::Builder::new().prefix("hcpx-trial-").tempdir().map_err(TrialError::TempStore)?;
+        let store = Self::setup(home.path(), dir, pack, timeout_ms, operator)?;
+        // A fixture gives every run a fresh project of its own: the caller's is never touched.
+        let fixture = match pack.evals.as_ref().and_then(|e| e.fixture.as_deref()) {
+            Some(f) => Some(crate::fixture::Fixture::make(
+                &pack.id,
+                &store.pack_dir(&pack.id),
+                f,
+                &*store.sandbox()?,
+                std::time::Duration::from_millis(timeout_ms.max(FIXTURE_MIN_MS)),
+            )?),
+            None => None,
+        };
+        let writes_allowed =
+            fixture.is_some() || project.explicit || pack.workspace != WorkspaceMode::Project;
+        let project_dir = match &fixture {
+            Some(f) => Some(f.project()),
+            None => project.dir,
+        };
         if let (WorkspaceMode::Project, Some(p), Some(home)) = (pack.workspace, &project_dir, store_home) {
             if let Some(why) = crate::adapter::workspace::store_overlap(home, p) {
                 return Err(TrialError::Project(why));
             }
         }
-        let home = tempfile::Builder::new().prefix("hcpx-trial-").tempdir().map_err(TrialError::TempStore)?;
-        let made = Self::setup(home.path(), dir, pack, timeout_ms, operator);
-        match made {
-            Ok(store) => Ok(Trial {
-                home,
-                runtime: Runtime::new(store).with_project_dir(project_dir.clone()),
-                agent: Principal {
-                    id: "eval-agent".into(),
-                    tenant: "local".into(),
-                    grants: Grants::All,
-                    invoker: Invoker::Json,
-                },
-                pack_id: pack.id.clone(),
-                project_dir,
-                mock: pack.binding.mode == BindingMode::Mock,
-            }),
-            Err(e) => Err(e),
-        }
+        Ok(Trial {
+            home,
+            runtime: Runtime::new(store).with_project_dir(project_dir.clone()),
+            agent: Principal {
+                id: "eval-agent".into(),
+                tenant: "local".into(),
+                grants: Grants::All,
+                invoker: Invoker::Json,
+            },
+            pack_id: pack.id.clone(),
+            project_dir,
+            fixture,
+            writes_allowed,
+            mock: pack.binding.mode == BindingMode::Mock,
+        })
     }
 
     fn setup(
@@ -147,8 +181,24 @@ impl Trial {
         }
     }
 
+    /// Whether a write may run in the project (see `writes_allowed`); `Err` says why not and what to do.
+    pub fn may_write(&self) -> Result<(), String> {
+        if self.writes_allowed {
+            return Ok(());
+        }
+        let dir = self.project_dir.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        Err(format!("not run: it would write to {dir}, the directory hcpx started in; name a fixture in hcp.eval.json (\"fixture\": \"fixture.sh\" or a directory) so cases run in a fresh copy, or pass --project DIR to run them there"))
+    }
+
     /// Where calls run, in words, for `hcpx eval` and `hcpx check` to print.
     pub fn ran_in(&self, mode: WorkspaceMode) -> String {
+        if let (WorkspaceMode::Project, Some(f)) = (mode, &self.fixture) {
+            return format!(
+                "a fresh project made from the fixture {} at {} (removed after the run)",
+                f.source,
+                f.project().display()
+            );
+        }
         match (mode, &self.project_dir) {
             (WorkspaceMode::Project, Some(p)) => format!(
                 "the project {} (read-only for reads, under the same confinement as hcpx exec)",

@@ -25,7 +25,7 @@ fn arg_ptr(key: &str, name: &str) -> String {
     pointer(&["verbs", key, "args", "properties", name])
 }
 
-fn is_scaffold(cmd: &Command) -> bool {
+pub(super) fn is_scaffold(cmd: &Command) -> bool {
     cmd.description.as_deref().is_some_and(|d| d.trim_start().starts_with(SCAFFOLD_MARK))
 }
 

@@ -110,8 +110,8 @@ pub struct CheckOptions {
     pub probe: bool,
     pub eval: bool,
     pub timeout_ms: u64,
-    /// Where `project`-mode packs run: the directory `hcpx check` started from.
-    pub project_dir: Option<PathBuf>,
+    /// Where `project`-mode packs run (unless the pack names a fixture).
+    pub project: crate::trial::TrialProject,
     /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
     pub sandbox: crate::store::config::SandboxConfig,
     /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
@@ -193,7 +193,7 @@ fn check_pack(
             dir,
             pack,
             opts.timeout_ms,
-            opts.project_dir.clone(),
+            opts.project.clone(),
             &opts.sandbox,
             opts.store_home.as_deref(),
         ) {

@@ -2,7 +2,7 @@
 
 use super::{Ctx, Hits};
 use crate::model::diagnostic::pointer;
-use crate::pack::{BindingMode, Land, Operation};
+use crate::pack::{BindingMode, Command, Land, Operation};
 
 const POLICY: &str = "policy.json";
 const SURFACE: &str = "surface.json";
@@ -50,8 +50,55 @@ fn first_word_of_last(key: &str) -> String {
     last.split(['-', '_']).next().unwrap_or(&last).to_string()
 }
 
-fn destructive(key: &str) -> bool {
+/// A command named like a write (P001's test).
+pub(super) fn destructive(key: &str) -> bool {
     DESTRUCTIVE.contains(&last_word(key).as_str()) || DESTRUCTIVE.contains(&first_word_of_last(key).as_str())
+}
+
+/// Subcommand words that change what they act on, besides [`DESTRUCTIVE`]'s (`git init`, `git restore`,
+/// `ip addr add`, `kubectl apply`).
+const MUTATING: &[&str] = &[
+    "init", "restore", "clean", "checkout", "switch", "rebase", "commit", "stash", "mv", "move", "rename",
+    "apply", "write", "set", "unset", "update", "upgrade", "create", "add", "install", "prune", "edit",
+    "import", "insert", "put", "post", "patch", "replace", "flush", "vacuum", "restart", "stop", "start",
+];
+
+/// The first subcommand word of `cmd`'s cli[] (literal words after the bin, before any flag or placeholder)
+/// that says it changes something (P010's test).
+pub(super) fn mutating_subcommand(cmd: &Command) -> Option<String> {
+    let cli = cmd.cli.as_ref()?;
+    cli.iter()
+        .take_while(|t| t.is_literal() && !t.source().starts_with('-'))
+        .map(|t| t.source().to_ascii_lowercase())
+        .find(|w| DESTRUCTIVE.contains(&w.as_str()) || MUTATING.contains(&w.as_str()))
+}
+
+/// Whether a probe must not run `key`: a template no one has classified (M018), or a read that a rule flags as
+/// possibly changing something (P001, P010). Probes run the real CLI in the real directory.
+pub(super) fn unsafe_to_probe(key: &str, cmd: &Command) -> Option<String> {
+    if super::manifest::is_scaffold(cmd) {
+        return Some(
+            "it is still a scaffold template (M018); replace it and classify it in policy.json".into(),
+        );
+    }
+    if destructive(key) {
+        return Some(format!("it is named like a write (P001); make it a write in policy.json, or rename `{key}` if it only reads"));
+    }
+    mutating_subcommand(cmd).map(|w| {
+        format!("its cli[] runs the subcommand `{w}`, which can change things (P010); make `{key}` a write, or point it at a read-only subcommand")
+    })
+}
+
+/// P010
+pub fn mutating_read(c: &Ctx, h: &mut Hits) {
+    for (key, cmd) in &c.pack.commands {
+        if cmd.policy.operation != Operation::Read || destructive(key) {
+            continue; // P001 already names a read called like a write
+        }
+        if let Some(w) = mutating_subcommand(cmd) {
+            h.push(POLICY, pointer(&["verbs", key, "operation"]), format!("`{key}` is a read, but its cli[] runs the subcommand `{w}`, which can change what it acts on; probes skip it"), format!("set \"{key}\": {{\"operation\": \"write\"}} in policy.json (with \"confirm\": true if it cannot be undone), or point `{key}`.cli at a subcommand that only reads"));
+        }
+    }
 }
 
 /// P001

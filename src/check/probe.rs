@@ -1,5 +1,6 @@
 //! The probe layer: every read runs once through the real pipeline and sandbox, as an agent would call it, and
-//! the rules below judge what came back. Probes never run a write.
+//! the rules below judge what came back. Probes never run a write, a scaffold template, or a read a rule flags
+//! as possibly changing something (P001, P010).
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -49,6 +50,9 @@ pub struct ProbeRecord {
     /// Files in the working directory that the read created, changed or removed.
     #[serde(skip)]
     pub changed: Vec<String>,
+    /// Not run because a rule flags it as possibly changing something (its finding is that rule's, not R013).
+    #[serde(skip)]
+    pub unsafe_skip: bool,
 }
 
 /// The arguments a probe passes: those of the first eval case that expects success, else each required
@@ -128,7 +132,14 @@ pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &s
             output: String::new(),
             stderr: String::new(),
             changed: Vec::new(),
+            unsafe_skip: false,
         };
+        if let Some(why) = super::policy::unsafe_to_probe(key, cmd) {
+            rec.skipped = Some(why);
+            rec.unsafe_skip = true;
+            out.push(rec);
+            continue;
+        }
         let args = match probe_args(pack, key, cmd) {
             Ok(a) => a,
             Err(why) => {
@@ -389,7 +400,7 @@ pub fn error_with_exit_zero(c: &Ctx, h: &mut Hits) {
 
 /// R013
 pub fn probe_skipped(c: &Ctx, h: &mut Hits) {
-    for r in probes(c) {
+    for r in probes(c).filter(|r| !r.unsafe_skip) {
         if let Some(why) = &r.skipped {
             h.push(SURFACE, pointer(&["verbs", &r.verb, "args"]), format!("`{}` was not probed: {why}", r.verb), format!("add \"examples\" to `{}`'s required arguments, or an eval case for it that expects ok: true", r.verb));
         }

@@ -181,6 +181,10 @@ rules! {
         "Every command is a write.",
         "An agent should be able to look at the state before it changes it.",
         "Add a read that shows what the writes change (`status`, `list`).";
+    "P010" "mutating-subcommand-read" Warning Policy policy::mutating_read,
+        "A read's `cli[]` runs a subcommand that changes what it acts on (`init`, `restore`, `add`, `apply`, `commit`, …).",
+        "A read runs without a write grant or a confirm gate, and `hcpx check --probe` runs every read in the real directory; probes skip such a command.",
+        "Make it a write in `policy.json` (with `confirm: true` if it cannot be undone), or point `cli[]` at a subcommand that only reads.";
     "H001" "short-lead" Warning Skill skill::short_lead,
         "The Skill's lead (before the first `##`) is under 80 characters.",
         "Hosts load the lead first and often only the lead.",

@@ -31,7 +31,10 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
         probe: a.probe,
         eval: !a.no_eval,
         timeout_ms: a.timeout,
-        project_dir: super::exec::project_dir(),
+        project: match super::exec::trial_project(&a.project) {
+            Ok(d) => d,
+            Err(e) => return Ok(fail(p, &e.to_string())),
+        },
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
     };

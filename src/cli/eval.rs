@@ -13,7 +13,10 @@ pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
     };
     let opts = EvalOptions {
         timeout_ms: a.timeout,
-        project_dir: super::exec::project_dir(),
+        project: match super::exec::trial_project(&a.project) {
+            Ok(d) => d,
+            Err(e) => return Ok(fail(p, &e.to_string())),
+        },
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
     };

@@ -16,9 +16,28 @@ pub fn local_principal(store: &Store) -> anyhow::Result<Principal> {
     store.local_principal(Invoker::Cli).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// The caller's project: `HCP_PROJECT_DIR`, else the current directory.
-pub fn project_dir() -> Option<PathBuf> {
-    CallContext::local().project_dir
+/// The caller's project: `--project DIR`, else `HCP_PROJECT_DIR`, else the current directory. A `--project` that
+/// is not a directory is refused here, naming it, rather than handed to a call.
+pub fn project_dir(arg: &super::ProjectArg) -> anyhow::Result<Option<PathBuf>> {
+    Ok(trial_project(arg)?.dir)
+}
+
+/// The project as `hcpx eval` and `hcpx check` hand it to a trial: named (`--project`, `HCP_PROJECT_DIR`) or
+/// merely the directory `hcpx` started in, where write cases do not run.
+pub fn trial_project(arg: &super::ProjectArg) -> anyhow::Result<hcpx::trial::TrialProject> {
+    match &arg.dir {
+        Some(d) if d.is_dir() => Ok(hcpx::trial::TrialProject {
+            dir: Some(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+            explicit: true,
+        }),
+        Some(d) => {
+            anyhow::bail!("--project {}: not a directory; pass an existing project directory", d.display())
+        }
+        None => Ok(hcpx::trial::TrialProject {
+            dir: CallContext::local().project_dir,
+            explicit: std::env::var_os("HCP_PROJECT_DIR").is_some_and(|v| !v.is_empty()),
+        }),
+    }
 }
 
 struct Terminal {
@@ -52,7 +71,7 @@ impl ExecHooks for Terminal {
 pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let principal = local_principal(&store)?;
-    let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir());
+    let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir(&a.project)?);
     let project_id =
         a.project_id.clone().or_else(|| std::env::var("HCP_PROJECT_ID").ok()).filter(|s| !s.is_empty());
     let env = Envelope { project_id, ..Envelope::new(&a.id, &a.verb, Default::default()) };

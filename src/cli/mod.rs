@@ -167,6 +167,17 @@ pub struct EvalArgs {
     /// Per-case timeout in milliseconds.
     #[arg(long, default_value_t = hcpx::eval::DEFAULT_TIMEOUT_MS)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub project: ProjectArg,
+}
+
+/// Where `project`-mode commands run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProjectArg {
+    /// The project directory `project`-mode commands run in (default: $HCP_PROJECT_DIR, else the current
+    /// directory). A pack whose hcp.eval.json names a fixture runs its evals and probes in a fresh copy instead.
+    #[arg(long = "project", id = "project", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// A pack directory.
@@ -192,6 +203,8 @@ pub struct CheckArgs {
     /// Skip the eval layer.
     #[arg(long)]
     pub no_eval: bool,
+    #[command(flatten)]
+    pub project: ProjectArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -259,6 +272,8 @@ pub struct ExecArgs {
     /// Show the exact command line as well as the title.
     #[arg(long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub project: ProjectArg,
 }
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`.

@@ -107,7 +107,7 @@ registry! {
         "A `kind: composite` pack without `component.path`.",
         "A composite runs a WASI component; without one there is nothing to run.";
     PathEscapes, "path_escapes",
-        "A pack path (`wrap.bin`, `component.path`, `openapi.path`) is absolute, uses `..`, or resolves outside the pack through a link.",
+        "A pack path (`wrap.bin`, `component.path`, `openapi.path`, the `fixture` of `hcp.eval.json`) is absolute, uses `..`, or resolves outside the pack through a link.",
         "Install copies only the pack; a path outside it would run whatever happens to be on the host.";
     PathMissing, "path_missing",
         "A pack path names a file that does not exist in the pack.",

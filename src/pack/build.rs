@@ -196,6 +196,9 @@ fn build(
         }
     }
     if let Some(e) = &evals {
+        if let Some(f) = &e.fixture {
+            check_pack_path(root, (EVALS, "/fixture"), f, Want::DirOrExec, is);
+        }
         for (i, case) in e.cases.iter().enumerate() {
             if !m.verbs.contains_key(&case.verb) {
                 is.push(
@@ -275,7 +278,7 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                 return None;
             };
             let bin = if bin.contains('/') {
-                check_pack_path(root, "/wrap/bin", bin, true, is);
+                check_pack_path(root, (SURFACE, "/wrap/bin"), bin, Want::Exec, is);
                 Bin::Path(bin.trim_start_matches("./").to_string())
             } else {
                 if bin.is_empty() || bin.starts_with('-') || bin.contains(char::is_whitespace) {
@@ -342,7 +345,7 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
         }
         AdapterKind::Composite => {
             match &m.component {
-                Some(c) => check_pack_path(root, "/component/path", &c.path, false, is),
+                Some(c) => check_pack_path(root, (SURFACE, "/component/path"), &c.path, Want::File, is),
                 None => {
                     let hint = if m.wrap.is_some() {
                         "; `kind` defaults to composite, so a wrap pack must say \"kind\": \"wrap\""
@@ -358,7 +361,7 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
             match &m.openapi {
                 Some(RawOpenapi { url: Some(_), path: None }) => {}
                 Some(RawOpenapi { url: None, path: Some(p) }) => {
-                    check_pack_path(root, "/openapi/path", p, false, is)
+                    check_pack_path(root, (SURFACE, "/openapi/path"), p, Want::File, is)
                 }
                 Some(_) => is.push(
                     LintKind::OpenapiMissing,
@@ -386,13 +389,22 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
     }
 }
 
-/// Checks that `path` stays inside the pack and names a file (an executable one when `exec`).
-fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issues) {
+/// What a pack path must name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    File,
+    Exec,
+    /// An eval fixture: a directory, or an executable setup script.
+    DirOrExec,
+}
+
+/// Checks that `path` (at `ptr` of `file`) stays inside the pack and names what `want` says.
+fn check_pack_path(root: &Dir, (file, ptr): (&str, &str), path: &str, want: Want, is: &mut Issues) {
     let escapes = path.starts_with('/') || path.split('/').any(|c| c == "..");
     if escapes || path.is_empty() {
         is.push(
             LintKind::PathEscapes,
-            SURFACE,
+            file,
             ptr,
             format!("{path:?} leaves the pack: pack paths are relative and never use `..`"),
             "move the file into the pack and name it relative to the pack directory, e.g. \"./bin/tool\"",
@@ -401,13 +413,14 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
     }
     let rel = path.trim_start_matches("./");
     match root.metadata(rel) {
+        Ok(meta) if meta.is_dir() && want == Want::DirOrExec => {}
         Ok(meta) if meta.is_file() => {
-            if exec {
+            if want != Want::File {
                 use cap_std::fs::PermissionsExt;
                 if meta.permissions().mode() & 0o111 == 0 {
                     is.push(
                         LintKind::BinNotExecutable,
-                        SURFACE,
+                        file,
                         ptr,
                         format!("{path:?} is not executable"),
                         format!("run `chmod +x {rel}` in the pack and give it a `#!` line"),
@@ -417,7 +430,7 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
         }
         Ok(_) => is.push(
             LintKind::PathMissing,
-            SURFACE,
+            file,
             ptr,
             format!("{path:?} is not a file"),
             "point at a file inside the pack",
@@ -427,7 +440,7 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
             if through_link {
                 is.push(
                     LintKind::PathEscapes,
-                    SURFACE,
+                    file,
                     ptr,
                     format!("{path:?} is a link that leads nowhere inside the pack"),
                     "replace the link with the file itself",
@@ -435,7 +448,7 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
             } else {
                 is.push(
                     LintKind::PathMissing,
-                    SURFACE,
+                    file,
                     ptr,
                     format!("{path:?} does not exist in the pack"),
                     "add the file to the pack or correct the path",
@@ -444,7 +457,7 @@ fn check_pack_path(root: &Dir, ptr: &str, path: &str, exec: bool, is: &mut Issue
         }
         Err(_) => is.push(
             LintKind::PathEscapes,
-            SURFACE,
+            file,
             ptr,
             format!("{path:?} resolves outside the pack (through a link)"),
             "replace the link with the file itself: install copies only the pack",

@@ -308,6 +308,10 @@ pub struct RawStimulus {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawEvalFile {
+    /// A directory of the pack copied into a fresh project for each `hcpx eval` / `hcpx check` run, or an
+    /// executable setup script of the pack run (confined) with that fresh directory as its argument.
+    #[serde(default)]
+    pub fixture: Option<String>,
     pub cases: Vec<RawEvalCase>,
 }
 

@@ -322,6 +322,12 @@ fn not_installed(id: &str) -> StoreError {
     StoreError::Refused(format!("pack {id} is not installed; install it with `hcpx install DIR`"))
 }
 
+/// Copies the directory tree at `src` into `dst`, reading only beneath `src` and within a pack's bounds (an eval
+/// fixture's directory).
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), StoreError> {
+    copy_pack(src, dst)
+}
+
 /// Copies the pack at `src` into `dst` (which must not exist), reading only beneath `src`.
 fn copy_pack(src: &Path, dst: &Path) -> Result<(), StoreError> {
     let root = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| StoreError::io(src, e))?;

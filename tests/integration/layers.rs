@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// them in this order.
 const LAYERS: &[&str] = &[
     "model", "template", "args", "title", "pack", "lint", "render", "store", "sandbox", "adapter", "runtime",
-    "trial", "eval", "check", "scaffold", "mcp", "serve",
+    "fixture", "trial", "eval", "check", "scaffold", "mcp", "serve",
 ];
 
 fn src() -> PathBuf {

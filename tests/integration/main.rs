@@ -4,6 +4,7 @@
 
 mod args;
 mod attacks;
+mod authoring;
 mod bootstrap;
 mod check;
 mod cli;

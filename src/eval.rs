@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::model::ResultEnvelope;
 use crate::pack::raw::RawEvalCase;
-use crate::pack::Pack;
 use crate::pack::Operation;
+use crate::pack::Pack;
 use crate::trial::{Trial, TrialProject};
 
 /// Default per-case timeout.

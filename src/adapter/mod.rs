@@ -80,6 +80,22 @@ impl From<Denial> for AdapterResult {
     }
 }
 
+/// What a call would run, for `hcpx exec --dry-run`: nothing in it is a secret (environment names, never
+/// values), and working it out runs nothing and creates nothing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Plan {
+    /// The program a wrap spawns, or the component a composite instantiates.
+    pub program: String,
+    /// A wrap's argv after the program; a composite's `exec(verb, args-json)` inputs.
+    pub argv: Vec<String>,
+    /// The working directory (a wrap) or the preopen (a composite), in words when it is made per call.
+    pub workdir: String,
+    /// Whether the call may write it.
+    pub workdir_writable: bool,
+    /// The names of the environment variables the child or component gets.
+    pub env: Vec<String>,
+}
+
 /// What owns a call's inputs, so an async run can take them where it needs (a wrap's wait for its child
 /// moves to tokio's blocking pool) and keep them as long as the work lasts, even past its caller.
 pub trait OwnedCall: Send + Sync + 'static {
@@ -105,6 +121,27 @@ pub trait Adapter: Send + Sync {
     /// Whether `pack` can run here now, as `availability` reports it: its bin resolves and is allow-listed
     /// and its network granted (wrap), or its component is unchanged, allow-listed and loads (composite).
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial>;
+
+    /// What `run` would do with this call, without running or creating anything (`hcpx exec --dry-run`).
+    fn plan(&self, call: &Call<'_>) -> Result<Plan, Denial>;
+}
+
+/// The directory a call of `pack` works in, in words, without creating it; and whether the call may write it.
+pub fn workdir_words(call: &Call<'_>, mode: crate::pack::WorkspaceMode) -> (String, bool) {
+    use crate::pack::WorkspaceMode;
+    let writable = crate::sandbox::workdir_writable(mode, call.write);
+    let words = match mode {
+        WorkspaceMode::None => call.pack.dir.display().to_string(),
+        WorkspaceMode::Workspace => call.env.layout.workspaces.join(&call.pack.id).display().to_string(),
+        WorkspaceMode::Ephemeral => {
+            format!("a fresh directory under {}, removed after the call", call.env.layout.tmp.display())
+        }
+        WorkspaceMode::Project => match call.project_dir {
+            Some(p) => p.display().to_string(),
+            None => "no project: the call would be refused (no_project)".to_string(),
+        },
+    };
+    (words, writable)
 }
 
 /// Observes a call while it runs (the terminal face shows the live title). `Send + Sync`: a served face's

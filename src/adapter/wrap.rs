@@ -39,6 +39,16 @@ impl Adapter for WrapAdapter {
         })
     }
 
+    fn plan(&self, call: &Call<'_>) -> Result<super::Plan, Denial> {
+        let wrap = target(call.pack)?;
+        let program = resolve_bin(call.pack, wrap, call.env.sandbox)?;
+        let argv = argv_for(call, wrap)?;
+        let (workdir, workdir_writable) = super::workdir_words(call, wrap.workspace);
+        let env =
+            child_env(call, wrap, Path::new(""), Path::new(""), "").into_iter().map(|(k, _)| k).collect();
+        Ok(super::Plan { program: program.display().to_string(), argv, workdir, workdir_writable, env })
+    }
+
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {
         let wrap = target(pack)?;
         resolve_bin(pack, wrap, env.sandbox)?;

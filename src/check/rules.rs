@@ -32,7 +32,7 @@ rules! {
     "S002" "no-proof-script" Warning Structure structure::no_proof_script,
         "The pack ships no `proof.sh`.",
         "Every pack proves itself with a script CI runs against a conforming runtime (check-and-evaluate.md, The proof script).",
-        "Add `proof.sh`: lint, install, activate, one read, a gated write refused without confirm, then confirmed in mock mode.";
+        "Add `proof.sh`: lint, install, activate, one read, a gated write refused without confirm, then confirmed against a throw-away project or workspace (`--mode mock` only swaps the Binding's credential for a mock one: the write still runs; `hcpx exec --dry-run` runs nothing).";
     "S003" "proof-not-executable" Warning Structure structure::proof_not_executable,
         "`proof.sh` is not executable.",
         "CI runs `./proof.sh`; a script without its execute bit fails there and nowhere else.",

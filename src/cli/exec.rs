@@ -67,6 +67,56 @@ impl ExecHooks for Terminal {
     }
 }
 
+/// `hcpx exec --dry-run`: what the call would run, or the denial it would get; nothing runs.
+fn dry_run(p: &Printer, runtime: &Runtime, principal: &Principal, env: &Envelope, words: &[String]) -> u8 {
+    let ctx = CallContext { project_dir: runtime.project_dir().cloned(), ..CallContext::default() };
+    match runtime.dry_run_words(principal, env, words, &ctx) {
+        Ok(dry) => {
+            if p.json {
+                p.json_doc(&serde_json::json!({ "ok": true, "dry_run": dry }));
+            } else {
+                let plan = &dry.plan;
+                let argv = hcpx::adapter::wrap::command_line(std::path::Path::new(&plan.program), &plan.argv);
+                p.data(&format!("would run: {argv}"));
+                let access = if plan.workdir_writable { "writable" } else { "read-only" };
+                p.data(&format!("in: {} ({access})", plan.workdir));
+                p.data(&format!("environment: {}", plan.env.join(" ")));
+                let fields = if dry.binding_fields.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (fields: {})", dry.binding_fields.join(", "))
+                };
+                p.data(&format!("binding: {}{fields}", dry.binding_mode.as_str()));
+                p.data(&format!("operation: {}", dry.operation.as_str()));
+                if let Some(card) = &dry.preview {
+                    p.data(&format!("approval card ({}):", card.kind));
+                    if let Some(t) = &card.title {
+                        p.data(&format!("  {t}"));
+                    }
+                    for (k, v) in &card.fields {
+                        p.data(&format!("  {k}: {v}"));
+                    }
+                }
+                if dry.confirm_required {
+                    p.message("as given, the call would stop at the confirm gate: add confirm=true once the person agrees");
+                }
+                p.message("dry run: nothing ran");
+            }
+            exit::OK
+        }
+        Err(d) => {
+            let code = d.code;
+            let out = d.into_envelope(&env.pack_id, &env.verb_key);
+            if p.json {
+                p.json_doc(&out);
+            } else {
+                p.error(&format!("{} ({})", out.error.as_deref().unwrap_or("refused"), code.as_str()));
+            }
+            code.status().exit
+        }
+    }
+}
+
 /// Runs `hcpx exec`.
 pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
@@ -78,6 +128,9 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     let mut words = a.words.clone();
     if a.mode.is_some() {
         words.push("mode=mock".into());
+    }
+    if a.dry_run {
+        return Ok(dry_run(p, &runtime, &principal, &env, &words));
     }
     let hooks = Terminal {
         on: !p.json && std::io::stderr().is_terminal(),

@@ -272,6 +272,10 @@ pub struct ExecArgs {
     /// Show the exact command line as well as the title.
     #[arg(long)]
     pub verbose: bool,
+    /// Show what the call would run (argv, working directory, environment names, Binding mode, the approval
+    /// card) after every check but the confirm gate, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub project: ProjectArg,
 }

@@ -37,8 +37,8 @@ pub(super) struct Admitted<'a> {
 /// thread and keep it past its caller (a wrap whose child is being stopped); step 7 reads it back. It holds the
 /// call's slot: the call counts as running until the last of it is dropped.
 pub(super) struct Job {
-    /// The call's slot, held (never read) until the job is dropped.
-    pub(super) _slot: Slot,
+    /// The call's slot, held (never read) until the job is dropped (`None`: a dry run, which runs nothing).
+    pub(super) _slot: Option<Slot>,
     pub(super) pack: Arc<Pack>,
     pub(super) verb: String,
     pub(super) pass_through: bool,

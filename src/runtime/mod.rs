@@ -6,6 +6,7 @@
 mod availability;
 mod binding;
 pub mod bootstrap;
+mod dry_run;
 mod finish;
 mod job;
 mod pass_through;
@@ -15,6 +16,7 @@ pub mod scrub;
 
 pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};
+pub use dry_run::DryRun;
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -156,6 +158,11 @@ impl Runtime {
     }
 
     /// The context of a call made without one: the runtime's project directory (`with_project_dir`).
+    /// The project directory the synchronous entries hand their calls.
+    pub fn project_dir(&self) -> Option<&PathBuf> {
+        self.project_dir.as_ref()
+    }
+
     fn own_context(&self) -> CallContext {
         CallContext { project_dir: self.project_dir.clone(), ..CallContext::default() }
     }

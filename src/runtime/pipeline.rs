@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::pass_through;
-use super::{bootstrap, mint, ArgsInput, CallContext, Runtime};
+use super::{bootstrap, mint, ArgsInput, CallContext, Runtime, Slot};
 use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
@@ -131,47 +131,65 @@ impl Runtime {
             Ok(r) => r,
             Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
         };
-        let checked = self.admit_resolved(principal, env, &r).and_then(|(checked, binding)| {
+        let admitted = self.admit_resolved(principal, env, &r).and_then(|(checked, binding)| {
             self.setup_run(principal, &r, &checked, hooks).map(|setup| (checked, binding, setup))
         });
-        let (checked, binding, setup) = match checked {
-            Ok(x) => x,
+        match admitted {
+            Ok((checked, binding, setup)) => {
+                Admission::Run(build_job(principal, r, (checked, binding), setup, Some(slot), ctx))
+            }
             Err(d) => {
                 let out = d.into_envelope(pack_id, verb);
-                return Admission::Answered(Box::new(self.audit(
-                    principal,
-                    env,
-                    r.row.operation,
-                    &r.given(),
-                    out,
-                )));
+                Admission::Answered(Box::new(self.audit(principal, env, r.row.operation, &r.given(), out)))
             }
-        };
-        let Resolved { pack, verb, pass_through, row, component_sha256, args, .. } = r;
-        let job = Job {
-            _slot: slot,
-            pack,
-            verb,
-            pass_through,
-            row,
-            args: checked.args,
-            pass_argv: checked.pass_argv,
-            binding,
-            layout: setup.layout,
-            sandbox: within_deadline(setup.sandbox, ctx.deadline),
-            component_sha256,
-            principal: principal.clone(),
-            project_dir: ctx.project_dir.clone(),
-            cancel: ctx.cancel.clone(),
-            live_title: setup.live_title,
-        };
-        Admission::Run(Admitted {
-            adapter: setup.adapter,
-            job: Arc::new(job),
-            given: args.unwrap_or_default(),
-        })
+        }
     }
 
+    /// Step 6's inputs for a call steps 1–5 admitted: the adapter and the call's owned inputs.
+    pub(super) fn job<'a>(
+        &'a self,
+        principal: &Principal,
+        r: Resolved<'a>,
+        (checked, binding): (Checked, MintedBinding),
+        ctx: &CallContext,
+        hooks: &dyn ExecHooks,
+    ) -> Result<Admitted<'a>, Denial> {
+        let setup = self.setup_run(principal, &r, &checked, hooks)?;
+        Ok(build_job(principal, r, (checked, binding), setup, None, ctx))
+    }
+}
+
+/// The owned inputs of step 6, from steps 1–5 and the run's setup.
+fn build_job<'a>(
+    principal: &Principal,
+    r: Resolved<'a>,
+    (checked, binding): (Checked, MintedBinding),
+    setup: Setup<'a>,
+    slot: Option<Slot>,
+    ctx: &CallContext,
+) -> Admitted<'a> {
+    let Resolved { pack, verb, pass_through, row, component_sha256, args, .. } = r;
+    let job = Job {
+        _slot: slot,
+        pack,
+        verb,
+        pass_through,
+        row,
+        args: checked.args,
+        pass_argv: checked.pass_argv,
+        binding,
+        layout: setup.layout,
+        sandbox: within_deadline(setup.sandbox, ctx.deadline),
+        component_sha256,
+        principal: principal.clone(),
+        project_dir: ctx.project_dir.clone(),
+        cancel: ctx.cancel.clone(),
+        live_title: setup.live_title,
+    };
+    Admitted { adapter: setup.adapter, job: Arc::new(job), given: args.unwrap_or_default() }
+}
+
+impl Runtime {
     /// Steps 1 (end) to 5, on what step 1 found.
     fn admit_resolved(
         &self,
@@ -189,7 +207,7 @@ impl Runtime {
     }
 
     /// Step 1: resolve the pack and the command's Policy row (a named command's, or the pass-through row).
-    fn resolve<'a>(&self, env: &Envelope, input: ArgsInput<'a>) -> Result<Resolved<'a>, Denial> {
+    pub(super) fn resolve<'a>(&self, env: &Envelope, input: ArgsInput<'a>) -> Result<Resolved<'a>, Denial> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let unknown = || Denial::new(Code::UnknownPack, format!("unknown pack {pack_id}"));
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
@@ -227,7 +245,7 @@ impl Runtime {
     }
 
     /// Step 5: mint the Binding from the pack's hub for this Principal (`mock` only when the call says so).
-    fn mint_binding(
+    pub(super) fn mint_binding(
         &self,
         principal: &Principal,
         r: &Resolved<'_>,
@@ -288,7 +306,7 @@ fn run_adapter(a: &Admitted<'_>, hooks: &dyn ExecHooks) -> AdapterResult {
 }
 
 /// Step 1 (end): the pack is activated on this store.
-fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
+pub(super) fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
     if r.activated {
         Ok(())
     } else {
@@ -297,7 +315,7 @@ fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
 }
 
 /// Step 2: the Principal was authenticated by its face; land `brain` needs a project id in scope.
-fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
+pub(super) fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
     if r.row.land == Land::Brain && env.project_id.as_deref().is_none_or(str::is_empty) {
         return Err(Denial::new(Code::ProjectRequired, "privacy.land brain requires project_id"));
     }
@@ -305,7 +323,7 @@ fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
 }
 
 /// Step 3: assert the capability the row needs, scoped by pack and command.
-fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
+pub(super) fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
     let cap = if r.verb == "connect" {
         Capability::PackConnect
     } else if r.row.operation == Operation::Write {
@@ -322,7 +340,7 @@ fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Deni
 
 /// Between steps 3 and 4: the arguments match the command's schema (or the pass-through rules) before
 /// anything runs.
-fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
+pub(super) fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
     let invalid = |m: String| Denial::new(Code::InvalidArgs, m);
     let given = r.args.as_ref().map_err(|e| invalid(e.clone()))?;
     let target = r.target();
@@ -340,6 +358,11 @@ fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
 
 /// Step 4: a row with `confirm: true` runs only with `confirm: true` (or `apply: true`); the denial carries
 /// the approval card.
+/// The confirm gate's refusal (with the approval card), when the call as given would be stopped there.
+pub(super) fn confirm_gate(r: &Resolved<'_>, a: &Checked) -> Option<Denial> {
+    enforce_confirm(r, a).err()
+}
+
 fn enforce_confirm(r: &Resolved<'_>, a: &Checked) -> Result<(), Denial> {
     if !r.row.confirm || a.args.confirmed {
         return Ok(());

@@ -61,8 +61,13 @@ fn wrap_git_then_check_probe_leaves_an_empty_directory_unchanged() {
     }
     let out = hcpx_in(&project, &home, &["check", pack.to_str().unwrap(), "--probe", "--json"]);
     let report = stdout_json(&out);
-    assert!(names(&project).is_empty(), "check --probe changed the directory it ran in: {:?}", names(&project));
-    let ids: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
+    assert!(
+        names(&project).is_empty(),
+        "check --probe changed the directory it ran in: {:?}",
+        names(&project)
+    );
+    let ids: Vec<&str> =
+        report["findings"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
     assert!(ids.contains(&"M018"), "the templates are still flagged: {ids:?}");
     // Nothing was run against the user's directory, and the report says where probes would run.
     for p in report["probes"].as_array().into_iter().flatten() {
@@ -101,7 +106,15 @@ fn probes_skip_reads_a_rule_flags_as_possibly_destructive() {
     let out = hcpx_in(
         &project,
         &t.join("home"),
-        &["check", pack.to_str().unwrap(), "--probe", "--no-eval", "--project", project.to_str().unwrap(), "--json"],
+        &[
+            "check",
+            pack.to_str().unwrap(),
+            "--probe",
+            "--no-eval",
+            "--project",
+            project.to_str().unwrap(),
+            "--json",
+        ],
     );
     let report = stdout_json(&out);
     let probes = report["probes"].as_array().unwrap();
@@ -111,7 +124,8 @@ fn probes_skip_reads_a_rule_flags_as_possibly_destructive() {
     assert_eq!(by("setup")["ran"], false);
     assert!(by("setup")["skipped"].as_str().unwrap().contains("P010"), "{}", by("setup"));
     assert_eq!(by("look")["ran"], true);
-    let ids: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
+    let ids: Vec<&str> =
+        report["findings"].as_array().unwrap().iter().filter_map(|f| f["id"].as_str()).collect();
     assert!(ids.contains(&"P001") && ids.contains(&"P010"), "{ids:?}");
     assert!(!ids.contains(&"R013"), "a safety skip is the flagging rule's finding, not R013's: {ids:?}");
     assert_eq!(fs::read_to_string(project.join("victim.txt")).unwrap(), "keep me");
@@ -192,8 +206,11 @@ fn a_write_case_without_a_fixture_does_not_touch_the_directory_hcpx_started_in()
     assert!(why.contains("fixture") && why.contains("--project"), "the reason names both fixes: {why}");
     assert_eq!(fs::read_to_string(cwd.join("notes.txt")).unwrap(), "first\n");
     // Named with --project, the same case runs there.
-    let out =
-        hcpx_in(&cwd, &t.join("home"), &["eval", pack.to_str().unwrap(), "--project", cwd.to_str().unwrap(), "--json"]);
+    let out = hcpx_in(
+        &cwd,
+        &t.join("home"),
+        &["eval", pack.to_str().unwrap(), "--project", cwd.to_str().unwrap(), "--json"],
+    );
     assert_eq!(stdout_json(&out)["ok"], true, "{}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(fs::read_to_string(cwd.join("notes.txt")).unwrap(), "first\nline\n");
 }
@@ -220,7 +237,10 @@ fn a_fixture_script_is_confined_and_a_failing_one_is_a_clear_error() {
     let outside = t.join("outside.txt");
     fs::write(
         pack.join("seed.sh"),
-        format!("#!/bin/sh\necho first > \"$1/notes.txt\"\necho escaped > '{}' || exit 3\n", outside.display()),
+        format!(
+            "#!/bin/sh\necho first > \"$1/notes.txt\"\necho escaped > '{}' || exit 3\n",
+            outside.display()
+        ),
     )
     .unwrap();
     let out = hcpx_in(t.path(), &t.join("home"), &["eval", pack.to_str().unwrap()]);
@@ -237,7 +257,11 @@ fn a_fixture_that_leaves_the_pack_fails_lint() {
     let out = hcpx(t.path(), &["lint", pack.to_str().unwrap(), "--json"]);
     let v = stdout_json(&out);
     let issue = &v["issues"][0];
-    assert_eq!((issue["kind"].as_str(), issue["file"].as_str()), (Some("path_escapes"), Some("hcp.eval.json")), "{v}");
+    assert_eq!(
+        (issue["kind"].as_str(), issue["file"].as_str()),
+        (Some("path_escapes"), Some("hcp.eval.json")),
+        "{v}"
+    );
     assert_eq!(issue["pointer"], "/fixture");
 }
 
@@ -258,5 +282,49 @@ fn exec_takes_the_project_from_the_flag_and_refuses_a_missing_one() {
     assert!(v["stdout"].as_str().unwrap_or_default().contains("\"lines\":3"), "{v}");
     let out = hcpx_in(&a, &home, &["exec", "writer", "count", "--project", t.join("nope").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a directory"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn exec_dry_run_shows_the_call_and_runs_nothing() {
+    let t = TestDir::new();
+    let pack = writer_pack(t.path(), None);
+    let (home, project) = (t.join("home"), t.join("project"));
+    fs::create_dir_all(&project).unwrap();
+    fs::write(project.join("notes.txt"), "first\n").unwrap();
+    let p = project.to_str().unwrap();
+    // Refused as a call would be: not activated yet.
+    assert!(hcpx_in(&project, &home, &["install", pack.to_str().unwrap()]).status.success());
+    let out = hcpx_in(&project, &home, &["exec", "writer", "append", "--dry-run", "--json"]);
+    assert_eq!(stdout_json(&out)["code"], "not_activated", "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(hcpx_in(&project, &home, &["activate", "writer"]).status.success());
+    let out = hcpx_in(&project, &home, &["exec", "writer", "append", "--dry-run", "--project", p, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dry = &stdout_json(&out)["dry_run"];
+    assert!(dry["program"].as_str().unwrap().ends_with("packs/writer/bin/writer"), "{dry}");
+    assert_eq!(dry["argv"], json!(["append"]));
+    assert_eq!((dry["workdir"].as_str(), dry["workdir_writable"].as_bool()), (Some(p), Some(true)), "{dry}");
+    assert_eq!(dry["env"], json!(["PATH", "HOME", "TMPDIR", "HCP_SANDBOX"]));
+    assert_eq!((dry["operation"].as_str(), dry["binding_mode"].as_str()), (Some("write"), Some("public")));
+    assert_eq!(fs::read_to_string(project.join("notes.txt")).unwrap(), "first\n", "a dry run ran the write");
+    // A gated write shows its approval card and the gate it would stop at; nothing is audited.
+    let ledger = repo().join("packs/ledger");
+    assert!(hcpx_in(&project, &home, &["install", ledger.to_str().unwrap()]).status.success());
+    assert!(hcpx_in(&project, &home, &["activate", "ledger"]).status.success());
+    let out = hcpx_in(
+        &project,
+        &home,
+        &["exec", "ledger", "transfer", "--dry-run", "--", "amount=2.80", "payee=demo-transit"],
+    );
+    assert!(out.status.success());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("would run: ") && stdout.contains("transfer 2.80 --to demo-transit"), "{stdout}");
+    assert!(stdout.contains("approval card (payment):") && stdout.contains("Pay demo-transit"), "{stdout}");
+    assert!(stderr.contains("confirm gate") && stderr.contains("nothing ran"), "{stderr}");
+    let audit = hcpx_in(&project, &home, &["audit", "--json"]);
+    assert_eq!(stdout_json(&audit)["records"], json!([]), "{}", String::from_utf8_lossy(&audit.stdout));
 }

@@ -367,6 +367,21 @@ impl Drop for CompositeAdapter {
 }
 
 impl Adapter for CompositeAdapter {
+    /// The component and the `exec` inputs it would get; its one preopen (when it imports preopens at all).
+    fn plan(&self, call: &Call<'_>) -> Result<crate::adapter::Plan, Denial> {
+        let component = call.pack.component.as_deref().map(|c| call.pack.dir.join(c)).unwrap_or_default();
+        let args = serde_json::to_string(call.args)
+            .map_err(|e| Denial::new(Code::AdapterFailed, format!("cannot encode the arguments: {e}")))?;
+        let (workdir, workdir_writable) = crate::adapter::workdir_words(call, call.pack.workspace);
+        Ok(crate::adapter::Plan {
+            program: component.display().to_string(),
+            argv: vec![call.verb_key.to_string(), args],
+            workdir,
+            workdir_writable,
+            env: vec!["HCP_SANDBOX".to_string()],
+        })
+    }
+
     /// Checks that the pack's component can run: unchanged since install, allow-listed, and loadable with
     /// every command it declares.
     fn runnable(&self, pack: &Pack, env: Env<'_>) -> Result<(), Denial> {

@@ -35,7 +35,9 @@ pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
         s.commands.join(", ")
     ));
     if let Some(build) = &s.build {
-        p.message(&format!("next: {build}   (cargo build of guest/ for wasm32-wasip2, copied to adapter.wasm)"));
+        p.message(&format!(
+            "next: {build}   (cargo build of guest/ for wasm32-wasip2, copied to adapter.wasm)"
+        ));
     }
     for line in s.next.iter().skip(usize::from(s.build.is_some())) {
         p.message(&format!("next: {line}"));

@@ -36,7 +36,9 @@ pub enum NewError {
     NotEmpty(PathBuf),
     #[error("{} exists and is not a directory; pass a new directory", .0.display())]
     NotDir(PathBuf),
-    #[error("{0:?} is not a pack id; pass --id with lower-case words joined by `-` or `_`, such as `greeter`")]
+    #[error(
+        "{0:?} is not a pack id; pass --id with lower-case words joined by `-` or `_`, such as `greeter`"
+    )]
     BadId(String),
     #[error("cannot name a pack after {}; pass --id, such as --id greeter", .0.display())]
     NoId(PathBuf),

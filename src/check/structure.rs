@@ -129,8 +129,8 @@ pub fn describe_mismatch(c: &Ctx, h: &mut Hits) {
             "make the guest's `describe()` return the name of every command in surface.json without failing, rebuild the component, and check again",
         ),
         Ok(names) => {
-            let missing: Vec<&str> =
-                c.pack.commands.keys().filter(|k| !names.contains(k)).map(String::as_str).collect();
+            let missing: Vec<String> =
+                c.pack.commands.keys().filter(|k| !names.contains(k)).map(|k| format!("`{k}`")).collect();
             if !missing.is_empty() {
                 let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
                 h.push(

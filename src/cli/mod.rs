@@ -214,7 +214,7 @@ pub struct WrapArgs {
   hcpx check greeter --probe --strict
   hcpx new wrap gitpack --bin git     a wrap of `git`, its template commands left as writes to classify")]
 pub struct NewArgs {
-    /// `composite`: a pack with a Rust guest crate (WIT vendored) and build.sh; `wrap`: a wrap of --bin.
+    /// What to scaffold.
     #[arg(value_enum)]
     pub kind: NewKindArg,
     /// Where to write the pack; must be new or empty.

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => cli::eval::run(&p, a),
         Command::Check(a) => cli::check::run(&p, a),
         Command::Wrap(a) => cli::wrap::run(&p, a),
+        Command::New(a) => cli::new::run(&p, a),
         Command::Install(a) => cli::manage::install(&p, a),
         Command::Uninstall(a) => cli::manage::uninstall(&p, a),
         Command::Activate(a) => cli::manage::set_activated(&p, a, true),

@@ -1,6 +1,8 @@
 //! `hcpx wrap BIN`: scaffolds a pack from a CLI on PATH by reading its `--help`. The template commands it leaves
 //! are flagged by `M018` until a person or a coding agent replaces them; `hcpx check` then takes the pack to 90+.
 
+pub mod new;
+
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

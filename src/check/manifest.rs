@@ -319,7 +319,12 @@ pub fn scaffold_template(c: &Ctx, h: &mut Hits) {
 pub fn no_title(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {
         if cmd.title.is_empty() {
-            h.push(SURFACE, pointer(&["verbs", key, "title"]), format!("`{key}` declares no title, so hosts show its raw command line"), format!("add \"title\": {{\"live\": [\"…ing …\"], \"done\": [\"…ed …\"]}} to `{key}` (command.md, Titles)"));
+            let shown = if c.pack.kind == crate::pack::AdapterKind::Composite {
+                "only its pack and command name, not what the call does"
+            } else {
+                "its raw command line"
+            };
+            h.push(SURFACE, pointer(&["verbs", key, "title"]), format!("`{key}` declares no title, so hosts show {shown}"), format!("add \"title\": {{\"live\": [\"…ing …\"], \"done\": [\"…ed …\"]}} to `{key}` (command.md, Titles)"));
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct Ctx<'a> {
     pub probes: Option<&'a [ProbeRecord]>,
     /// The eval layer's report, when it ran.
     pub evals: Option<&'a EvalReport>,
+    /// What a composite's component says it implements (`describe()`), or why it could not say.
+    pub described: Option<&'a Result<Vec<String>, String>>,
 }
 
 /// How `hcpx check` runs.
@@ -186,9 +188,20 @@ fn check_pack(
     skipped: &mut Vec<String>,
     ran_in: &mut Option<String>,
 ) -> (Vec<Finding>, Option<Vec<ProbeRecord>>, Option<EvalReport>) {
-    let wants_eval = opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
+    // A component whose describe() misses a command fails every call the same way: S007 says so once, and the
+    // probe and eval layers, which would repeat it per command and per case, do not run.
+    let described = (pack.kind == crate::pack::AdapterKind::Composite)
+        .then(|| crate::adapter::composite::describe_pack(pack));
+    let component_ok = described
+        .as_ref()
+        .is_none_or(|d| d.as_ref().is_ok_and(|names| pack.commands.keys().all(|k| names.contains(k))));
+    if !component_ok {
+        skipped.push("probe and eval layers: the component's describe() does not list every command (S007); every call would fail the same way, so fix it first".into());
+    }
+    let wants_eval = component_ok && opts.eval && pack.evals.as_ref().is_some_and(|e| !e.cases.is_empty());
+    let wants_probe = component_ok && opts.probe;
     let mut trial = None;
-    if opts.probe || wants_eval {
+    if wants_probe || wants_eval {
         match Trial::new(
             dir,
             pack,
@@ -204,7 +217,7 @@ fn check_pack(
             Err(e) => skipped.push(format!("probe and eval layers: cannot set up a trial store: {e}")),
         }
     }
-    let probes = match (&trial, opts.probe) {
+    let probes = match (&trial, wants_probe) {
         (Some(t), true) => Some(probe::run_probes(t, pack, &|n, m, title| progress("probe", n, m, title))),
         _ => None,
     };
@@ -221,7 +234,8 @@ fn check_pack(
         skipped.push("eval layer: --no-eval".into());
     }
     drop(trial);
-    let ctx = Ctx { dir, pack, probes: probes.as_deref(), evals: evals.as_ref() };
+    let ctx =
+        Ctx { dir, pack, probes: probes.as_deref(), evals: evals.as_ref(), described: described.as_ref() };
     (rules::run_all(&ctx), probes, evals)
 }
 

@@ -218,6 +218,11 @@ fn failure(r: &ProbeRecord) -> Option<Failure> {
     })
 }
 
+/// The pack runs a WASI component: its fixes are in the guest's code, not in `cli[]` or a CLI's flags.
+fn composite(c: &Ctx) -> bool {
+    c.pack.kind == crate::pack::AdapterKind::Composite
+}
+
 fn probes<'a>(c: &'a Ctx) -> impl Iterator<Item = &'a ProbeRecord> {
     c.probes.into_iter().flatten()
 }
@@ -249,7 +254,7 @@ fn subcommand(c: &Ctx, verb: &str) -> String {
 /// R001
 pub fn probe_failed(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| failure(r) == Some(Failure::Other)) {
-        h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb));
+        h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), if composite(c) { format!("fix the component's `exec` for `{}` so the read succeeds with these arguments (then rebuild adapter.wasm), or correct the examples (or first eval case) that supply them", r.verb) } else { format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb) });
     }
 }
 
@@ -364,7 +369,11 @@ pub fn stderr_on_success(c: &Ctx, h: &mut Hits) {
             SURFACE,
             ptr(r),
             format!("`{}` succeeds but writes to stderr: {:?}", r.verb, first_line(&r.stderr)),
-            format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb),
+            if composite(c) {
+                format!("the component's host.log lines are `{}`'s stderr: on success, log only what a person must see, and put the rest in the JSON it returns", r.verb)
+            } else {
+                format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb)
+            },
         );
     }
 }

@@ -49,6 +49,10 @@ rules! {
         "The pack holds `.git`, `node_modules`, `target`, `__pycache__` or similar.",
         "Leftovers are copied on install, bloat the pack and can carry history or secrets.",
         "Remove them from the pack directory.";
+    "S007" "describe-mismatch" Error Structure structure::describe_mismatch,
+        "A composite's component does not list every command of the manifest in `describe()`, or cannot answer it.",
+        "The runtime asks `describe()` before a component's first call and refuses the pack when a command is missing: every call of every command fails the same way.",
+        "Implement the missing commands in the guest and return their names from `describe()`, then rebuild the component; or remove them from the three files.";
     "M001" "no-description" Error Manifest manifest::no_description,
         "A command has no description.",
         "Agents pick a tool by its description; without one the command is invisible or picked at random.",
@@ -260,7 +264,7 @@ rules! {
     "R010" "stderr-on-success" Info Probe probe::stderr_on_success,
         "A read succeeds and writes to stderr.",
         "stdout is for data and stderr for messages; messages on success are usually noise in a transcript.",
-        "Pass the CLI's quiet flag if the message is noise.";
+        "Pass the CLI's quiet flag if the message is noise; a composite logs only what a person must see through `host.log`.";
     "R011" "read-changed-files" Error Probe probe::read_changed_files,
         "A read created, changed or removed files in its working directory.",
         "Reads must be idempotent so retries are safe; a read that writes needs a write grant.",

@@ -116,3 +116,30 @@ pub fn build_debris(c: &Ctx, h: &mut Hits) {
         );
     }
 }
+
+/// S007: once for the pack, however many commands and eval cases the mismatch would fail.
+pub fn describe_mismatch(c: &Ctx, h: &mut Hits) {
+    let Some(described) = c.described else { return };
+    let file = c.pack.component.as_deref().unwrap_or("adapter.wasm").trim_start_matches("./");
+    match described {
+        Err(why) => h.push(
+            file,
+            "",
+            format!("the component cannot say which commands it implements: {why}"),
+            "make the guest's `describe()` return the name of every command in surface.json without failing, rebuild the component, and check again",
+        ),
+        Ok(names) => {
+            let missing: Vec<String> =
+                c.pack.commands.keys().filter(|k| !names.contains(k)).map(|k| format!("`{k}`")).collect();
+            if !missing.is_empty() {
+                let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
+                h.push(
+                    file,
+                    "",
+                    format!("the component's describe() does not list {} (it lists {listed}), so the runtime refuses every call of this pack", missing.join(", ")),
+                    format!("implement {} in the guest and return {} from `describe()`, then rebuild the component; or remove {} from surface.json, policy.json and HARNESS.md", missing.join(", "), if missing.len() == 1 { "it" } else { "them" }, if missing.len() == 1 { "it" } else { "them" }),
+                );
+            }
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod info;
 pub mod lint;
 pub mod manage;
 pub mod mcp;
+pub mod new;
 pub mod principal;
 pub mod wrap;
 
@@ -55,6 +56,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Scaffold a pack from a CLI on PATH (reads its `--help`).
     Wrap(WrapArgs),
+    /// Scaffold a new pack: a composite (a Rust guest built to a WASI component) or a wrap of a CLI on PATH.
+    New(NewArgs),
     /// Lint a pack and copy it into the store.
     Install(InstallArgs),
     /// Remove an installed pack (its workspace is kept).
@@ -214,6 +217,36 @@ pub struct WrapArgs {
     /// Where to write the pack (default: ./<pack id>); must be new or empty.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `hcpx new composite|wrap DIR [--id ID] [--bin BIN]`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  hcpx new composite greeter          a pack whose commands run in a WASI component built from greeter/guest
+  greeter/build.sh                    build the component (cargo, wasm32-wasip2) into greeter/adapter.wasm
+  hcpx check greeter --probe --strict
+  hcpx new wrap gitpack --bin git     a wrap of `git`, its template commands left as writes to classify")]
+pub struct NewArgs {
+    /// What to scaffold.
+    #[arg(value_enum)]
+    pub kind: NewKindArg,
+    /// Where to write the pack; must be new or empty.
+    pub dir: PathBuf,
+    /// The pack id (default: made from DIR's name).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// With `wrap`: the CLI on PATH to wrap, by name.
+    #[arg(long, required_if_eq("kind", "wrap"))]
+    pub bin: Option<String>,
+}
+
+/// The kinds `hcpx new` scaffolds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NewKindArg {
+    /// Commands run in-process in a WASI component built from a Rust guest crate inside the pack.
+    Composite,
+    /// Commands run a CLI on PATH.
+    Wrap,
 }
 
 /// `hcpx install DIR [--replace [--keep-workspace]]`.

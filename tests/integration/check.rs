@@ -53,6 +53,10 @@ fn apply(fixture: &Value, dir: &Path) -> (PathBuf, Vec<String>) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::File::create(&path).unwrap().set_len(size.as_u64().unwrap()).unwrap();
     }
+    // Files from the repository, by path (a component, which a fixture cannot write as text).
+    for (file, from) in fixture["copy"].as_object().into_iter().flatten() {
+        fs::copy(repo().join(from.as_str().unwrap()), pack.join(file)).unwrap();
+    }
     for file in fixture["remove"].as_array().into_iter().flatten() {
         fs::remove_file(pack.join(file.as_str().unwrap())).unwrap();
     }

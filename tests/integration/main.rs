@@ -19,6 +19,7 @@ mod helpers;
 mod layers;
 mod lint;
 mod mcp;
+mod new;
 mod properties;
 mod render;
 mod robustness;

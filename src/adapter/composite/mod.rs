@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -202,18 +202,7 @@ impl CompositeAdapter {
     /// The component must implement every command the manifest declares: a one-off instance answers `describe`.
     async fn check_commands(&self, pre: &CompositePre<CallState>, pack: &Pack) -> Result<(), String> {
         let (engine, _) = self.engine()?;
-        let mut wstore =
-            new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
-        let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
-            let inst = pre
-                .instantiate_async(&mut wstore)
-                .await
-                .map_err(|e| format!("the component cannot start: {e:#}"))?;
-            inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
-        })
-        .await;
-        let names = described
-            .map_err(|_| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))??;
+        let names = describe(engine, pre).await?;
         if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
             return Err(format!(
                 "the component does not implement command {missing} (it describes: {})",
@@ -222,6 +211,42 @@ impl CompositeAdapter {
         }
         Ok(())
     }
+}
+
+/// The command names a one-off instance of the component answers `describe` with, under its own memory cap
+/// and deadline.
+async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<String>, String> {
+    let mut wstore =
+        new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+    let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
+        let inst = pre
+            .instantiate_async(&mut wstore)
+            .await
+            .map_err(|e| format!("the component cannot start: {e:#}"))?;
+        inst.call_describe(&mut wstore).await.map_err(|e| format!("describe failed: {e:#}"))
+    })
+    .await;
+    described.map_err(|_| format!("describe did not answer within {} ms", DESCRIBE_TIMEOUT.as_millis()))?
+}
+
+/// What the component of the pack in `pack.dir` (not installed: `hcpx check` reads the author's directory) says
+/// it implements: read through a capability on the pack, compiled without a cache, linked as the runtime links
+/// it, and asked `describe` once. Blocks.
+pub fn describe_pack(pack: &Pack) -> Result<Vec<String>, String> {
+    let adapter = CompositeAdapter::one_shot();
+    let (engine, _) = adapter.engine()?;
+    let source = Source {
+        id: pack.id.clone(),
+        dir: pack.dir.clone(),
+        component: pack.component.clone(),
+        cache: PathBuf::new(),
+        installed: String::new(),
+    };
+    let bytes = source.read()?;
+    let component =
+        Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
+    let (pre, _) = link(engine, &component)?;
+    adapter.block_on(describe(engine, &pre))?
 }
 
 /// The component digest recorded at install, without which nothing is loaded.
@@ -258,20 +283,27 @@ impl Source {
             ));
         }
         let component = cache::load(&self.cache, engine, &bytes, &sha)?;
-        let files = component.component_type().imports(engine).any(|(name, _)| name.starts_with(PREOPENS));
-        let mut linker: Linker<CallState> = Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| format!("cannot link WASI: {e:#}"))?;
-        Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
-        let pre = CompositePre::new(pre)
-            .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
-        Ok((pre, files))
+        link(engine, &component)
     }
+}
 
+/// Links a compiled component against WASI and the host interface; with it, whether the component imports the
+/// preopens.
+fn link(engine: &Engine, component: &Component) -> Result<(CompositePre<CallState>, bool), String> {
+    let files = component.component_type().imports(engine).any(|(name, _)| name.starts_with(PREOPENS));
+    let mut linker: Linker<CallState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+    Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
+    let pre = CompositePre::new(pre)
+        .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
+    Ok((pre, files))
+}
+
+impl Source {
     /// Reads the component through a capability on the installed pack directory.
     fn read(&self) -> Result<Vec<u8>, String> {
         let rel = self.component.as_deref().ok_or_else(|| format!("pack {} names no component", self.id))?;

@@ -1,0 +1,46 @@
+//! `hcpx new KIND DIR`: scaffolds a composite or a wrap pack, then prints the commands that take it to a check.
+
+use super::{exit, fail, NewArgs, NewKindArg};
+use crate::output::Printer;
+use hcpx::scaffold::new::{new_composite, new_wrap};
+
+/// Runs `hcpx new`.
+pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
+    let made = match (a.kind, a.bin.as_deref()) {
+        (NewKindArg::Composite, None) => new_composite(&a.dir, a.id.as_deref()),
+        (NewKindArg::Composite, Some(bin)) => {
+            return Ok(fail(
+                p,
+                &format!("--bin {bin} is for `hcpx new wrap`; a composite runs no CLI, so drop --bin"),
+            ))
+        }
+        (NewKindArg::Wrap, Some(bin)) => new_wrap(&a.dir, bin, a.id.as_deref()),
+        (NewKindArg::Wrap, None) => {
+            return Ok(fail(p, "`hcpx new wrap` needs the CLI to wrap: pass --bin NAME, such as --bin git"))
+        }
+    };
+    let s = match made {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
+    if p.json {
+        p.json_doc(&serde_json::json!({ "ok": true, "new": s }));
+        return Ok(exit::OK);
+    }
+    p.data(&format!(
+        "wrote {} pack {} to {} with command(s): {}",
+        serde_json::to_value(s.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        s.pack_id,
+        s.dir,
+        s.commands.join(", ")
+    ));
+    if let Some(build) = &s.build {
+        p.message(&format!(
+            "next: {build}   (cargo build of guest/ for wasm32-wasip2, copied to adapter.wasm)"
+        ));
+    }
+    for line in s.next.iter().skip(usize::from(s.build.is_some())) {
+        p.message(&format!("next: {line}"));
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,188 @@
+//! `hcpx new`: from an empty directory to a composite pack whose guest builds to a component, checks at 90+ with
+//! no errors under `--probe --strict`, and runs once installed; composite advice in the check's fix texts and a
+//! describe() mismatch reported once; a wrap scaffold whose template commands are never reads; a directory that
+//! is not empty refused.
+
+use serde_json::{json, Value};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use crate::helpers::{hcpx, hcpx_with, repo, stdout_json, TestDir};
+
+/// Runs the pack's build.sh with a target dir under the repository's `target/`, shared by every run so a rerun
+/// (and a warm CI cache) builds only the guest itself.
+fn build(pack: &Path) {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hcpx-new-guest");
+    let started = Instant::now();
+    let out =
+        Command::new("bash").arg(pack.join("build.sh")).env("CARGO_TARGET_DIR", &target).output().unwrap();
+    assert!(
+        out.status.success(),
+        "build.sh failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("guest build of {}: {:.1} s", pack.display(), started.elapsed().as_secs_f64());
+    assert!(pack.join("adapter.wasm").is_file());
+}
+
+fn check(t: &TestDir, pack: &Path) -> (i32, Value) {
+    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--probe", "--strict", "--json"]);
+    (out.status.code().unwrap(), stdout_json(&out))
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+}
+
+fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}: {report}"))
+}
+
+fn edit_json(path: &Path, f: impl FnOnce(&mut Value)) {
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    f(&mut v);
+    fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
+    let t = TestDir::new();
+    let pack = t.join("greeter");
+    let out = hcpx(t.path(), &["new", "composite", pack.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let made = stdout_json(&out);
+    assert_eq!(made["new"]["pack_id"], "greeter");
+    assert_eq!(made["new"]["kind"], "composite");
+    assert_eq!(made["new"]["commands"], json!(["greet", "count"]));
+
+    // The guest builds on its own: a workspace of its own, the WIT vendored, wit-bindgen as the repo's guests.
+    let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
+    assert_eq!(wit, fs::read_to_string(repo().join("wit/adapter.wit")).unwrap());
+    let cargo = fs::read_to_string(pack.join("guest/Cargo.toml")).unwrap();
+    assert!(cargo.contains("\n[workspace]\n"), "{cargo}");
+    assert!(
+        cargo.contains(&format!("version = \"{}\"", hcpx::scaffold::new::wit_bindgen_version())),
+        "{cargo}"
+    );
+    assert!(!fs::read_to_string(pack.join("guest/src/lib.rs")).unwrap().contains("../"));
+    for script in ["build.sh", "proof.sh"] {
+        let mode = fs::metadata(pack.join(script)).unwrap().permissions().mode();
+        assert_ne!(mode & 0o111, 0, "{script} is not executable");
+    }
+
+    build(&pack);
+    let (exit, report) = check(&t, &pack);
+    assert!(report["score"].as_u64().unwrap() >= 90, "{report}");
+    assert_eq!((exit, report["errors"].as_u64()), (0, Some(0)), "{report}");
+    assert_eq!(report["probes"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["evals"]["passed"], 3, "{report}");
+
+    // Installed and activated, it runs.
+    let p = pack.to_str().unwrap();
+    assert_eq!(hcpx(t.path(), &["install", p]).status.code(), Some(0));
+    assert_eq!(hcpx(t.path(), &["activate", "greeter"]).status.code(), Some(0));
+    let out = hcpx(t.path(), &["exec", "greeter", "greet", "--json", "--", "name=Ada"]);
+    let env = stdout_json(&out);
+    assert_eq!(env["ok"], true, "{env}");
+    assert_eq!(env["result"], json!({ "name": "Ada", "greeting": "Hello, Ada!" }));
+    let out = hcpx(t.path(), &["exec", "greeter", "count", "two words", "--json"]);
+    assert_eq!(stdout_json(&out)["result"]["words"], 2);
+
+    // Its proof script passes against this build of hcpx, in a store of its own.
+    let proof = Command::new("bash")
+        .arg(pack.join("proof.sh"))
+        .env("HCPX", env!("CARGO_BIN_EXE_hcpx"))
+        .env_remove("HCP_HOME")
+        .output()
+        .unwrap();
+    assert!(proof.status.success(), "{}", String::from_utf8_lossy(&proof.stderr));
+
+    // A guest that logs on success and a command without a title: composite advice, not a CLI's.
+    let lib = pack.join("guest/src/lib.rs");
+    let src = fs::read_to_string(&lib).unwrap().replace(
+        "let name = text(&args, \"name\", \"Ada\")?.trim();",
+        "let name = text(&args, \"name\", \"Ada\")?.trim();\n                hcp::adapter::host::log(hcp::adapter::host::Level::Info, \"greeting\");",
+    );
+    fs::write(&lib, src).unwrap();
+    build(&pack);
+    edit_json(&pack.join("surface.json"), |s| {
+        s["verbs"]["count"].as_object_mut().unwrap().remove("title");
+    });
+    let (_, report) = check(&t, &pack);
+    let r010 = finding(&report, "R010");
+    assert!(r010["fix"].as_str().unwrap().contains("host.log"), "{r010}");
+    assert!(!r010["fix"].as_str().unwrap().contains("quiet flag"), "{r010}");
+    let m019 = finding(&report, "M019");
+    assert!(m019["message"].as_str().unwrap().contains("pack and command name"), "{m019}");
+    assert!(!m019["message"].as_str().unwrap().contains("command line"), "{m019}");
+
+    // A command the component does not describe: one S007, and no probe or case repeating it.
+    edit_json(&pack.join("surface.json"), |s| {
+        s["verbs"]["wave"] = json!({ "description": "Waves at a person by name and returns the wave as JSON.",
+                                     "title": { "live": ["Waving"], "done": ["Waved"] } });
+    });
+    edit_json(&pack.join("policy.json"), |p| p["verbs"]["wave"] = json!({ "operation": "read" }));
+    let (exit, report) = check(&t, &pack);
+    assert_eq!(exit, 1);
+    let found = ids(&report);
+    assert_eq!(found.iter().filter(|id| *id == "S007").count(), 1, "{report}");
+    assert!(!found.iter().any(|id| id == "R001" || id == "E005"), "{report}");
+    assert!(finding(&report, "S007")["message"].as_str().unwrap().contains("`wave`"), "{report}");
+    assert!(report["skipped"].to_string().contains("S007"), "{report}");
+    assert!(report.get("probes").is_none() && report.get("evals").is_none(), "{report}");
+}
+
+#[test]
+fn new_wrap_scaffolds_a_pack_whose_templates_are_not_reads() {
+    let t = TestDir::new();
+    let pack = t.join("mygit");
+    let out =
+        hcpx(t.path(), &["new", "wrap", pack.to_str().unwrap(), "--bin", "git", "--id", "mygit", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let made = stdout_json(&out);
+    assert_eq!(
+        (made["new"]["kind"].as_str(), made["new"]["pack_id"].as_str()),
+        (Some("wrap"), Some("mygit"))
+    );
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    let policy: Value = serde_json::from_str(&fs::read_to_string(pack.join("policy.json")).unwrap()).unwrap();
+    assert_eq!((surface["id"].as_str(), policy["surface_id"].as_str()), (Some("mygit"), Some("mygit")));
+    let rows = policy["verbs"].as_object().unwrap();
+    assert!(!rows.is_empty());
+    for (key, row) in rows {
+        assert_ne!(row["operation"], "read", "template {key} must not be a read: {policy}");
+    }
+    assert_eq!(hcpx(t.path(), &["lint", pack.to_str().unwrap()]).status.code(), Some(0));
+    // Nothing to probe: a template is never run.
+    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--probe", "--json"]);
+    let report = stdout_json(&out);
+    assert!(report["probes"].as_array().is_none_or(|p| p.is_empty()), "{report}");
+}
+
+#[test]
+fn new_refuses_a_directory_that_is_not_empty_and_names_the_fix() {
+    let t = TestDir::new();
+    let dir = t.join("taken");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("notes.txt"), "mine").unwrap();
+    for args in [vec!["new", "composite", "taken"], vec!["new", "wrap", "taken", "--bin", "git"]] {
+        let out = hcpx_with(t.path(), &args, &[], None);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("taken already exists and is not empty; pass a new directory"), "{err}");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "nothing written");
+    }
+    let out = hcpx(t.path(), &["new", "composite", "x", "--id", "Not An Id"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pass --id"));
+}

@@ -130,3 +130,135 @@ fn a_pack_naming_its_schemas_lints_checks_and_installs() {
     let install = hcpx(home.path(), &["install", dir, "--json"]);
     assert_eq!(install.status.code(), Some(0), "install: {}", String::from_utf8_lossy(&install.stdout));
 }
+
+/// The GitHub anchors of a Markdown file: its headings' slugs and its `<a id="…">` anchors.
+fn anchors(md: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in md.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            let text = h.trim_start_matches('#').trim().to_lowercase();
+            let slug: String = text
+                .chars()
+                .filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                    _ => None,
+                })
+                .collect();
+            out.push(slug);
+        }
+        for part in line.split("<a id=\"").skip(1) {
+            out.push(part.split('"').next().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+/// Each `path.md` or `path.md#anchor` in `text`, with what precedes it.
+fn md_references(text: &str) -> Vec<(String, Option<String>, String)> {
+    let mut out = Vec::new();
+    let word = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    for (i, _) in text.match_indices(".md") {
+        let before = &text[..i];
+        let start = before.rfind(|c: char| !word(c)).map(|p| p + 1).unwrap_or(0);
+        let after = &text[i + 3..];
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            continue; // `.mdx`, `.mdown`: not a reference
+        }
+        let anchor = after
+            .strip_prefix('#')
+            .map(|a| {
+                a.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                    .collect::<String>()
+            })
+            .filter(|a| !a.is_empty());
+        out.push((text[start..i + 3].to_string(), anchor, text[..start].to_string()));
+    }
+    out
+}
+
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The references of `text` checked: how many, and the ones that name no file or anchor of the repository.
+fn reference_problems(where_: &str, text: &str) -> (usize, Vec<String>) {
+    let (mut seen, mut bad) = (0, Vec::new());
+    for (path, anchor, before) in md_references(text) {
+        // A pack's own Skill, not a file of this repository.
+        if path == "HARNESS.md" || before.ends_with('[') {
+            continue; // (or a link's text: its target is checked)
+        }
+        // A Markdown link in generated docs (`[lint.md](lint.md)`) is relative to docs/.
+        let file = if before.ends_with("](") { repo().join("docs").join(&path) } else { repo().join(&path) };
+        seen += 1;
+        let Ok(md) = fs::read_to_string(&file) else {
+            bad.push(format!("{where_}: {path} is not a file of the repository"));
+            continue;
+        };
+        if let Some(a) = anchor {
+            if !anchors(&md).contains(&a) {
+                bad.push(format!("{where_}: {path}#{a}: no such heading or anchor"));
+            }
+        }
+    }
+    (seen, bad)
+}
+
+#[test]
+fn the_reference_scan_refuses_spec_pages_and_missing_anchors() {
+    let text = "see (command.md, Titles), docs/packs.md#nope and [lint.md](lint.md), docs/format.md#surface-binding, docs/packs.md#harnessmd, HARNESS.md";
+    let (seen, bad) = reference_problems("t", text);
+    assert_eq!(seen, 5);
+    assert_eq!(
+        bad,
+        ["t: command.md is not a file of the repository", "t: docs/packs.md#nope: no such heading or anchor"]
+    );
+}
+
+/// Every `*.md` a message, fix or rule text of the library names is a file of this repository (a spec page
+/// that is not here helps no reader), and each `#anchor` is a heading or anchor of that file.
+#[test]
+fn every_md_file_a_message_names_exists_in_the_repo() {
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for r in hcpx::check::RULES {
+        for t in [r.what, r.why, r.fix] {
+            texts.push((format!("rule {}", r.id), t.to_string()));
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    for f in files {
+        let code: String = fs::read_to_string(&f)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        texts.push((f.strip_prefix(repo()).unwrap().display().to_string(), code));
+    }
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (where_, text) in &texts {
+        let (n, mut problems) = reference_problems(where_, text);
+        seen += n;
+        bad.append(&mut problems);
+    }
+    assert!(seen > 10, "the scan found the references ({seen})");
+    assert!(bad.is_empty(), "point these at a doc of this repository:\n{}", bad.join("\n"));
+}

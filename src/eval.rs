@@ -78,7 +78,7 @@ pub fn approx_tokens(text: &str) -> u64 {
 pub enum EvalError {
     #[error("{0}")]
     Pack(#[from] crate::pack::PackError),
-    #[error("{} has no hcp.eval.json; write cases as check-and-evaluate.md describes, or run `hcpx check {} --init-evals`", .0.display(), .0.display())]
+    #[error("{} has no hcp.eval.json; write cases as docs/format.md#hcp-eval describes, or run `hcpx check {} --init-evals`", .0.display(), .0.display())]
     NoCases(std::path::PathBuf),
     #[error("{0}")]
     Trial(#[from] crate::trial::TrialError),

@@ -147,7 +147,7 @@ pub fn mega_command(c: &Ctx, h: &mut Hits) {
     for (key, _) in commands(c) {
         let last = key.rsplit('.').next().unwrap_or(key);
         if MEGA.contains(&last) {
-            h.push(SURFACE, pointer(&["verbs", key]), format!("`{key}` is named like a mega-command that forwards arbitrary arguments; Execute does not cover a shell"), format!("replace `{key}` with named commands, one per task (command.md, What is not a command)"));
+            h.push(SURFACE, pointer(&["verbs", key]), format!("`{key}` is named like a mega-command that forwards arbitrary arguments; Execute does not cover a shell"), format!("replace `{key}` with named commands, one per task (docs/packs.md#agent-safe-commands)"));
         }
     }
 }
@@ -198,7 +198,7 @@ pub fn secret_arg(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in commands(c) {
         for name in cmd.args.props().keys() {
             if secret_like(name) {
-                h.push(SURFACE, arg_ptr(key, name), format!("argument `{name}` of `{key}` looks like a credential; arguments land in transcripts, titles and logs"), format!("remove `{name}`; declare a `binding` and pass the secret through `wrap.agent_env` as `{{{{binding.FIELD}}}}` (manifest.md, Binding)"));
+                h.push(SURFACE, arg_ptr(key, name), format!("argument `{name}` of `{key}` looks like a credential; arguments land in transcripts, titles and logs"), format!("remove `{name}`; declare a `binding` and pass the secret through `wrap.agent_env` as `{{{{binding.FIELD}}}}` (docs/format.md#surface-binding)"));
             }
         }
     }
@@ -324,7 +324,7 @@ pub fn no_title(c: &Ctx, h: &mut Hits) {
             } else {
                 "its raw command line"
             };
-            h.push(SURFACE, pointer(&["verbs", key, "title"]), format!("`{key}` declares no title, so hosts show {shown}"), format!("add \"title\": {{\"live\": [\"…ing …\"], \"done\": [\"…ed …\"]}} to `{key}` (command.md, Titles)"));
+            h.push(SURFACE, pointer(&["verbs", key, "title"]), format!("`{key}` declares no title, so hosts show {shown}"), format!("add \"title\": {{\"live\": [\"…ing …\"], \"done\": [\"…ed …\"]}} to `{key}` (docs/packs.md#titles-and-previews)"));
         }
     }
 }

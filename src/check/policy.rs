@@ -138,7 +138,7 @@ pub fn write_named_like_read(c: &Ctx, h: &mut Hits) {
 pub fn gated_without_preview(c: &Ctx, h: &mut Hits) {
     for (key, cmd) in &c.pack.commands {
         if cmd.policy.confirm && cmd.preview.is_none() {
-            h.push(SURFACE, pointer(&["verbs", key, "preview"]), format!("`{key}` asks for confirmation but declares no preview, so the person confirming sees only raw arguments"), format!("add \"preview\": {{\"kind\": \"record\", \"title\": \"…\", \"fields\": {{…}}}} to `{key}` (command.md, Previews)"));
+            h.push(SURFACE, pointer(&["verbs", key, "preview"]), format!("`{key}` asks for confirmation but declares no preview, so the person confirming sees only raw arguments"), format!("add \"preview\": {{\"kind\": \"record\", \"title\": \"…\", \"fields\": {{…}}}} to `{key}` (docs/packs.md#titles-and-previews)"));
         }
     }
 }
@@ -163,7 +163,7 @@ pub fn gate_not_mirrored(c: &Ctx, h: &mut Hits) {
                 || t.vars().any(|v| v == "confirm" || v == "apply")
         });
         if !mirrored {
-            h.push(SURFACE, pointer(&["verbs", key, "cli"]), format!("`{key}` is confirm-gated in Policy, but its cli[] carries no `--confirm`/`--apply`/`--yes`, so the CLI face runs it ungated"), format!("add the CLI's own confirmation flag to `{key}`.cli (command.md, Agent-safe rules)"));
+            h.push(SURFACE, pointer(&["verbs", key, "cli"]), format!("`{key}` is confirm-gated in Policy, but its cli[] carries no `--confirm`/`--apply`/`--yes`, so the CLI face runs it ungated"), format!("add the CLI's own confirmation flag to `{key}`.cli (docs/packs.md#agent-safe-commands)"));
         }
     }
 }

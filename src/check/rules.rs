@@ -31,7 +31,7 @@ rules! {
         "Run `hcpx check DIR --init-evals` and replace every `TODO` with a real value.";
     "S002" "no-proof-script" Warning Structure structure::no_proof_script,
         "The pack ships no `proof.sh`.",
-        "Every pack proves itself with a script CI runs against a conforming runtime (check-and-evaluate.md, The proof script).",
+        "Every pack proves itself with a script CI runs against a conforming runtime (docs/packs.md#the-proof-script).",
         "Add `proof.sh`: lint, install, activate, one read, a gated write refused without confirm, then confirmed against a throw-away project or workspace (`--mode mock` only swaps the Binding's credential for a mock one: the write still runs; `hcpx exec --dry-run` runs nothing).";
     "S003" "proof-not-executable" Warning Structure structure::proof_not_executable,
         "`proof.sh` is not executable.",
@@ -87,7 +87,7 @@ rules! {
         "Rename it after what it holds (`file`, `query`, `repo`), in args, `cli[]` and titles.";
     "M009" "mega-command" Error Manifest manifest::mega_command,
         "A command is named like a mega-command (`run`, `exec`, `shell`, `raw`, …).",
-        "A command that forwards arbitrary arguments behaves as a shell, which Execute does not cover (command.md, What is not a command).",
+        "A command that forwards arbitrary arguments behaves as a shell, which Execute does not cover (docs/packs.md#agent-safe-commands).",
         "Replace it with named commands, one per task.";
     "M010" "secret-arg" Error Manifest manifest::secret_arg,
         "An argument is named like a credential (`token`, `password`, `api_key`, `secret`).",
@@ -123,7 +123,7 @@ rules! {
         "Replace the template commands with 5 to 12 real commands from the CLI's `--help`.";
     "M019" "no-title" Info Manifest manifest::no_title,
         "A command declares no title.",
-        "Hosts show a declared title in place of the raw command line (command.md, Titles).",
+        "Hosts show a declared title in place of the raw command line (docs/packs.md#titles-and-previews).",
         "Add `\"title\": {\"live\": [...], \"done\": [...]}` ending each list with a plain title.";
     "M021" "mock-binding" Info Manifest manifest::mock_binding,
         "The Binding is `mock`.",
@@ -131,7 +131,7 @@ rules! {
         "Set `binding.mode` to what the CLI needs (`public`, `local`, `user`).";
     "M023" "path-cli-in-pack-dir" Warning Manifest manifest::path_cli_in_pack_dir,
         "A CLI on `PATH` runs with `workspace.mode: none`, in the installed pack's directory.",
-        "A CLI on PATH almost always works on the caller's project; in the pack directory it sees the wrong files (manifest.md, Where the CLI runs).",
+        "A CLI on PATH almost always works on the caller's project; in the pack directory it sees the wrong files (docs/format.md#surface-wrap-workspace).",
         "Set `wrap.workspace.mode` to `project` (or `workspace`/`ephemeral` for a CLI that needs no project).";
     "M024" "shell-bin" Error Manifest manifest::shell_bin,
         "`wrap.bin` is a shell or an interpreter on PATH (`sh`, `bash`, `python`, `node`, `env`, …).",
@@ -139,7 +139,7 @@ rules! {
         "Ship the script inside the pack (`\"bin\": \"./bin/tool\"`) or wrap the real CLI.";
     "M026" "bad-title" Warning Manifest manifest::bad_title,
         "A title names an unknown argument, uses `{{result…}}` in `live`, or has no plain fallback.",
-        "A title must always show and never show an empty slot (command.md, Titles).",
+        "A title must always show and never show an empty slot (docs/packs.md#titles-and-previews).",
         "Use declared arguments, keep `result` fields in `done`, and end each list with a title without placeholders.";
     "M027" "spliced-into-interpreter" Error Manifest manifest::spliced_into_interpreter,
         "A placeholder sits inside a larger token handed to a query or script interpreter (sqlite3, psql, mysql, jq, awk, sed, `python -c`, `sh -c`, `node -e`…), and its argument's values are not closed (an `enum`, a number, or an anchored `pattern` of word characters).",
@@ -155,11 +155,11 @@ rules! {
         "Set `\"operation\": \"write\", \"confirm\": true`, or rename the command if it only reads.";
     "P002" "ungated-destructive-write" Error Policy policy::ungated_destructive,
         "A destructive write (`delete`, `send`, `pay`, …) has no `confirm: true`.",
-        "What cannot be undone should wait for a person (execution.md, confirm gate).",
+        "What cannot be undone should wait for a person (docs/packs.md#agent-safe-commands).",
         "Add `\"confirm\": true` to its Policy row.";
     "P003" "write-named-like-read" Warning Policy policy::write_named_like_read,
         "A write is named like a read (`list`, `show`, `status`, …).",
-        "Explicit writes need clear names; an agent calls a `show` to look (command.md, Agent-safe rules).",
+        "Explicit writes need clear names; an agent calls a `show` to look (docs/packs.md#agent-safe-commands).",
         "Rename it after what it changes, or make it a read if it only looks.";
     "P004" "gated-without-preview" Warning Policy policy::gated_without_preview,
         "A confirm-gated write declares no `preview`.",
@@ -167,7 +167,7 @@ rules! {
         "Add a `preview` with a kind, a title and the fields that matter.";
     "P005" "gate-not-mirrored" Warning Policy policy::gate_not_mirrored,
         "A confirm-gated command of a CLI the pack ships (`wrap.bin` a path) has no `--confirm`/`--apply`/`--yes` in `cli[]`.",
-        "The gate should be visible on both faces: the CLI typed by hand should ask too (command.md, Agent-safe rules).",
+        "The gate should be visible on both faces: the CLI typed by hand should ask too (docs/packs.md#agent-safe-commands).",
         "Add the CLI's own confirmation flag to `cli[]`.";
     "P006" "policy-hint-mismatch" Error Policy policy::hint_mismatch,
         "A command's `policy` hint in `surface.json` disagrees with its `policy.json` row.",
@@ -199,7 +199,7 @@ rules! {
         "Cut the lead; move detail under a `##` heading.";
     "H003" "command-not-in-hot-path" Warning Skill skill::command_not_in_hot_path,
         "A command is missing from the hot-path table.",
-        "The hot-path table is how an agent learns which command to use when (decisions.md §3).",
+        "The hot-path table is how an agent learns which command to use when (docs/packs.md#harnessmd).",
         "Add a row: | `command` | when to use it |.";
     "H004" "no-hot-path" Warning Skill skill::no_hot_path,
         "`HARNESS.md` has no hot-path table.",
@@ -231,7 +231,7 @@ rules! {
         "Fix `cli[]` so the read succeeds, or correct the examples that feed it.";
     "R002" "not-json" Warning Probe probe::not_json,
         "Reads succeed but print text, not JSON (one finding lists them all).",
-        "Agents parse; `--json` or JSON by default is the first agent-safe rule (command.md).",
+        "Agents parse; `--json` or JSON by default is the first agent-safe rule (docs/packs.md#agent-safe-commands).",
         "Select the CLI's JSON output in `cli[]` or `wrap.json_flag`.";
     "R003" "over-token-budget" Error Probe probe::over_budget,
         "A read's output is over ~25,000 tokens.",

@@ -1,5 +1,6 @@
 //! Capabilities and grants (decisions.md §4): what a Principal may do, scoped by pack and command.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::wire::wire_enum;
@@ -15,11 +16,14 @@ wire_enum! {
 }
 
 /// One grant: a capability on a pack (or `*`), optionally only for some commands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Grant {
+    /// What the grant allows: run reads or writes, connect a pack, or receive its stimuli.
     pub capability: Capability,
+    /// The pack it applies to, or `*` for every pack.
     pub pack_id: String,
+    /// When present, only these commands of the pack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verb_keys: Option<Vec<String>>,
 }

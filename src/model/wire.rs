@@ -28,8 +28,8 @@ pub fn parse_bool(word: &str) -> Option<bool> {
 /// }
 /// ```
 ///
-/// The spelling is written once; `as_str`, `NAMES`, `ALL`, `FromStr`, `Display`, `Serialize` and
-/// `Deserialize` (with serde's own "unknown variant" message) all come from it.
+/// The spelling is written once; `as_str`, `NAMES`, `ALL`, `FromStr`, `Display`, `Serialize`,
+/// `Deserialize` (with serde's own "unknown variant" message) and `JsonSchema` all come from it.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
@@ -81,6 +81,23 @@ macro_rules! wire_enum {
         impl ::serde::Serialize for $name {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
+            }
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(stringify!($name))
+            }
+
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let mut map = ::serde_json::Map::new();
+                map.insert("type".to_string(), ::serde_json::Value::from("string"));
+                map.insert("enum".to_string(), $name::NAMES.iter().map(|n| ::serde_json::Value::from(*n)).collect());
+                ::schemars::Schema::from(map)
             }
         }
 

@@ -209,7 +209,7 @@ fn record_json_error(file: &str, ptr: String, err: &serde_json::Error, issues: &
                     file,
                     ptr,
                     format!("{file}: {msg} (at {at})"),
-                    "give the field the type and value the format documents (docs/packs.md)",
+                    "give the field the type and value the format documents (docs/format.md)",
                 );
             }
         }

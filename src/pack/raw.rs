@@ -1,6 +1,7 @@
 //! The pack files exactly as written: serde types that refuse unknown fields, before any cross-file check.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -76,53 +77,85 @@ wire_enum! {
     }
 }
 
-/// `surface.json`.
-#[derive(Debug, Clone, Deserialize)]
+/// `surface.json`: the pack's identity, how its commands run, and the commands themselves.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawManifest {
+    /// A JSON Schema for editors (`schemas/surface.schema.json`); the runtime ignores it.
+    #[serde(rename = "$schema")]
+    pub schema: Option<String>,
+    /// The pack id: lower-case letters, digits, `-` and `_`, starting with a letter, at most 64 characters.
     pub id: String,
+    /// A display name for hosts.
     pub name: Option<String>,
+    /// How commands run (alias `adapter_kind`; giving both is an error). Default `composite`.
     #[serde(alias = "adapter_kind")]
     pub kind: Option<AdapterKind>,
+    /// The bare name of the CLI the Skill teaches; every `cli[]` must start with it.
     #[serde(rename = "cliBin")]
     pub cli_bin: Option<String>,
+    /// `runtime` (default) or `control` (which needs Binding mode `mothership`).
     pub plane: Option<Plane>,
+    /// The faces the pack is offered on. Default `["cli", "json_exec"]`.
     pub transports: Option<Vec<Transport>>,
+    /// Where the Skill is published, for hosts; the runtime reads `HARNESS.md`.
     pub skill_url: Option<String>,
+    /// Where the pack's credential comes from. Absent: mode `public` on the runtime plane, `mothership` on
+    /// the control plane.
     pub binding: Option<RawBinding>,
+    /// How a `kind: wrap` pack runs its CLI.
     pub wrap: Option<RawWrap>,
+    /// The API of a `kind: openapi` pack.
     pub openapi: Option<RawOpenapi>,
+    /// The HCP/1.1 bootstrap: a pack that forwards a bounded set of subcommands.
     pub pass_through: Option<RawPassThrough>,
+    /// The WASI component of a `kind: composite` pack.
     pub component: Option<RawComponent>,
+    /// The commands, by name (`mail.list`: lower-case segments joined by dots).
     #[serde(default, deserialize_with = "unique_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, RawCommand>")]
     pub verbs: IndexMap<String, RawCommand>,
+    /// The stimuli a `sense_only` pack announces; each needs a `policy.json` `stimuli` row.
     #[serde(rename = "stimulusTriggers", default)]
     pub stimulus_triggers: Vec<RawTrigger>,
+    /// The protocol metadata; derived when absent, and must agree with the manifest when present.
     pub hcp: Option<RawMeta>,
 }
 
 /// `binding`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawBinding {
+    /// Where the credential comes from.
     pub mode: BindingMode,
+    /// The hub that holds the credential.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hub: Option<Hub>,
+    /// The credential family, named like a pack id; it names the credential file. Default: the pack id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
+    /// The provider a `connect` links, for hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_provider_id: Option<String>,
 }
 
 /// `wrap`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawWrap {
+    /// The CLI: a bare name looked up on PATH (allow-listed in `sandbox.json`), or `./path` inside the pack.
     pub bin: Option<String>,
+    /// The tokens that select JSON output, for commands without their own. Default `["--json"]`.
     pub json_flag: Option<Vec<String>>,
+    /// The argv of a command without `cli[]`; `{{verb}}` is the command name after its last dot. Default
+    /// `["{{verb}}"]`.
     pub argv_template: Option<Vec<String>>,
+    /// Environment for the CLI, by name; values may use `{{binding.FIELD}}`. Names that change what code the
+    /// CLI loads are refused (docs/security.md).
     #[serde(default, deserialize_with = "unique_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub agent_env: IndexMap<String, String>,
+    /// Where the CLI runs.
     pub workspace: Option<RawWorkspace>,
     /// The network kinds the CLI needs; granted only where `sandbox.json` allows the pack.
     #[serde(default)]
@@ -141,27 +174,33 @@ wire_enum! {
 }
 
 /// `wrap.workspace`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkspace {
+    /// `none`: the pack's directory; `project`: the caller's project (`HCP_PROJECT_DIR`, else the current
+    /// directory); `workspace`: the pack's private directory in the store; `ephemeral`: a new one per call.
     #[serde(default)]
     pub mode: WorkspaceMode,
 }
 
 /// `openapi`: one of `url` or `path`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawOpenapi {
+    /// The OpenAPI document's URL.
     pub url: Option<String>,
+    /// The OpenAPI document inside the pack (`./openapi.json`).
     pub path: Option<String>,
 }
 
 /// `pass_through`: the HCP/1.1 bootstrap.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPassThrough {
+    /// The subcommands a caller may run.
     #[serde(rename = "allowedSubcommands")]
     pub allowed_subcommands: Vec<String>,
+    /// The most argv words a call may pass.
     #[serde(rename = "maxArgv")]
     pub max_argv: u32,
     /// The option words a caller may pass (`--oneline`; `--format=` allows every `--format=…`); any other
@@ -171,27 +210,35 @@ pub struct RawPassThrough {
 }
 
 /// `component`: the WASI component of a composite pack.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawComponent {
+    /// The component inside the pack (`./adapter.wasm`).
     pub path: String,
 }
 
 /// One `verbs` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCommand {
+    /// One sentence: what the command returns or changes, and when to use it.
     pub description: Option<String>,
+    /// The argv: the bin, then literal tokens and `{{arg}}` placeholders.
     pub cli: Option<Vec<String>>,
+    /// A JSON Schema object for the arguments (draft 7 unless it names its own `$schema`; docs/packs.md).
     pub args: Option<Value>,
+    /// The tokens that select JSON output for this command, in place of `wrap.json_flag`.
     pub json_flag: Option<Vec<String>>,
+    /// What hosts show while the command runs and when it is done.
     pub title: Option<RawTitle>,
+    /// A legacy hint of the Policy row's operation; `policy.json` decides.
     pub policy: Option<Operation>,
+    /// The approval card a person sees before a confirm-gated write runs.
     pub preview: Option<RawPreview>,
 }
 
 /// A title form: one template or a list tried in order.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
@@ -209,83 +256,112 @@ impl OneOrMany {
 }
 
 /// `title`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTitle {
+    /// Shown while the command runs (`Paying {{amount}}`); the first template whose placeholders all have a
+    /// value wins.
     pub live: Option<OneOrMany>,
+    /// Shown when it is done; may use `{{result.…}}`.
     pub done: Option<OneOrMany>,
 }
 
 /// `preview`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPreview {
+    /// How a host lays the card out.
     pub kind: PreviewKind,
+    /// The card's title template.
     pub title: Option<String>,
+    /// The card's rows: label to template; a row whose placeholders have no value is left out.
     #[serde(default, deserialize_with = "unique_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, String>")]
     pub fields: IndexMap<String, String>,
 }
 
 /// One `stimulusTriggers` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrigger {
+    /// The stimulus name, like a command name; its `policy.json` `stimuli` row must exist.
     #[serde(rename = "ref")]
     pub reference: String,
 }
 
 /// The `hcp` protocol metadata object, strictly validated.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMeta {
+    /// The protocol version: `1`.
     pub hcp: u64,
+    /// Equal to `id`.
     pub pack_id: String,
+    /// Equal to `kind`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adapter_kind: Option<AdapterKind>,
+    /// Agrees with `binding`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub binding: Option<RawBinding>,
+    /// Agrees with `wrap.bin`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wrap: Option<RawMetaWrap>,
+    /// Agrees with `component`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub component: Option<RawComponent>,
+    /// Equal to `plane`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plane: Option<Plane>,
+    /// Equal to `transports`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transports: Option<Vec<Transport>>,
 }
 
 /// `hcp.wrap`: the bin only.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMetaWrap {
+    /// Equal to `wrap.bin`.
     pub bin: String,
 }
 
-/// `policy.json`.
-#[derive(Debug, Clone, Deserialize)]
+/// `policy.json`: what each command may do, and whether a person confirms it first.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
+    /// A JSON Schema for editors (`schemas/policy.schema.json`); the runtime ignores it.
+    #[serde(rename = "$schema")]
+    pub schema: Option<String>,
+    /// The pack id of the `surface.json` this Policy belongs to.
     pub surface_id: String,
+    /// One row per command of `surface.json`, by command name.
     #[serde(default, deserialize_with = "unique_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, RawPolicyRow>")]
     pub verbs: IndexMap<String, RawPolicyRow>,
+    /// One row per `stimulusTriggers` ref.
     #[serde(default, deserialize_with = "unique_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, RawStimulus>")]
     pub stimuli: IndexMap<String, RawStimulus>,
 }
 
 /// One Policy row.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicyRow {
+    /// `read` or `write`; a write needs the `verb.exec.write` capability.
     pub operation: Operation,
+    /// When true, the command is refused until a person confirms it (`confirm=true`).
     #[serde(default)]
     pub confirm: bool,
+    /// Where the command's data may land.
     pub privacy: Option<RawPrivacy>,
 }
 
 /// `privacy`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPrivacy {
+    /// Where the command's data may go: `local`, `brain` (needs a project) or `public`.
     #[serde(default)]
     pub land: Land,
 }
@@ -298,42 +374,57 @@ wire_enum! {
 }
 
 /// One `stimuli` row.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawStimulus {
+    /// How the stimulus reaches an agent.
     pub delivery: Delivery,
 }
 
-/// `hcp.eval.json`.
-#[derive(Debug, Clone, Deserialize)]
+/// `hcp.eval.json`: realistic tasks `hcpx eval` and `hcpx check` replay against the pack.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawEvalFile {
+    /// A JSON Schema for editors (`schemas/hcp.eval.schema.json`); the runtime ignores it.
+    #[serde(rename = "$schema")]
+    pub schema: Option<String>,
     /// A directory of the pack copied into a fresh project for each `hcpx eval` / `hcpx check` run, or an
     /// executable setup script of the pack run (confined) with that fresh directory as its argument.
     #[serde(default)]
     pub fixture: Option<String>,
+    /// The cases, run in order.
     pub cases: Vec<RawEvalCase>,
 }
 
 /// One eval case.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawEvalCase {
+    /// What the case shows; results are reported by it, so names should be unique.
     pub name: String,
+    /// The command to run.
     pub verb: String,
+    /// The arguments, as a caller passes them (`confirm: true` included).
     #[serde(default)]
     pub args: serde_json::Map<String, Value>,
+    /// What must hold for the case to pass.
     pub expect: RawExpect,
 }
 
 /// What an eval case expects.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawExpect {
+    /// The call succeeds (`true`) or is refused or fails (`false`).
     pub ok: Option<bool>,
+    /// The output is JSON (`true`) or not (`false`).
     pub json: Option<bool>,
+    /// Texts the output must contain.
     pub contains: Option<Vec<String>>,
+    /// A text the error message must contain.
     pub error: Option<String>,
+    /// The most milliseconds the call may take.
     pub max_ms: Option<u64>,
+    /// The most tokens (characters / 4) the output may have.
     pub max_tokens: Option<u64>,
 }

@@ -1,5 +1,6 @@
 //! `sandbox.json` (the allow-list and per-call limits) and `grants.json` (the local Principal's grants).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
@@ -13,7 +14,7 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
 pub const DEFAULT_MEMORY_MB: u64 = 64;
 
 /// `$HCP_HOME/sandbox.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
     /// Bare bin names that may run from PATH.
@@ -22,26 +23,36 @@ pub struct SandboxConfig {
     /// When present, the SHA-256 digests of the only components that may run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_components: Option<Vec<String>>,
+    /// The per-call deadline, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_TIMEOUT_MS))]
     pub timeout_ms: Option<u64>,
+    /// The cap on each output stream of a call, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_OUTPUT_BYTES))]
     pub max_output_bytes: Option<u64>,
+    /// The memory cap of a composite call, in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MEMORY_MB))]
     pub memory_mb: Option<u64>,
     /// `"full"`: a wrap call that cannot get every confinement layer is refused (`sandbox_denied`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require: Option<Require>,
-    /// Processes (and threads) a wrap call may have at once.
+    /// Processes (and threads) a wrap call may have at once (at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_PROCESSES))]
     pub max_processes: Option<u64>,
-    /// Open files per process of a wrap call.
+    /// Open files per process of a wrap call (at least 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_OPEN_FILES))]
     pub max_open_files: Option<u64>,
     /// The largest file a wrap call may write, in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_FILE_MB))]
     pub max_file_mb: Option<u64>,
-    /// Data memory (heap and private writable mappings) per process of a wrap call, in MiB.
+    /// Data memory (heap and private writable mappings) per process of a wrap call, in MiB (at least 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_WRAP_MEMORY_MB))]
     pub wrap_memory_mb: Option<u64>,
     /// Confinement layers the operator turns off (for a kernel where one misbehaves); calls then report them
     /// as unavailable and run as `native-local`, or are refused under `"require": "full"`.
@@ -56,7 +67,7 @@ pub struct SandboxConfig {
 }
 
 /// How strict a call's confinement must be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Require {
     /// Apply every layer the kernel offers; run without the ones it lacks (`HCP_SANDBOX=native-local`).
@@ -66,7 +77,7 @@ pub enum Require {
 }
 
 /// What the operator grants one pack beyond the default view (`sandbox.json` `packs.<id>`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PackSandbox {
     /// Network kinds the pack may use; it must also declare them in `wrap.network`.

@@ -2,6 +2,7 @@
 //! grants and the SHA-256 of its bearer token. Tokens themselves are never stored; a token is matched by its
 //! digest, compared in constant time against every row.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,15 +21,19 @@ pub const PRINCIPALS_FILE: &str = "principals.json";
 pub const LOCAL_TENANT: &str = "local";
 
 /// One row of `principals.json` as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrincipalRow {
+    /// The Principal's id: letters, digits, `_` and `-`, starting with a letter; unique.
     pub principal: String,
+    /// The tenant whose workspaces and credentials its calls use (`local`: the store's own).
     pub tenant: String,
+    /// The SHA-256 of its bearer token, 64 lower-case hex digits; unique.
     pub token_sha256: String,
     /// Runs the runtime: may read its health (`GET /v1/doctor`); grants nothing of any tenant.
     #[serde(default)]
     pub operator: bool,
+    /// What it may do; none when absent.
     #[serde(default)]
     pub grants: Vec<Grant>,
 }

@@ -3,7 +3,7 @@
 use crate::helpers::repo;
 
 /// `HCPX_BLESS` rewrites the generated file, except in CI, where a stale file must fail.
-fn bless(path: &std::path::Path, want: &str) {
+pub fn bless(path: &std::path::Path, want: &str) {
     if std::env::var_os("HCPX_BLESS").is_some() {
         assert!(std::env::var_os("CI").is_none(), "HCPX_BLESS is refused in CI: regenerate docs by hand");
         std::fs::write(path, want).unwrap();

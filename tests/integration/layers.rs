@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 /// The library's modules, bottom first: each may import only modules earlier in this list. lib.rs declares
 /// them in this order.
 const LAYERS: &[&str] = &[
-    "model", "template", "args", "title", "pack", "lint", "render", "store", "sandbox", "adapter", "runtime",
-    "fixture", "trial", "eval", "check", "scaffold", "mcp", "serve",
+    "model", "template", "args", "title", "pack", "lint", "render", "store", "schema", "sandbox", "adapter",
+    "runtime", "fixture", "trial", "eval", "check", "scaffold", "mcp", "serve",
 ];
 
 fn src() -> PathBuf {

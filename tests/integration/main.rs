@@ -13,6 +13,7 @@ mod docs;
 mod escape;
 mod eval;
 mod exec;
+mod format;
 mod fuzz_smoke;
 mod golden;
 mod helpers;

@@ -37,6 +37,8 @@ fn main() -> ExitCode {
         Command::Disallow(a) => cli::manage::allow(&p, a, false),
         Command::AllowNetwork(a) => cli::manage::network(&p, a, true),
         Command::DisallowNetwork(a) => cli::manage::network(&p, a, false),
+        Command::Grant(a) => cli::grant::grant(&p, a),
+        Command::Revoke(a) => cli::grant::revoke(&p, a),
         Command::Audit => cli::audit::run(&p),
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),

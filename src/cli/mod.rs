@@ -2,10 +2,12 @@
 
 pub mod audit;
 pub mod check;
+pub mod confirm;
 pub mod credential;
 pub mod doctor;
 pub mod eval;
 pub mod exec;
+pub mod grant;
 pub mod info;
 pub mod lint;
 pub mod manage;
@@ -83,6 +85,10 @@ pub enum Command {
     AllowNetwork(NetworkArgs),
     /// Take network kinds back from a pack (all of them when none is named).
     DisallowNetwork(NetworkArgs),
+    /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
+    Grant(GrantArgs),
+    /// Take grants back from the local Principal (grants.json).
+    Revoke(RevokeArgs),
     /// The audit log, newest last.
     Audit,
     /// Health of the runtime and the store.
@@ -281,6 +287,22 @@ pub struct BinsArgs {
     /// Bare bin names, as a pack's `wrap.bin` gives them (looked up on PATH).
     #[arg(required = true)]
     pub bins: Vec<String>,
+}
+
+/// `hcpx grant [GRANT…]`.
+#[derive(Debug, clap::Args)]
+pub struct GrantArgs {
+    /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
+    /// `verb.exec.read:*` or `verb.exec.write:ledger:transfer`.
+    pub grants: Vec<String>,
+}
+
+/// `hcpx revoke GRANT…`.
+#[derive(Debug, clap::Args)]
+pub struct RevokeArgs {
+    /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
+    #[arg(required = true)]
+    pub grants: Vec<String>,
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.

@@ -55,7 +55,7 @@ impl Runtime {
     pub(super) fn bootstrap(&self, principal: &Principal, env: &Envelope) -> ResultEnvelope {
         let verb = env.verb_key.as_str();
         let Some((_, op, cli)) = COMMANDS.iter().find(|(n, _, _)| *n == verb) else {
-            return Denial::new(Code::NoPolicy, format!("no policy for {verb}"))
+            return super::fix::no_command(BOOTSTRAP_ID, verb, COMMANDS.iter().map(|(n, _, _)| *n))
                 .into_envelope(BOOTSTRAP_ID, verb);
         };
         let out = match self.bootstrap_answer(principal, env, *op, cli) {
@@ -76,7 +76,7 @@ impl Runtime {
         let target = format!("{BOOTSTRAP_ID}.{verb}");
         let cap = if op == Operation::Write { Capability::ExecWrite } else { Capability::ExecRead };
         if !principal.grants.allows(cap, BOOTSTRAP_ID, verb) {
-            return Err(Denial::new(Code::Denied, format!("denied: missing {cap} for {target}")));
+            return Err(super::fix::missing_grant(principal, cap, BOOTSTRAP_ID, verb));
         }
         let allowed: &[&str] = match verb {
             "hcp.availability" => &["pack_id"],

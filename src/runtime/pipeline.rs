@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::pass_through;
 use super::{bootstrap, mint, ArgsInput, CallContext, Runtime};
+use super::{fix, pass_through};
 use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
@@ -191,8 +191,8 @@ impl Runtime {
     /// Step 1: resolve the pack and the command's Policy row (a named command's, or the pass-through row).
     fn resolve<'a>(&self, env: &Envelope, input: ArgsInput<'a>) -> Result<Resolved<'a>, Denial> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
-        let unknown = || Denial::new(Code::UnknownPack, format!("unknown pack {pack_id}"));
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
+        let unknown = || fix::unknown_pack(pack_id, state.packs.keys().map(String::as_str));
         let record = state.packs.get(pack_id).ok_or_else(unknown)?;
         let pack = self
             .pack(pack_id, record)
@@ -202,7 +202,7 @@ impl Runtime {
             Some(c) => (false, c.policy),
             None => match pack.pass_through.as_ref().and_then(|p| p.policy.get(verb)) {
                 Some(row) => (true, *row),
-                None => return Err(Denial::new(Code::NoPolicy, format!("no policy for {verb}"))),
+                None => return Err(fix::no_command_in(&pack, verb)),
             },
         };
         let args = match input {
@@ -212,7 +212,7 @@ impl Runtime {
                 Some(c) => {
                     c.args.parse_words(&format!("{pack_id}.{verb}"), words).map(Cow::Owned).map_err(|e| e.0)
                 }
-                None => Err(format!("no policy for {verb}")),
+                None => Err(fix::no_command_in(&pack, verb).message),
             },
         };
         Ok(Resolved {
@@ -292,7 +292,7 @@ fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
     if r.activated {
         Ok(())
     } else {
-        Err(Denial::new(Code::NotActivated, format!("pack {} not activated", r.pack.id)))
+        Err(fix::not_activated(&r.pack.id))
     }
 }
 
@@ -316,7 +316,7 @@ fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Deni
     if principal.grants.allows(cap, &r.pack.id, &r.verb) {
         Ok(())
     } else {
-        Err(Denial::new(Code::Denied, format!("denied: missing {cap} for {}", r.target())))
+        Err(fix::missing_grant(principal, cap, &r.pack.id, &r.verb))
     }
 }
 
@@ -392,7 +392,10 @@ mod tests {
         assert!(ensure_activated(&r).is_ok());
         r.activated = false;
         let d = ensure_activated(&r).unwrap_err();
-        assert_eq!((d.code, d.message.as_str()), (Code::NotActivated, "pack ledger not activated"));
+        assert_eq!(
+            (d.code, d.message.as_str()),
+            (Code::NotActivated, "pack ledger not activated; activate it with `hcpx activate ledger`")
+        );
     }
 
     #[test]
@@ -416,7 +419,11 @@ mod tests {
         let reader = principal(grant(Capability::ExecRead, None));
         assert!(assert_capability(&reader, &read).is_ok());
         let d = assert_capability(&reader, &write).unwrap_err();
-        assert_eq!(d.message, "denied: missing verb.exec.write for ledger.transfer");
+        assert!(
+            d.message.starts_with("denied: missing verb.exec.write for ledger.transfer; "),
+            "{}",
+            d.message
+        );
         // `connect` is a write row, and still needs pack.connect, not verb.exec.write.
         let writer = principal(grant(Capability::ExecWrite, None));
         assert_eq!(assert_capability(&writer, &connect).unwrap_err().code, Code::Denied);

@@ -37,7 +37,7 @@ fn store_changes_are_deferred_to_the_cli_and_audited() {
     assert!(audit.contains("\"verb_key\":\"hcp.install\""));
     h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "*" }]"#);
     let (_, out) = h.exec("hcp-cli", "hcp.activate", &[]);
-    assert_eq!(out["error"], "denied: missing verb.exec.write for hcp-cli.hcp.activate");
+    assert_eq!(out["error"], "denied: missing verb.exec.write for hcp-cli.hcp.activate; grant it with `hcpx grant verb.exec.write:hcp-cli:hcp.activate`");
 }
 
 /// The CLI and the bootstrap pack render one typed report each: `hcpx list --json` is `hcp.list`'s result,

@@ -12,6 +12,7 @@ mod docs;
 mod escape;
 mod eval;
 mod exec;
+mod fixes;
 mod fuzz_smoke;
 mod golden;
 mod helpers;

@@ -50,7 +50,8 @@ pub fn with_hint(a: &ExecArgs, out: &ResultEnvelope) -> Option<ResultEnvelope> {
     Some(shown)
 }
 
-/// Text mode: the approval card (the envelope's preview) and the rerun line, on stderr.
+/// Text mode, on stderr: the approval card (the envelope's preview) and the rerun line, or the hint of a
+/// command deferred to the CLI (`hcp-cli`'s store changes).
 pub fn print_card(p: &Printer, a: &ExecArgs, out: &ResultEnvelope) {
     if let Some(card) = &out.preview {
         p.message(&format!("approval card ({}):", card.kind));
@@ -64,5 +65,7 @@ pub fn print_card(p: &Printer, a: &ExecArgs, out: &ResultEnvelope) {
     if gated(out) {
         p.message("once the person agrees, run:");
         p.message(&format!("  {}", rerun_line(a)));
+    } else if let Some(hint) = &out.hint {
+        p.message(hint);
     }
 }

@@ -266,12 +266,14 @@ impl Runtime {
         Ok(Setup { adapter, sandbox, layout, live_title })
     }
 
-    /// The bootstrap pack's commands take the same words as any command (no schema: `k=v`, `k:=json`).
+    /// The bootstrap pack's commands take words the way any command does, against their own schemas.
     fn bootstrap_input(&self, principal: &Principal, env: &Envelope, input: ArgsInput<'_>) -> ResultEnvelope {
         match input {
             ArgsInput::Json(_) => self.bootstrap(principal, env),
             ArgsInput::Words(words) => {
-                match ArgSpec::none().parse_words(&format!("{}.{}", env.pack_id, env.verb_key), words) {
+                let none = ArgSpec::none();
+                let spec = bootstrap::command(&env.verb_key).map_or(&none, |c| c.spec());
+                match spec.parse_words(&format!("{}.{}", env.pack_id, env.verb_key), words) {
                     Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
                     Err(e) => Denial::new(Code::InvalidArgs, e.0).into_envelope(&env.pack_id, &env.verb_key),
                 }

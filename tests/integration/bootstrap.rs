@@ -31,7 +31,7 @@ fn store_changes_are_deferred_to_the_cli_and_audited() {
     let (rc, out) = h.exec("hcp-cli", "hcp.install", &["dir=/tmp/x"]);
     assert_eq!(rc, 0, "{out}");
     assert_eq!(out["deferred_to_cli"], json!(true));
-    assert!(out["hint"].as_str().unwrap().contains("hcpx install DIR"));
+    assert!(out["hint"].as_str().unwrap().contains("`hcpx install /tmp/x`"), "{out}");
     assert!(!h.store().join("packs/x").exists());
     let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
     assert!(audit.contains("\"verb_key\":\"hcp.install\""));

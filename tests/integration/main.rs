@@ -8,6 +8,7 @@ mod bootstrap;
 mod check;
 mod cli;
 mod composite;
+mod conventions;
 mod docs;
 mod escape;
 mod eval;

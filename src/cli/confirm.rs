@@ -16,7 +16,7 @@ pub fn rerun_line(a: &ExecArgs) -> String {
         line.push_str(&format!(" --project-id {}", shell_quote(id)));
     }
     line.push_str(" --");
-    let gate = |w: &str| w.starts_with("confirm=") || w.starts_with("apply=") || w.starts_with("confirm:=");
+    let gate = |w: &str| ["confirm=", "apply=", "confirm:=", "apply:="].iter().any(|g| w.starts_with(g));
     for w in a.words.iter().filter(|w| !gate(w)) {
         line.push(' ');
         line.push_str(&shell_quote(w));

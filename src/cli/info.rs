@@ -79,12 +79,24 @@ pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
+    use hcpx::runtime::bootstrap::{command, BOOTSTRAP_ID, COMMANDS};
+    if a.id == BOOTSTRAP_ID {
+        // The bootstrap pack declares no titles: its commands answer in-process.
+        if command(&a.verb).is_none() {
+            let d = hcpx::runtime::fix::no_command(BOOTSTRAP_ID, &a.verb, COMMANDS.iter().map(|c| c.name));
+            return Ok(fail(p, &d.message));
+        }
+        if p.json {
+            p.json_doc(&json!({ "ok": true, "title": null }));
+        }
+        return Ok(exit::OK);
+    }
     let pack = match Runtime::new(open_store()?).installed_pack(&a.id) {
         Ok(x) => x,
         Err(d) => return Ok(fail(p, &d.message)),
     };
     let Some(cmd) = pack.command(&a.verb) else {
-        return Ok(fail(p, &format!("pack {} has no command {}", pack.id, a.verb)));
+        return Ok(fail(p, &hcpx::runtime::fix::no_command_in(&pack, &a.verb).message));
     };
     let args = match cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words) {
         Ok(args) => args,

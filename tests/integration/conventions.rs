@@ -193,4 +193,12 @@ fn the_bootstrap_pack_is_described_as_exec_accepts_it() {
     );
     let (_, v) = h.exec("hcp-cli", "hcp.skill", &["pack_id=transit", "full=true"]);
     assert!(v["result"]["text"].is_string(), "{v}");
+    // `title` knows the bootstrap pack too: no declared titles, and a mistyped command named as such.
+    assert_eq!(
+        stdout_json(&h.run(&["title", "hcp-cli", "hcp.list", "--json"])),
+        json!({ "ok": true, "title": null })
+    );
+    let out = h.run(&["title", "hcp-cli", "hcp.lst", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_json(&out)["error"].as_str().unwrap().contains("did you mean `hcp.list`?"));
 }

@@ -11,11 +11,7 @@ use cli::Command;
 fn main() -> ExitCode {
     let parsed = match cli::Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { cli::exit::USAGE } else { cli::exit::OK };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(e) => return ExitCode::from(cli::usage::report(&e)),
     };
     let p = output::Printer::new(parsed.json);
     let result = match &parsed.command {
@@ -38,9 +34,12 @@ fn main() -> ExitCode {
         Command::Disallow(a) => cli::manage::allow(&p, a, false),
         Command::AllowNetwork(a) => cli::manage::network(&p, a, true),
         Command::DisallowNetwork(a) => cli::manage::network(&p, a, false),
-        Command::Audit => cli::audit::run(&p),
+        Command::Grant(a) => cli::grant::grant(&p, a),
+        Command::Revoke(a) => cli::grant::revoke(&p, a),
+        Command::Audit(a) => cli::audit::run(&p, a),
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
+        Command::Completions(a) => cli::completions::run(&p, a),
         Command::Mcp(a) => cli::mcp::run(&p, a),
         Command::Serve(a) => cli::mcp::serve(&p, a),
         Command::Principal(c) => cli::principal::run(&p, c),

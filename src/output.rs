@@ -70,6 +70,32 @@ impl Printer {
         out_line(&format!("{label}{}", terminal_safe(rest)));
     }
 
+    /// Writes rows of data to stdout as columns under a header, each padded to its widest cell (by characters),
+    /// two spaces apart; the last column is not padded.
+    pub fn table(&self, header: &[&str], rows: &[Vec<String>]) {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(terminal_safe(cell).chars().count());
+            }
+        }
+        let line = |cells: Vec<String>| {
+            let last = cells.len().saturating_sub(1);
+            let mut out = String::new();
+            for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+                out.push_str(cell);
+                if i < last {
+                    out.push_str(&" ".repeat(w - cell.chars().count() + 2));
+                }
+            }
+            out_line(out.trim_end());
+        };
+        line(header.iter().map(|h| h.to_string()).collect());
+        for row in rows {
+            line(row.iter().map(|c| terminal_safe(c).into_owned()).collect());
+        }
+    }
+
     /// Writes a message to stderr (control characters shown escaped).
     pub fn message(&self, line: &str) {
         let _ = writeln!(io::stderr().lock(), "{}", terminal_safe(line));

@@ -258,7 +258,7 @@ pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> R
             if !sandbox.allows_bin(name) {
                 return Err(Denial::new(
                     Code::SandboxDenied,
-                    format!("sandbox: bin {name:?} not allowlisted"),
+                    format!("sandbox: bin {name:?} not allowlisted; allow it with `hcpx allow {name}`"),
                 ));
             }
             find_on_path(name).ok_or_else(|| {
@@ -339,6 +339,6 @@ mod tests {
         let wrap = pack.wrap.as_ref().unwrap();
         let refused = resolve_bin(&pack, wrap, &SandboxConfig::default()).unwrap_err();
         assert_eq!(refused.code, Code::SandboxDenied);
-        assert_eq!(refused.message, "sandbox: bin \"jq\" not allowlisted");
+        assert_eq!(refused.message, "sandbox: bin \"jq\" not allowlisted; allow it with `hcpx allow jq`");
     }
 }

@@ -1,20 +1,47 @@
-//! `hcpx audit`: the audit log, newest last.
+//! `hcpx audit [--pack ID] [--since WHEN] [--limit N]`: the audit log, newest last.
 
 use serde_json::json;
+use std::time::SystemTime;
 
-use super::{exit, fail, open_store};
+use super::{exit, fail, open_store, AuditArgs};
 use crate::output::Printer;
+use hcpx::store::audit::AuditRecord;
+
+/// `--since`: a time (`2026-01-31`, `2026-01-31T09:00:00Z`) or an age before now (`90m`, `2h`, `7d`).
+fn since(text: &str) -> Result<SystemTime, String> {
+    if let Ok(age) = humantime::parse_duration(text) {
+        return Ok(SystemTime::now().checked_sub(age).unwrap_or(SystemTime::UNIX_EPOCH));
+    }
+    let full = if text.len() == 10 { format!("{text}T00:00:00Z") } else { text.to_string() };
+    humantime::parse_rfc3339_weak(&full).map_err(|_| {
+        format!("--since {text:?} is neither a time nor an age; give 2026-01-31, 2026-01-31T09:00:00Z or 2h")
+    })
+}
+
+fn at(r: &AuditRecord) -> SystemTime {
+    humantime::parse_rfc3339_weak(&r.at).unwrap_or(SystemTime::UNIX_EPOCH)
+}
 
 /// Runs `hcpx audit`.
-pub fn run(p: &Printer) -> anyhow::Result<u8> {
-    let records = match open_store()?.audit() {
+pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
+    let from = match a.since.as_deref().map(since).transpose() {
+        Ok(t) => t,
+        Err(e) => return Ok(fail(p, &e)),
+    };
+    let mut records = match open_store()?.audit() {
         Ok(r) => r,
         Err(e) => return Ok(fail(p, &e.to_string())),
     };
+    records.retain(|r| a.pack.as_ref().is_none_or(|id| &r.pack_id == id) && from.is_none_or(|t| at(r) >= t));
+    if let Some(n) = a.limit {
+        let skip = records.len().saturating_sub(n);
+        records.drain(..skip);
+    }
     if p.json {
         p.json_doc(&json!({ "ok": true, "records": records }));
     } else if records.is_empty() {
-        p.message("the audit log is empty");
+        let filtered = a.pack.is_some() || a.since.is_some() || a.limit.is_some();
+        p.message(if filtered { "no audit records match" } else { "the audit log is empty" });
     } else {
         for r in &records {
             let outcome = if r.ok { "ok" } else { r.code.map_or("failed", |c| c.as_str()) };

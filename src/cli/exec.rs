@@ -145,7 +145,7 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
         let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{}", crate::output::terminal_safe(&shown));
     }
     if p.json {
-        p.json_doc(&out);
+        p.json_doc(super::confirm::with_hint(a, &out).as_ref().unwrap_or(&out));
     } else {
         match &out.result {
             Some(serde_json::Value::String(s)) => p.data(s.trim_end_matches('\n')),
@@ -157,16 +157,7 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
             p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("failed")));
         }
         // A person at the terminal sees what they are asked to approve, and how to approve it.
-        if let Some(card) = &out.preview {
-            p.message(&format!("approval card ({}):", card.kind));
-            if let Some(t) = &card.title {
-                p.message(&format!("  {t}"));
-            }
-            for (k, v) in &card.fields {
-                p.message(&format!("  {k}: {v}"));
-            }
-            p.message("run it again with confirm=true once the person agrees");
-        }
+        super::confirm::print_card(p, a, &out);
         if out.truncated == Some(true) {
             p.message("note: output was cut at max_output_bytes (sandbox.json)");
         }

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{exit, fail, open_store, IdArgs, SkillArgs, TitleArgs};
+use super::{exit, fail, open_store, CommandsArgs, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
 use hcpx::runtime::Runtime;
 
@@ -24,24 +24,40 @@ pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// `hcpx commands ID`: renders the runtime's commands report.
-pub fn commands(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
-    let report = match Runtime::new(open_store()?).commands(&a.id) {
+/// `hcpx commands ID [VERB]`: renders the runtime's commands report: each command, its exec line and its
+/// arguments (name, type, required, description).
+pub fn commands(p: &Printer, a: &CommandsArgs) -> anyhow::Result<u8> {
+    let report = match Runtime::new(open_store()?).commands_of(&a.id, a.verb.as_deref()) {
         Ok(r) => r,
         Err(d) => return Ok(fail(p, &d.message)),
     };
     if p.json {
         p.json_doc(&report);
-    } else {
-        for c in &report.commands {
-            let gate = if c.confirm { ", needs confirm" } else { "" };
+        return Ok(exit::OK);
+    }
+    for c in &report.commands {
+        let gate = if c.confirm { ", needs confirm" } else { "" };
+        p.data(&format!(
+            "{} ({}{gate}): {}",
+            c.verb_key,
+            c.operation,
+            c.description.as_deref().unwrap_or("")
+        ));
+        p.data(&format!("  {}", c.exec));
+        let width = c.arguments.iter().map(|g| g.name.len()).max().unwrap_or(0);
+        for g in &c.arguments {
+            let mut what = g.ty.clone();
+            if let Some(values) = &g.values {
+                let shown: Vec<String> =
+                    values.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
+                what = format!("{what}: {}", shown.join("|"));
+            }
+            let need = if g.required { ", required" } else { "" };
             p.data(&format!(
-                "{} ({}{gate}): {}",
-                c.verb_key,
-                c.operation,
-                c.description.as_deref().unwrap_or("")
+                "    {:<width$}  {what}{need}  {}",
+                g.name,
+                g.description.as_deref().unwrap_or(""),
             ));
-            p.data(&format!("  {}", c.exec));
         }
     }
     Ok(exit::OK)
@@ -63,12 +79,24 @@ pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
+    use hcpx::runtime::bootstrap::{command, BOOTSTRAP_ID, COMMANDS};
+    if a.id == BOOTSTRAP_ID {
+        // The bootstrap pack declares no titles: its commands answer in-process.
+        if command(&a.verb).is_none() {
+            let d = hcpx::runtime::fix::no_command(BOOTSTRAP_ID, &a.verb, COMMANDS.iter().map(|c| c.name));
+            return Ok(fail(p, &d.message));
+        }
+        if p.json {
+            p.json_doc(&json!({ "ok": true, "title": null }));
+        }
+        return Ok(exit::OK);
+    }
     let pack = match Runtime::new(open_store()?).installed_pack(&a.id) {
         Ok(x) => x,
         Err(d) => return Ok(fail(p, &d.message)),
     };
     let Some(cmd) = pack.command(&a.verb) else {
-        return Ok(fail(p, &format!("pack {} has no command {}", pack.id, a.verb)));
+        return Ok(fail(p, &hcpx::runtime::fix::no_command_in(&pack, &a.verb).message));
     };
     let args = match cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words) {
         Ok(args) => args,

@@ -127,10 +127,27 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
     } else if report.packs.is_empty() {
         p.message("no packs installed; install one with `hcpx install DIR`");
     } else {
+        // The columns of docs/cli.md; the source last, as the one of unbounded width.
+        let rows: Vec<Vec<String>> = report
+            .packs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.clone(),
+                    r.name.clone().unwrap_or_else(|| "-".into()),
+                    r.kind.map_or("?", |k| k.as_str()).to_string(),
+                    if r.activated { "yes" } else { "no" }.to_string(),
+                    r.commands.to_string(),
+                    r.installed_at.clone(),
+                    r.source.clone(),
+                ]
+            })
+            .collect();
+        p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "SOURCE"], &rows);
         for r in &report.packs {
-            let state = if r.activated { "active" } else { "inactive" };
-            let kind = r.kind.map_or("?", |k| k.as_str());
-            p.data(&format!("{}\t{state}\t{} command(s)\t{kind}", r.id, r.commands));
+            if let Some(e) = &r.error {
+                p.message(&format!("pack {} does not load: {e}", r.id));
+            }
         }
     }
     Ok(exit::OK)

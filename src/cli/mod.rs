@@ -2,16 +2,21 @@
 
 pub mod audit;
 pub mod check;
+pub mod completions;
+pub mod confirm;
 pub mod credential;
 pub mod doctor;
 pub mod eval;
+pub mod examples;
 pub mod exec;
+pub mod grant;
 pub mod info;
 pub mod lint;
 pub mod manage;
 pub mod mcp;
 pub mod new;
 pub mod principal;
+pub mod usage;
 pub mod wrap;
 
 use clap::{Parser, Subcommand};
@@ -49,56 +54,87 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check that a pack's three files exist and agree.
+    #[command(after_help = examples::LINT)]
     Lint(LintArgs),
     /// Replay a pack's hcp.eval.json cases through the runtime, one line per case.
+    #[command(after_help = examples::EVAL)]
     Eval(EvalArgs),
     /// Score a pack: static rules, probes (`--probe`) and evals; exit 0 clean, 2 warnings, 1 errors.
+    #[command(after_help = examples::CHECK)]
     Check(CheckArgs),
     /// Scaffold a pack from a CLI on PATH (reads its `--help`).
+    #[command(after_help = examples::WRAP)]
     Wrap(WrapArgs),
     /// Scaffold a new pack: a composite (a Rust guest built to a WASI component) or a wrap of a CLI on PATH.
     New(NewArgs),
     /// Lint a pack and copy it into the store.
+    #[command(after_help = examples::INSTALL)]
     Install(InstallArgs),
     /// Remove an installed pack (its workspace is kept).
+    #[command(after_help = examples::UNINSTALL)]
     Uninstall(IdArgs),
     /// Activate installed packs.
+    #[command(after_help = examples::ACTIVATE)]
     Activate(IdsArgs),
     /// Deactivate packs.
+    #[command(after_help = examples::DEACTIVATE)]
     Deactivate(IdsArgs),
     /// Installed packs and their state.
+    #[command(after_help = examples::LIST)]
     List,
     /// The four flags: installed, activated, bound, runnable.
+    #[command(after_help = examples::AVAILABILITY)]
     Availability(IdArgs),
-    /// Each command with a ready-to-run `hcpx exec` line.
-    Commands(IdArgs),
+    /// Each command (or one) with its arguments and a ready-to-run `hcpx exec` line.
+    #[command(after_help = examples::COMMANDS)]
+    Commands(CommandsArgs),
     /// The Skill's lead, or the whole text with --full.
+    #[command(after_help = examples::SKILL)]
     Skill(SkillArgs),
     /// Run a command through the pipeline.
+    #[command(after_help = examples::EXEC)]
     Exec(ExecArgs),
     /// The live title, or the done title given a result.
+    #[command(after_help = examples::TITLE)]
     Title(TitleArgs),
     /// Allow bare bins (CLIs on PATH) to run.
+    #[command(after_help = examples::ALLOW)]
     Allow(BinsArgs),
     /// Remove bins from the allow-list.
+    #[command(after_help = examples::DISALLOW)]
     Disallow(BinsArgs),
     /// Let a pack's commands use the network kinds it declares (wrap.network): inet, netlink.
+    #[command(after_help = examples::ALLOW_NETWORK)]
     AllowNetwork(NetworkArgs),
     /// Take network kinds back from a pack (all of them when none is named).
+    #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
-    /// The audit log, newest last.
-    Audit,
+    /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
+    #[command(after_help = examples::GRANT)]
+    Grant(GrantArgs),
+    /// Take grants back from the local Principal (grants.json).
+    #[command(after_help = examples::REVOKE)]
+    Revoke(RevokeArgs),
+    /// The audit log, newest last; filter it by pack and time, or keep the last N.
+    #[command(after_help = examples::AUDIT)]
+    Audit(AuditArgs),
     /// Health of the runtime and the store.
+    #[command(after_help = examples::DOCTOR)]
     Doctor,
     /// Manage credentials in the local hub.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::CREDENTIAL)]
     Credential(CredentialCmd),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
     /// Serve the activated packs to an agent host over stdio (Model Context Protocol).
+    #[command(after_help = examples::MCP)]
     Mcp(McpArgs),
     /// Serve the activated packs over HTTP (the JSON API and MCP at /mcp) to the Principals of principals.json.
+    #[command(after_help = examples::SERVE)]
     Serve(ServeArgs),
     /// Manage the Principals a served runtime authenticates (principals.json).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::PRINCIPAL)]
     Principal(PrincipalCmd),
 }
 
@@ -124,6 +160,7 @@ pub struct ServeArgs {
 #[derive(Debug, Subcommand)]
 pub enum PrincipalCmd {
     /// Add a Principal and print its bearer token (shown once; only its SHA-256 is kept).
+    #[command(after_help = examples::PRINCIPAL_ADD)]
     Add {
         /// The Principal's id.
         id: String,
@@ -138,11 +175,13 @@ pub enum PrincipalCmd {
         operator: bool,
     },
     /// Remove a Principal; its token stops working at once.
+    #[command(after_help = examples::PRINCIPAL_RM)]
     Rm {
         /// The Principal's id.
         id: String,
     },
     /// The Principals, their tenants and grants (never tokens).
+    #[command(after_help = examples::PRINCIPAL_LIST)]
     List,
 }
 
@@ -277,6 +316,36 @@ pub struct IdsArgs {
     pub ids: Vec<String>,
 }
 
+/// `hcpx commands ID [VERB]`.
+#[derive(Debug, clap::Args)]
+pub struct CommandsArgs {
+    /// The pack id (`hcp-cli` for the built-in bootstrap pack).
+    pub id: String,
+    /// Only this command.
+    pub verb: Option<String>,
+}
+
+/// `hcpx audit [--pack ID] [--since WHEN] [--limit N]`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Only calls of this pack.
+    #[arg(long)]
+    pub pack: Option<String>,
+    /// Only calls at or after WHEN: a time (`2026-01-31`, `2026-01-31T09:00:00Z`) or an age (`90m`, `2h`, `7d`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only the last N calls (after the other filters).
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+/// `hcpx completions SHELL`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
+}
+
 /// `hcpx skill ID [--full]`.
 #[derive(Debug, clap::Args)]
 pub struct SkillArgs {
@@ -335,6 +404,22 @@ pub struct BinsArgs {
     pub bins: Vec<String>,
 }
 
+/// `hcpx grant [GRANT…]`.
+#[derive(Debug, clap::Args)]
+pub struct GrantArgs {
+    /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
+    /// `verb.exec.read:*` or `verb.exec.write:ledger:transfer`.
+    pub grants: Vec<String>,
+}
+
+/// `hcpx revoke GRANT…`.
+#[derive(Debug, clap::Args)]
+pub struct RevokeArgs {
+    /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
+    #[arg(required = true)]
+    pub grants: Vec<String>,
+}
+
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 #[derive(Debug, clap::Args)]
 pub struct NetworkArgs {
@@ -348,6 +433,7 @@ pub struct NetworkArgs {
 #[derive(Debug, Subcommand)]
 pub enum CredentialCmd {
     /// Store FIELD of FAMILY, reading the value from stdin.
+    #[command(after_help = examples::CREDENTIAL_SET)]
     Set {
         /// The credential family (`binding.family`).
         family: String,
@@ -361,6 +447,7 @@ pub enum CredentialCmd {
         tenant: String,
     },
     /// Remove a field, or the whole family.
+    #[command(after_help = examples::CREDENTIAL_RM)]
     Rm {
         /// The credential family.
         family: String,
@@ -374,12 +461,14 @@ pub enum CredentialCmd {
         tenant: String,
     },
     /// Families and field names (never values).
+    #[command(after_help = examples::CREDENTIAL_LIST)]
     List {
         /// The tenant whose hub to list.
         #[arg(long, default_value = "local")]
         tenant: String,
     },
     /// Let packs use FAMILY's credentials (the pack named like the family owns it already).
+    #[command(after_help = examples::CREDENTIAL_ALLOW)]
     Allow {
         /// The credential family.
         family: String,
@@ -388,6 +477,7 @@ pub enum CredentialCmd {
         packs: Vec<String>,
     },
     /// Stop packs from using FAMILY's credentials.
+    #[command(after_help = examples::CREDENTIAL_DISALLOW)]
     Disallow {
         /// The credential family.
         family: String,

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, PrincipalCmd};
 use crate::output::Printer;
-use hcpx::model::grants::{Capability, Grant};
+use hcpx::model::grants::Grant;
 
 /// Runs `hcpx principal …`.
 pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
@@ -67,28 +67,9 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
 
 /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
 fn parse_grant(text: &str) -> Result<Grant, String> {
-    let mut parts = text.splitn(3, ':');
-    let (Some(cap), Some(pack)) = (parts.next(), parts.next()) else {
-        return Err(format!(
-            "grant {text:?} must be CAPABILITY:PACK or CAPABILITY:PACK:VERB,VERB, e.g. verb.exec.read:*"
-        ));
-    };
-    let capability: Capability = cap.parse().map_err(|_| {
-        format!("grant {text:?}: unknown capability {cap:?}; use one of {}", Capability::NAMES.join(", "))
-    })?;
-    if pack != "*" && !hcpx::model::naming::is_pack_id(pack) {
-        return Err(format!("grant {text:?}: {pack:?} is not a pack id or `*`"));
-    }
-    let verb_keys = parts.next().map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
-    if let Some(bad) = verb_keys.iter().flatten().find(|v| !hcpx::model::naming::is_command_name(v)) {
-        return Err(format!("grant {text:?}: {bad:?} is not a command name"));
-    }
-    Ok(Grant { capability, pack_id: pack.to_string(), verb_keys })
+    text.parse::<Grant>().map_err(|e| e.0)
 }
 
 fn grant_text(g: &Grant) -> String {
-    match &g.verb_keys {
-        Some(v) => format!("{}:{}:{}", g.capability, g.pack_id, v.join(",")),
-        None => format!("{}:{}", g.capability, g.pack_id),
-    }
+    g.to_string()
 }

@@ -47,6 +47,18 @@ impl Runtime {
     /// makes before it runs.
     pub fn availability(&self, principal: &Principal, pack_id: &str) -> Availability {
         let mut notes = Notes::default();
+        if pack_id == super::bootstrap::BOOTSTRAP_ID {
+            // Built in: nothing to install, activate or bind, and it runs in-process.
+            let (installed, activated, bound, runnable) = (true, true, true, true);
+            return Availability {
+                pack_id: pack_id.to_string(),
+                installed,
+                activated,
+                bound,
+                runnable,
+                notes,
+            };
+        }
         let store = self.store();
         let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned());
         let activated = record.as_ref().is_some_and(|r| r.activated);

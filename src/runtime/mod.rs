@@ -8,6 +8,7 @@ mod binding;
 pub mod bootstrap;
 mod dry_run;
 mod finish;
+pub mod fix;
 mod job;
 mod pass_through;
 mod pipeline;
@@ -272,10 +273,8 @@ impl Runtime {
     /// Installed pack `id`, loaded once per install and shared (the pipeline's own cache), or `unknown_pack`
     /// naming the install command. What the reports, the MCP tools and `hcpx title` read a pack through.
     pub fn installed_pack(&self, id: &str) -> Result<Arc<Pack>, Denial> {
-        let unknown = || {
-            Denial::new(Code::UnknownPack, format!("unknown pack {id}; install it with `hcpx install DIR`"))
-        };
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
+        let unknown = || fix::unknown_pack(id, state.packs.keys().map(String::as_str));
         let record = state.packs.get(id).ok_or_else(unknown)?;
         self.pack(id, record).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?.ok_or_else(unknown)
     }

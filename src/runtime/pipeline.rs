@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::pass_through;
 use super::{bootstrap, mint, ArgsInput, CallContext, Runtime, Slot};
+use super::{fix, pass_through};
 use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
@@ -209,8 +209,8 @@ impl Runtime {
     /// Step 1: resolve the pack and the command's Policy row (a named command's, or the pass-through row).
     pub(super) fn resolve<'a>(&self, env: &Envelope, input: ArgsInput<'a>) -> Result<Resolved<'a>, Denial> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
-        let unknown = || Denial::new(Code::UnknownPack, format!("unknown pack {pack_id}"));
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
+        let unknown = || fix::unknown_pack(pack_id, state.packs.keys().map(String::as_str));
         let record = state.packs.get(pack_id).ok_or_else(unknown)?;
         let pack = self
             .pack(pack_id, record)
@@ -220,7 +220,7 @@ impl Runtime {
             Some(c) => (false, c.policy),
             None => match pack.pass_through.as_ref().and_then(|p| p.policy.get(verb)) {
                 Some(row) => (true, *row),
-                None => return Err(Denial::new(Code::NoPolicy, format!("no policy for {verb}"))),
+                None => return Err(fix::no_command_in(&pack, verb)),
             },
         };
         let args = match input {
@@ -230,7 +230,7 @@ impl Runtime {
                 Some(c) => {
                     c.args.parse_words(&format!("{pack_id}.{verb}"), words).map(Cow::Owned).map_err(|e| e.0)
                 }
-                None => Err(format!("no policy for {verb}")),
+                None => Err(fix::no_command_in(&pack, verb).message),
             },
         };
         Ok(Resolved {
@@ -284,12 +284,14 @@ impl Runtime {
         Ok(Setup { adapter, sandbox, layout, live_title })
     }
 
-    /// The bootstrap pack's commands take the same words as any command (no schema: `k=v`, `k:=json`).
+    /// The bootstrap pack's commands take words the way any command does, against their own schemas.
     fn bootstrap_input(&self, principal: &Principal, env: &Envelope, input: ArgsInput<'_>) -> ResultEnvelope {
         match input {
             ArgsInput::Json(_) => self.bootstrap(principal, env),
             ArgsInput::Words(words) => {
-                match ArgSpec::none().parse_words(&format!("{}.{}", env.pack_id, env.verb_key), words) {
+                let none = ArgSpec::none();
+                let spec = bootstrap::command(&env.verb_key).map_or(&none, |c| c.spec());
+                match spec.parse_words(&format!("{}.{}", env.pack_id, env.verb_key), words) {
                     Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
                     Err(e) => Denial::new(Code::InvalidArgs, e.0).into_envelope(&env.pack_id, &env.verb_key),
                 }
@@ -310,7 +312,7 @@ pub(super) fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
     if r.activated {
         Ok(())
     } else {
-        Err(Denial::new(Code::NotActivated, format!("pack {} not activated", r.pack.id)))
+        Err(fix::not_activated(&r.pack.id))
     }
 }
 
@@ -334,7 +336,7 @@ pub(super) fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Resu
     if principal.grants.allows(cap, &r.pack.id, &r.verb) {
         Ok(())
     } else {
-        Err(Denial::new(Code::Denied, format!("denied: missing {cap} for {}", r.target())))
+        Err(fix::missing_grant(principal, cap, &r.pack.id, &r.verb))
     }
 }
 
@@ -415,7 +417,10 @@ mod tests {
         assert!(ensure_activated(&r).is_ok());
         r.activated = false;
         let d = ensure_activated(&r).unwrap_err();
-        assert_eq!((d.code, d.message.as_str()), (Code::NotActivated, "pack ledger not activated"));
+        assert_eq!(
+            (d.code, d.message.as_str()),
+            (Code::NotActivated, "pack ledger not activated; activate it with `hcpx activate ledger`")
+        );
     }
 
     #[test]
@@ -439,7 +444,11 @@ mod tests {
         let reader = principal(grant(Capability::ExecRead, None));
         assert!(assert_capability(&reader, &read).is_ok());
         let d = assert_capability(&reader, &write).unwrap_err();
-        assert_eq!(d.message, "denied: missing verb.exec.write for ledger.transfer");
+        assert!(
+            d.message.starts_with("denied: missing verb.exec.write for ledger.transfer; "),
+            "{}",
+            d.message
+        );
         // `connect` is a write row, and still needs pack.connect, not verb.exec.write.
         let writer = principal(grant(Capability::ExecWrite, None));
         assert_eq!(assert_capability(&writer, &connect).unwrap_err().code, Code::Denied);

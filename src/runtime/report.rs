@@ -71,8 +71,26 @@ pub struct CommandRow {
     pub confirm: bool,
     /// The argument schema as declared.
     pub args: serde_json::Value,
+    /// Each argument's name, type, whether it is required, description, allowed values and first example.
+    pub arguments: Vec<ArgumentRow>,
     /// A ready-to-run `hcpx exec` line from each argument's first example.
     pub exec: String,
+}
+
+/// One argument of a command, as `hcpx commands` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArgumentRow {
+    pub name: String,
+    /// The JSON Schema type(s), `|`-joined (`any` when none is declared).
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub required: bool,
+    pub description: Option<String>,
+    /// The `enum` values, when the schema closes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<serde_json::Value>,
 }
 
 /// `hcpx commands ID`: every named command of an installed pack.
@@ -215,18 +233,31 @@ impl Runtime {
             .collect()
     }
 
-    /// The named commands of installed pack `id`, with their argument schemas.
+    /// The named commands of installed pack `id` (or of the bootstrap pack), with their argument schemas.
     pub fn commands(&self, id: &str) -> Result<CommandsReport, Denial> {
+        self.commands_of(id, None)
+    }
+
+    /// The named commands of pack `id`, or only `verb` (`no_policy`, naming the closest, when it has none).
+    pub fn commands_of(&self, id: &str, verb: Option<&str>) -> Result<CommandsReport, Denial> {
+        if id == super::bootstrap::BOOTSTRAP_ID {
+            return super::bootstrap::commands_report(verb);
+        }
         let pack = self.installed_pack(id)?;
+        if let Some(v) = verb.filter(|v| pack.command(v).is_none()) {
+            return Err(super::fix::no_command(&pack.id, v, pack.commands.keys().map(String::as_str)));
+        }
         let commands = pack
             .commands
             .values()
+            .filter(|c| verb.is_none_or(|v| v == c.key))
             .map(|c| CommandRow {
                 verb_key: c.key.clone(),
                 description: c.description.clone(),
                 operation: c.policy.operation,
                 confirm: c.policy.confirm,
                 args: c.args.schema().clone(),
+                arguments: argument_rows(&c.args),
                 exec: exec_line(&pack, &c.key),
             })
             .collect();
@@ -235,6 +266,9 @@ impl Runtime {
 
     /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
     pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
+        if id == super::bootstrap::BOOTSTRAP_ID {
+            return Ok(super::bootstrap::skill_report(full));
+        }
         let pack = self.installed_pack(id)?;
         let (lead, text) =
             if full { (None, Some(pack.skill.text.clone())) } else { (Some(pack.skill.lead.clone()), None) };
@@ -242,14 +276,38 @@ impl Runtime {
     }
 }
 
+/// Each argument of `spec`, in declaration order.
+pub fn argument_rows(spec: &crate::args::ArgSpec) -> Vec<ArgumentRow> {
+    let schema = spec.schema();
+    spec.props()
+        .iter()
+        .map(|(name, prop)| ArgumentRow {
+            name: name.clone(),
+            ty: if prop.types.is_empty() { "any".to_string() } else { prop.types.join("|") },
+            required: spec.required().contains(name),
+            description: prop.description.clone(),
+            values: schema["properties"][name]["enum"].as_array().cloned(),
+            example: prop.example.clone(),
+        })
+        .collect()
+}
+
 /// The ready-to-run `hcpx exec` line of a command, from each argument's first example.
 pub fn exec_line(pack: &crate::pack::Pack, verb: &str) -> String {
+    match pack.command(verb) {
+        Some(cmd) => exec_line_for(&pack.id, verb, &cmd.args, cmd.policy.confirm),
+        None => format!("hcpx exec {} {verb}", pack.id),
+    }
+}
+
+/// The `hcpx exec` line of `pack_id`'s `verb` taking `spec`, from each argument's first example (a required
+/// one without an example as `<name>`), with `confirm=true` when the command is gated.
+pub fn exec_line_for(pack_id: &str, verb: &str, spec: &crate::args::ArgSpec, confirm: bool) -> String {
     use serde_json::Value;
-    let mut line = format!("hcpx exec {} {verb}", pack.id);
-    let Some(cmd) = pack.command(verb) else { return line };
+    let mut line = format!("hcpx exec {pack_id} {verb}");
     let mut words = Vec::new();
-    for (name, prop) in cmd.args.props() {
-        let required = cmd.args.required().contains(name);
+    for (name, prop) in spec.props() {
+        let required = spec.required().contains(name);
         // The name is a plain word (naming rules); only the value may need quoting.
         let word = match &prop.example {
             Some(Value::String(s)) => format!("{name}={}", shell_quote(s)),
@@ -259,7 +317,7 @@ pub fn exec_line(pack: &crate::pack::Pack, verb: &str) -> String {
         };
         words.push(word);
     }
-    if cmd.policy.confirm {
+    if confirm {
         words.push("confirm=true".into());
     }
     if !words.is_empty() {

@@ -6,6 +6,7 @@ pub mod audit;
 mod cache;
 pub mod config;
 pub mod credentials;
+pub mod grants;
 pub mod packs;
 pub mod principals;
 

@@ -277,7 +277,7 @@ impl Store {
         let _lock = self.lock()?;
         let mut state = self.state_locked()?;
         if state.packs.shift_remove(id).is_none() {
-            return Err(not_installed(id));
+            return Err(not_installed(id, &state));
         }
         let target = self.pack_dir(id);
         let trash = self.temp_path(&format!("old-{id}"));
@@ -297,7 +297,7 @@ impl Store {
         let _lock = self.lock()?;
         let mut state = self.state_locked()?;
         if let Some(missing) = ids.iter().find(|id| !state.packs.contains_key(*id)) {
-            return Err(not_installed(missing));
+            return Err(not_installed(missing, &state));
         }
         for id in ids {
             if let Some(p) = state.packs.get_mut(id) {
@@ -318,8 +318,13 @@ fn check_id(id: &str) -> Result<(), StoreError> {
     }
 }
 
-fn not_installed(id: &str) -> StoreError {
-    StoreError::Refused(format!("pack {id} is not installed; install it with `hcpx install DIR`"))
+fn not_installed(id: &str, state: &State) -> StoreError {
+    StoreError::Refused(match crate::model::suggest::closest(id, state.packs.keys().map(String::as_str)) {
+        Some(near) => {
+            format!("pack {id} is not installed; did you mean `{near}`? otherwise install it with `hcpx install DIR`")
+        }
+        None => format!("pack {id} is not installed; install it with `hcpx install DIR`"),
+    })
 }
 
 /// Copies the directory tree at `src` into `dst`, reading only beneath `src` and within a pack's bounds (an eval

@@ -31,13 +31,13 @@ fn store_changes_are_deferred_to_the_cli_and_audited() {
     let (rc, out) = h.exec("hcp-cli", "hcp.install", &["dir=/tmp/x"]);
     assert_eq!(rc, 0, "{out}");
     assert_eq!(out["deferred_to_cli"], json!(true));
-    assert!(out["hint"].as_str().unwrap().contains("hcpx install DIR"));
+    assert!(out["hint"].as_str().unwrap().contains("`hcpx install /tmp/x`"), "{out}");
     assert!(!h.store().join("packs/x").exists());
     let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
     assert!(audit.contains("\"verb_key\":\"hcp.install\""));
     h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "*" }]"#);
     let (_, out) = h.exec("hcp-cli", "hcp.activate", &[]);
-    assert_eq!(out["error"], "denied: missing verb.exec.write for hcp-cli.hcp.activate");
+    assert_eq!(out["error"], "denied: missing verb.exec.write for hcp-cli.hcp.activate; grant it with `hcpx grant verb.exec.write:hcp-cli:hcp.activate`");
 }
 
 /// The CLI and the bootstrap pack render one typed report each: `hcpx list --json` is `hcp.list`'s result,

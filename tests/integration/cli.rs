@@ -39,6 +39,17 @@ fn every_command_prints_exactly_one_json_document() {
         vec!["doctor"],
         vec!["credential", "list"],
         vec!["uninstall", "nope"],
+        vec!["grant"],
+        vec!["revoke", "verb.exec.write:*"],
+        vec!["grant", "verb.exec.write:*"],
+        vec!["completions", "bash"],
+        vec!["commands", "ledger", "transfer"],
+        vec!["commands", "hcp-cli"],
+        vec!["skill", "hcp-cli"],
+        vec!["availability", "hcp-cli"],
+        vec!["audit", "--pack", "ledger", "--since", "1d", "--limit", "5"],
+        vec!["nosuch"],
+        vec!["exec"],
     ];
     for mut c in calls {
         c.push("--json");

@@ -343,7 +343,10 @@ fn the_component_allow_list_fails_closed() {
     assert_eq!(out.status.code(), Some(127));
     let v = stdout_json(&out);
     let digest = hcpx::model::digest::sha256_hex(&fs::read(guest("test-panic")).unwrap());
-    assert_eq!(v["error"], format!("sandbox: component {digest} not allowlisted"));
+    assert_eq!(
+        v["error"],
+        format!("sandbox: component {digest} not allowlisted; add it to allow_components in sandbox.json")
+    );
     h.write_store("sandbox.json", &format!(r#"{{ "allow_components": ["{digest}"] }}"#));
     assert_eq!(h.run(&["exec", &id, "ok", "--json"]).status.code(), Some(0));
 }

@@ -33,14 +33,20 @@ fn unknown_pack_not_activated_and_no_policy_deny_before_anything_runs() {
     let h = Home::new();
     probe(&h);
     let (rc, out) = h.exec("nope", "look", &[]);
-    assert_eq!((rc, code(&out), out["error"].as_str()), (1, "unknown_pack", Some("unknown pack nope")));
+    assert_eq!(
+        (rc, code(&out), out["error"].as_str()),
+        (1, "unknown_pack", Some("unknown pack nope; install it with `hcpx install DIR`"))
+    );
     let (_, out) = h.exec("probe", "nope", &[]);
-    assert_eq!((code(&out), out["error"].as_str()), ("no_policy", Some("no policy for nope")));
+    assert_eq!(
+        (code(&out), out["error"].as_str()),
+        ("no_policy", Some("no command `nope` in pack probe; `hcpx commands probe` lists them"))
+    );
     assert_eq!(h.run(&["deactivate", "probe"]).status.code(), Some(0));
     let (rc, out) = h.exec("probe", "look", &[]);
     assert_eq!(
         (rc, code(&out), out["error"].as_str()),
-        (1, "not_activated", Some("pack probe not activated"))
+        (1, "not_activated", Some("pack probe not activated; activate it with `hcpx activate probe`"))
     );
     // Hostile ids never reach the file system.
     let (_, out) = h.exec("../../etc", "look", &[]);
@@ -74,12 +80,18 @@ fn grant_deny_names_the_missing_capability() {
     h.write_store("grants.json", "[]");
     let (rc, out) = h.exec("probe", "look", &[]);
     assert_eq!((rc, code(&out)), (1, "denied"));
-    assert_eq!(out["error"], "denied: missing verb.exec.read for probe.look");
+    assert_eq!(
+        out["error"],
+        "denied: missing verb.exec.read for probe.look; grant it with `hcpx grant verb.exec.read:probe:look`"
+    );
     // Reads granted on every pack; the write is still denied and audited.
     h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "*" }]"#);
     assert_eq!(h.exec("probe", "look", &[]).0, 0);
     let (_, out) = h.exec("probe", "put", &["confirm=true"]);
-    assert_eq!(out["error"], "denied: missing verb.exec.write for probe.put");
+    assert_eq!(
+        out["error"],
+        "denied: missing verb.exec.write for probe.put; grant it with `hcpx grant verb.exec.write:probe:put`"
+    );
     let audit = fs::read_to_string(h.store().join("audit.log")).unwrap();
     assert!(audit.contains("\"code\":\"denied\""), "{audit}");
     // A grant scoped to other commands does not cover this one.
@@ -158,7 +170,7 @@ fn sandbox_deny_never_falls_back_to_path() {
     assert_eq!(rc, 127, "{out}");
     assert_eq!(out["ok"], json!(false));
     assert_eq!(out["code"], "sandbox_denied");
-    assert_eq!(out["error"], "sandbox: bin \"ledger\" not allowlisted");
+    assert_eq!(out["error"], "sandbox: bin \"ledger\" not allowlisted; allow it with `hcpx allow ledger`");
     assert_eq!(h.runs(), 0);
     // Once allow-listed, the bare name runs from PATH.
     assert_eq!(h.run(&["allow", "ledger"]).status.code(), Some(0));

@@ -111,6 +111,10 @@ fn help_tree(t: &TestDir, path: &[String]) {
     // Every argument says what it is: no line of help ends in the blank an undocumented one leaves.
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(!help.lines().any(|l| l.ends_with(' ')), "{name}: an argument without help text:\n{help}");
+    // Every subcommand shows how it is used (issue #14: an EXAMPLES section via `after_help`).
+    if !path.is_empty() {
+        assert!(help.contains("\nExamples:\n  "), "{name}: no Examples section:\n{help}");
+    }
     for sub in subcommands(&String::from_utf8_lossy(&out.stdout)) {
         help_tree(t, &[path, &[sub]].concat());
     }

@@ -156,7 +156,7 @@ impl CompositeAdapter {
             if !allowed.iter().any(|a| a == installed) {
                 return Err(Denial::new(
                     Code::SandboxDenied,
-                    format!("sandbox: component {installed} not allowlisted"),
+                    format!("sandbox: component {installed} not allowlisted; add it to allow_components in sandbox.json"),
                 ));
             }
         }

@@ -1,0 +1,48 @@
+//! The EXAMPLES section of each subcommand's `--help` (clap `after_help`): the lines a person copies first.
+
+pub const LINT: &str = "Examples:\n  hcpx lint ./mypack\n  hcpx lint ./mypack --json";
+pub const EVAL: &str = "Examples:\n  hcpx eval ./mypack\n  hcpx eval ./mypack --timeout 30000 --json\n  hcpx eval ./mypack --project ~/src/myproject";
+pub const CHECK: &str =
+    "Examples:\n  hcpx check ./mypack\n  hcpx check ./mypack --probe --strict\n  hcpx check ./mypack --probe --agent\n  hcpx check ./mypack --probe --project ~/src/myproject";
+pub const WRAP: &str = "Examples:\n  hcpx wrap sqlite3\n  hcpx wrap gh --out ./gh-pack";
+pub const INSTALL: &str =
+    "Examples:\n  hcpx install ./mypack\n  hcpx install ./mypack-fork --replace --keep-workspace";
+pub const UNINSTALL: &str = "Examples:\n  hcpx uninstall ledger";
+pub const ACTIVATE: &str = "Examples:\n  hcpx activate ledger\n  hcpx activate ledger transit";
+pub const DEACTIVATE: &str = "Examples:\n  hcpx deactivate ledger";
+pub const LIST: &str = "Examples:\n  hcpx list\n  hcpx list --json";
+pub const AVAILABILITY: &str = "Examples:\n  hcpx availability ledger\n  hcpx availability hcp-cli --json";
+pub const COMMANDS: &str =
+    "Examples:\n  hcpx commands ledger\n  hcpx commands ledger transfer\n  hcpx commands hcp-cli --json";
+pub const SKILL: &str = "Examples:\n  hcpx skill ledger\n  hcpx skill ledger --full";
+pub const EXEC: &str = "Examples:\n  hcpx exec transit plan A B\n  hcpx exec ledger transfer --json -- amount=2.80 payee=demo-transit\n  hcpx exec ledger transfer -- amount=2.80 payee=demo-transit confirm=true\n  hcpx exec ledger transfer --dry-run -- amount=2.80 payee=demo-transit\n  hcpx exec sqlite tables --project ~/src/shop -- database=shop.db\n  hcpx exec hcp-cli hcp.list";
+pub const TITLE: &str =
+    "Examples:\n  hcpx title ledger transfer -- amount=2.80 payee=demo-transit\n  hcpx title ledger transfer --result '{\"ok\":true}' -- amount=2.80 payee=demo-transit";
+pub const ALLOW: &str = "Examples:\n  hcpx allow sqlite3\n  hcpx allow jq git";
+pub const DISALLOW: &str = "Examples:\n  hcpx disallow sqlite3";
+pub const ALLOW_NETWORK: &str =
+    "Examples:\n  hcpx allow-network ip netlink\n  hcpx allow-network weather inet";
+pub const DISALLOW_NETWORK: &str =
+    "Examples:\n  hcpx disallow-network weather\n  hcpx disallow-network ip netlink";
+pub const GRANT: &str =
+    "Examples:\n  hcpx grant\n  hcpx grant 'verb.exec.read:*'\n  hcpx grant verb.exec.write:ledger:transfer,refund";
+pub const REVOKE: &str =
+    "Examples:\n  hcpx revoke 'verb.exec.write:*'\n  hcpx revoke verb.exec.write:ledger:refund";
+pub const AUDIT: &str =
+    "Examples:\n  hcpx audit\n  hcpx audit --pack ledger --since 1h\n  hcpx audit --since 2026-01-31 --limit 20 --json";
+pub const DOCTOR: &str = "Examples:\n  hcpx doctor\n  hcpx doctor --json";
+pub const CREDENTIAL: &str = "Examples:\n  printf %s \"$TOKEN\" | hcpx credential set github token\n  hcpx credential list\n  hcpx credential allow github gh-issues";
+pub const CREDENTIAL_SET: &str = "Examples:\n  printf %s \"$TOKEN\" | hcpx credential set github token\n  printf %s \"$TOKEN\" | hcpx credential set github token --principal alice --tenant acme";
+pub const CREDENTIAL_RM: &str = "Examples:\n  hcpx credential rm github token\n  hcpx credential rm github";
+pub const CREDENTIAL_LIST: &str =
+    "Examples:\n  hcpx credential list\n  hcpx credential list --tenant acme --json";
+pub const CREDENTIAL_ALLOW: &str = "Examples:\n  hcpx credential allow github gh-issues gh-prs";
+pub const CREDENTIAL_DISALLOW: &str = "Examples:\n  hcpx credential disallow github gh-prs";
+pub const MCP: &str = "Examples:\n  hcpx mcp\n  hcpx mcp --single-tool";
+pub const SERVE: &str =
+    "Examples:\n  hcpx serve\n  hcpx serve --listen 0.0.0.0:8420 --allow-host hcp.example.com --max-calls 16";
+pub const PRINCIPAL: &str = "Examples:\n  hcpx principal add alice --tenant acme --grant 'verb.exec.read:*'\n  hcpx principal list\n  hcpx principal rm alice";
+pub const PRINCIPAL_ADD: &str = "Examples:\n  hcpx principal add alice --tenant acme --grant 'verb.exec.read:*'\n  hcpx principal add ops --tenant acme --operator --grant verb.exec.write:ledger:transfer";
+pub const PRINCIPAL_RM: &str = "Examples:\n  hcpx principal rm alice";
+pub const PRINCIPAL_LIST: &str = "Examples:\n  hcpx principal list --json";
+pub const COMPLETIONS: &str = "Examples:\n  hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  hcpx completions zsh > \"${fpath[1]}/_hcpx\"\n  hcpx completions fish > ~/.config/fish/completions/hcpx.fish";

@@ -1,0 +1,58 @@
+//! The denials that name their fix: the exact `hcpx` line (or grants change) that would let the call through,
+//! and the closest known name when a pack id or command is mistyped. Every face carries the same message.
+
+use crate::model::grants::Capability;
+use crate::model::suggest::closest;
+use crate::model::{Code, Denial, Invoker, Principal};
+use crate::pack::Pack;
+
+use super::bootstrap::BOOTSTRAP_ID;
+
+/// `unknown_pack`: names the closest installed pack (or the bootstrap pack) and the install command.
+pub fn unknown_pack<'a>(id: &str, installed: impl IntoIterator<Item = &'a str>) -> Denial {
+    let message = match closest(id, installed.into_iter().chain([BOOTSTRAP_ID])) {
+        Some(near) => {
+            format!("unknown pack {id}; did you mean `{near}`? otherwise install it with `hcpx install DIR`")
+        }
+        None => format!("unknown pack {id}; install it with `hcpx install DIR`"),
+    };
+    Denial::new(Code::UnknownPack, message)
+}
+
+/// `no_policy`: the pack has no command (nor pass-through subcommand) `verb`; names the closest one and the
+/// command that lists them.
+pub fn no_command<'a>(pack_id: &str, verb: &str, known: impl IntoIterator<Item = &'a str>) -> Denial {
+    let message = match closest(verb, known) {
+        Some(near) => {
+            format!("no command `{verb}` in pack {pack_id}; did you mean `{near}`? `hcpx commands {pack_id}` lists them")
+        }
+        None => format!("no command `{verb}` in pack {pack_id}; `hcpx commands {pack_id}` lists them"),
+    };
+    Denial::new(Code::NoPolicy, message)
+}
+
+/// `no_policy` for an installed pack, its named commands and pass-through subcommands the candidates.
+pub fn no_command_in(pack: &Pack, verb: &str) -> Denial {
+    let pass = pack.pass_through.iter().flat_map(|p| p.policy.keys());
+    no_command(&pack.id, verb, pack.commands.keys().chain(pass).map(String::as_str))
+}
+
+/// `not_activated`: names the activate command.
+pub fn not_activated(pack_id: &str) -> Denial {
+    Denial::new(
+        Code::NotActivated,
+        format!("pack {pack_id} not activated; activate it with `hcpx activate {pack_id}`"),
+    )
+}
+
+/// `denied` for a missing capability: the local Principal's fix is a `hcpx grant` line (grants.json); a served
+/// Principal's is a grant in principals.json, which its operator gives.
+pub fn missing_grant(principal: &Principal, cap: Capability, pack_id: &str, verb: &str) -> Denial {
+    let grant = format!("{cap}:{pack_id}:{verb}");
+    let fix = if principal.invoker == Invoker::Http {
+        format!("an operator adds the grant {grant} to principal {} in principals.json", principal.id)
+    } else {
+        format!("grant it with `hcpx grant {grant}`")
+    };
+    Denial::new(Code::Denied, format!("denied: missing {cap} for {pack_id}.{verb}; {fix}"))
+}

@@ -53,13 +53,21 @@ pub fn arg_text(v: &Value) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// The JSON flag appended to this command's argv.
+/// The JSON flag appended to this command's argv: none when `cli[]` already selects JSON, in a spelling the
+/// runtime knows or with the pack's own `wrap.json_flag` (`-J`, `-json`), so it is never passed twice.
 pub fn json_flag<'a>(wrap: &'a WrapTarget, cmd: &'a Command) -> &'a [String] {
     match &cmd.json_flag {
         Some(own) => own,
-        None if cmd.cli_selects_json => &[],
+        None if cmd.cli_selects_json || cli_holds(cmd, &wrap.json_flag) => &[],
         None => &wrap.json_flag,
     }
+}
+
+/// Whether `cmd`'s `cli[]` holds `flag` as literal tokens in a row.
+fn cli_holds(cmd: &Command, flag: &[String]) -> bool {
+    let Some(cli) = &cmd.cli else { return false };
+    !flag.is_empty()
+        && cli.windows(flag.len()).any(|w| w.iter().zip(flag).all(|(t, f)| t.is_literal() && t.source() == f))
 }
 
 /// Renders the argv that follows the bin for `cmd` called with `args`.

@@ -1,7 +1,10 @@
 //! `hcpx wrap BIN`: scaffolds a pack from a CLI on PATH by reading its `--help`. The template commands it leaves
 //! are flagged by `M018` until a person or a coding agent replaces them; `hcpx check` then takes the pack to 90+.
 
+pub mod help;
 pub mod new;
+
+pub use help::{parse_help, MAX_TEMPLATES};
 
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -10,10 +13,8 @@ use std::time::Duration;
 use crate::adapter::wrap::{find_on_path, CHILD_PATH};
 use crate::sandbox::spawn::{self, Spawn};
 
-use crate::model::naming::{is_command_name, is_pack_id};
+use crate::model::naming::is_pack_id;
 
-/// Most template commands a scaffold writes.
-pub const MAX_TEMPLATES: usize = 8;
 /// How long `BIN --help` may take.
 pub const HELP_TIMEOUT: Duration = Duration::from_secs(5);
 const HELP_CAP: u64 = 256 * 1024;
@@ -27,6 +28,8 @@ pub enum ScaffoldError {
     NotFound(String),
     #[error("{} already exists and is not empty; pass --out with a new directory", .0.display())]
     Exists(PathBuf),
+    #[error("{0:?} is not a pack id; use lower-case words joined by `-`, such as `my-cli`")]
+    BadId(String),
     #[error("cannot write {}: {reason}", .path.display())]
     Io { path: PathBuf, reason: String },
 }
@@ -39,6 +42,14 @@ pub struct Scaffold {
     pub bin: String,
     /// Template commands found in `--help` (or `main` when none were).
     pub commands: Vec<String>,
+    /// The JSON output flag found in `--help` (`wrap.json_flag`), empty when none was.
+    pub json_flag: Vec<String>,
+    /// The option lines of `--help`, for the author to build `cli[]` and `args` from.
+    pub options: Vec<String>,
+    /// What the author should know before going on (an interpreter, no JSON flag).
+    pub warnings: Vec<String>,
+    /// The files written, relative to the pack.
+    pub files: Vec<String>,
 }
 
 /// A bare command name: no path separators, no leading `-`, printable.
@@ -83,40 +94,6 @@ fn help_text(program: &Path) -> String {
     }
 }
 
-/// Subcommands listed in help text: indented lines `  name   summary`, never option lines.
-pub fn parse_help(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        let indent = line.len() - line.trim_start().len();
-        if !(2..=8).contains(&indent) {
-            continue;
-        }
-        let rest = line.trim_start();
-        let Some(name_end) = rest.find(|c: char| c.is_whitespace() || c == ',') else { continue };
-        let name = &rest[..name_end];
-        let after = &rest[name_end..];
-        let summary = after.trim_start_matches(|c: char| c == ',' || c.is_whitespace());
-        // The name and summary must be separated by two spaces (a column), as help output lays them out.
-        let gap = after.len() - after.trim_start().len();
-        if gap < 2 && !after.starts_with(',') {
-            continue;
-        }
-        let key = name.to_ascii_lowercase();
-        if summary.is_empty()
-            || !is_command_name(&key)
-            || key.contains('.')
-            || out.iter().any(|(k, _)| *k == key)
-        {
-            continue;
-        }
-        out.push((key, summary.trim().to_string()));
-        if out.len() == MAX_TEMPLATES {
-            break;
-        }
-    }
-    out
-}
-
 fn pack_id_for(bin: &str) -> String {
     let mut id: String = bin
         .to_ascii_lowercase()
@@ -139,19 +116,30 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<(), ScaffoldError> {
         .map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::model::io_reason(&e) })
 }
 
-/// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`).
-pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError> {
+/// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`), under `id`
+/// when given: the three pack files, a starter `hcp.eval.json` and `proof.sh`.
+pub fn scaffold(bin: &str, out: Option<&Path>, id: Option<&str>) -> Result<Scaffold, ScaffoldError> {
     if !bare(bin) {
         return Err(ScaffoldError::BadBin(bin.to_string()));
     }
-    let id = pack_id_for(bin);
+    let id = match id {
+        Some(i) if is_pack_id(i) => i.to_string(),
+        Some(i) => return Err(ScaffoldError::BadId(i.to_string())),
+        None => pack_id_for(bin),
+    };
     let default_out = PathBuf::from(&id);
     let out = out.unwrap_or(&default_out);
     let program = find_on_path(bin).ok_or_else(|| ScaffoldError::NotFound(bin.to_string()))?;
     if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
         return Err(ScaffoldError::Exists(out.to_path_buf()));
     }
-    let mut subs = parse_help(&help_text(&program));
+    let help = help_text(&program);
+    let mut subs = parse_help(&help);
+    let json_flag = help::json_flag(&help).unwrap_or_default();
+    let mut warnings: Vec<String> = help::interpreter_warning(bin).into_iter().collect();
+    if json_flag.is_empty() {
+        warnings.push(format!("`{bin} --help` names no JSON output flag, so wrap.json_flag is empty; if `{bin}` has one, set it (R002 asks for JSON)"));
+    }
     if subs.is_empty() {
         subs.push(("main".into(), String::new()));
     }
@@ -182,7 +170,7 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
         "cliBin": bin,
         "transports": ["cli", "json_exec"],
         "binding": { "mode": "public", "hub": "public" },
-        "wrap": { "bin": bin, "json_flag": [], "workspace": { "mode": "project" } },
+        "wrap": { "bin": bin, "json_flag": json_flag, "workspace": { "mode": "project" } },
         "verbs": Value::Object(verbs)
     });
     let policy = json!({ "surface_id": id, "verbs": Value::Object(rows) });
@@ -195,10 +183,55 @@ pub fn scaffold(bin: &str, out: Option<&Path>) -> Result<Scaffold, ScaffoldError
     write(out, "surface.json", &pretty(&surface))?;
     write(out, "policy.json", &pretty(&policy))?;
     write(out, "HARNESS.md", &skill)?;
+    let mut files: Vec<String> = ["surface.json", "policy.json", "HARNESS.md"].map(String::from).to_vec();
+    // The starters: a case per template (each a gated write, refused without confirm), and a proof script.
+    if let Ok(pack) = crate::pack::Pack::load(out) {
+        write(out, "hcp.eval.json", &pretty(&crate::check::starter_cases(&pack)))?;
+        files.push("hcp.eval.json".into());
+    }
+    write(out, "proof.sh", &proof_script(&id, bin))?;
+    set_executable(&out.join("proof.sh"))?;
+    files.push("proof.sh".into());
     Ok(Scaffold {
         pack_id: id,
         dir: out.display().to_string(),
         bin: bin.to_string(),
         commands: subs.into_iter().map(|(k, _)| k).collect(),
+        json_flag,
+        options: help::options(&help),
+        warnings,
+        files,
     })
+}
+
+/// A starter `proof.sh` (docs/packs.md#the-proof-script): lint, install, allow, the evals and the strict
+/// check, in a throw-away store and an empty directory.
+fn proof_script(id: &str, bin: &str) -> String {
+    format!(
+        r#"#!/usr/bin/env bash
+# The {id} pack's proof script: lint, install, allow the CLI, every eval case and the strict check, in a
+# throw-away store and an empty directory. TODO: name a fixture in hcp.eval.json, then add one read and a
+# confirmed write here, run with --project "$tmp/project".
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+HCPX="${{HCPX:-hcpx}}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+export HCP_HOME="${{HCP_HOME:-$tmp/home}}"
+cd "$tmp"
+
+"$HCPX" lint "$here" --json
+"$HCPX" install "$here" --json
+"$HCPX" activate {id} --json
+"$HCPX" allow {bin} --json
+"$HCPX" eval "$here"
+"$HCPX" check "$here" --probe --strict
+"#
+    )
+}
+
+fn set_executable(p: &Path) -> Result<(), ScaffoldError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| ScaffoldError::Io { path: p.to_path_buf(), reason: crate::model::io_reason(&e) })
 }

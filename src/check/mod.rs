@@ -21,7 +21,7 @@ use crate::pack::Pack;
 use crate::trial::Trial;
 
 pub use agent::agent_markdown;
-pub use init::{init_evals, InitOutcome};
+pub use init::{init_evals, starter_cases, InitOutcome};
 pub use probe::ProbeRecord;
 pub use rules::{docs_markdown, Rule, RULES};
 

@@ -254,6 +254,19 @@ fn subcommand(c: &Ctx, verb: &str) -> String {
 /// R001
 pub fn probe_failed(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| failure(r) == Some(Failure::Other)) {
+        // The JSON flag the runtime appends (wrap.json_flag, `--json` when unset) is the usual culprit when the
+        // CLI's complaint names it: the fix is that setting, not cli[].
+        let appended = c
+            .pack
+            .command(&r.verb)
+            .zip(c.pack.wrap.as_ref())
+            .map(|(cmd, w)| crate::render::json_flag(w, cmd).to_vec())
+            .unwrap_or_default();
+        let said = format!("{}\n{}", r.stderr, r.error);
+        if let Some(flag) = appended.iter().find(|f| said.contains(f.as_str())) {
+            h.push(SURFACE, "/wrap/json_flag", format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), format!("the runtime appends `{flag}` from wrap.json_flag (`--json` when it is not set), and the CLI refuses it: set \"json_flag\" in wrap to the CLI's own JSON flag, or to [] when it has none"));
+            continue;
+        }
         h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), if composite(c) { format!("fix the component's `exec` for `{}` so the read succeeds with these arguments (then rebuild adapter.wasm), or correct the examples (or first eval case) that supply them", r.verb) } else { format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb) });
     }
 }

@@ -4,7 +4,8 @@ pub const LINT: &str = "Examples:\n  hcpx lint ./mypack\n  hcpx lint ./mypack --
 pub const EVAL: &str = "Examples:\n  hcpx eval ./mypack\n  hcpx eval ./mypack --timeout 30000 --json\n  hcpx eval ./mypack --project ~/src/myproject";
 pub const CHECK: &str =
     "Examples:\n  hcpx check ./mypack\n  hcpx check ./mypack --probe --strict\n  hcpx check ./mypack --probe --agent\n  hcpx check ./mypack --probe --project ~/src/myproject";
-pub const WRAP: &str = "Examples:\n  hcpx wrap sqlite3\n  hcpx wrap gh --out ./gh-pack";
+pub const WRAP: &str =
+    "Examples:\n  hcpx wrap sqlite3\n  hcpx wrap gh --out ./gh-pack\n  hcpx wrap findmnt --id mounts --json";
 pub const INSTALL: &str =
     "Examples:\n  hcpx install ./mypack\n  hcpx install ./mypack-fork --replace --keep-workspace";
 pub const UNINSTALL: &str = "Examples:\n  hcpx uninstall ledger";

@@ -256,6 +256,9 @@ pub struct WrapArgs {
     /// Where to write the pack (default: ./<pack id>); must be new or empty.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The pack id (default: made from BIN).
+    #[arg(long)]
+    pub id: Option<String>,
 }
 
 /// `hcpx new composite|wrap DIR [--id ID] [--bin BIN]`.

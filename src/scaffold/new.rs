@@ -251,21 +251,8 @@ pub fn new_composite(dir: &Path, id: Option<&str>) -> Result<NewPack, NewError> 
 pub fn new_wrap(dir: &Path, bin: &str, id: Option<&str>) -> Result<NewPack, NewError> {
     let id = id.map(|i| pack_id(dir, Some(i))).transpose()?;
     fresh(dir)?;
-    let s = scaffold(bin, Some(dir))?;
-    let surface_path = dir.join("surface.json");
-    let policy_path = dir.join("policy.json");
-    let read = |p: &Path| -> Result<Value, NewError> {
-        let text = std::fs::read_to_string(p).map_err(io_err(p))?;
-        serde_json::from_str(&text)
-            .map_err(|e| NewError::Io { path: p.to_path_buf(), reason: format!("not valid JSON: {e}") })
-    };
-    let mut surface = read(&surface_path)?;
-    let mut policy = read(&policy_path)?;
-    let pack_id = id.unwrap_or(s.pack_id);
-    surface["id"] = json!(pack_id);
-    policy["surface_id"] = json!(pack_id);
-    write(dir, "surface.json", &pretty(&surface), false)?;
-    write(dir, "policy.json", &pretty(&policy), false)?;
+    let s = scaffold(bin, Some(dir), id.as_deref())?;
+    let pack_id = s.pack_id;
     let mut files: Vec<String> = std::fs::read_dir(dir)
         .map_err(io_err(dir))?
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))

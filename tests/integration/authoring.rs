@@ -328,3 +328,118 @@ fn exec_dry_run_shows_the_call_and_runs_nothing() {
     let audit = hcpx_in(&project, &home, &["audit", "--json"]);
     assert_eq!(stdout_json(&audit)["records"], json!([]), "{}", String::from_utf8_lossy(&audit.stdout));
 }
+
+#[test]
+fn wrap_stops_at_column_lists_finds_the_json_flag_and_writes_the_starters() {
+    if Command::new("findmnt").arg("--version").output().is_err() {
+        eprintln!("skipped: findmnt is not installed");
+        return;
+    }
+    let t = TestDir::new();
+    let out =
+        hcpx_in(t.path(), &t.join("home"), &["wrap", "findmnt", "--id", "mounts", "--out", "m", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = &stdout_json(&out)["scaffold"];
+    assert_eq!(s["pack_id"], "mounts");
+    let commands: Vec<&str> = s["commands"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for column in ["action", "avail", "fsroot", "fstype", "target", "source"] {
+        assert!(
+            !commands.contains(&column),
+            "took the output column {column} for a subcommand: {commands:?}"
+        );
+    }
+    assert_eq!(s["json_flag"], json!(["--json"]));
+    assert!(
+        s["options"].as_array().unwrap().iter().any(|o| o.as_str().unwrap().starts_with("-J, --json")),
+        "{s}"
+    );
+    let dir = t.join("m");
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("surface.json")).unwrap()).unwrap();
+    assert_eq!(
+        (surface["id"].clone(), surface["wrap"]["json_flag"].clone()),
+        (json!("mounts"), json!(["--json"]))
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert!(fs::metadata(dir.join("proof.sh")).unwrap().permissions().mode() & 0o111 != 0);
+    let evals: Value = serde_json::from_str(&fs::read_to_string(dir.join("hcp.eval.json")).unwrap()).unwrap();
+    assert!(!evals["cases"].as_array().unwrap().is_empty(), "{evals}");
+    let lint = hcpx(t.path(), &["lint", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(stdout_json(&lint)["ok"], true, "{}", String::from_utf8_lossy(&lint.stdout));
+    // The starter evals pass as written: every template is refused without confirm.
+    let eval = hcpx_in(t.path(), &t.join("home"), &["eval", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(stdout_json(&eval)["ok"], true, "{}", String::from_utf8_lossy(&eval.stdout));
+}
+
+#[test]
+fn wrap_warns_about_an_interpreter_and_a_missing_json_flag() {
+    let t = TestDir::new();
+    let out = hcpx_in(t.path(), &t.join("home"), &["wrap", "sh", "--out", "shpack"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: `sh` is an interpreter"), "{err}");
+    assert!(err.contains("names no JSON output flag"), "{err}");
+    let bad = hcpx_in(t.path(), &t.join("home"), &["wrap", "sh", "--id", "Not An Id", "--out", "x"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a pack id"));
+}
+
+/// A pack whose bin refuses `--json` (the flag the runtime appends when wrap.json_flag is unset) and prints
+/// its argv otherwise.
+fn flag_pack(dir: &Path, json_flag: Option<Value>, cli: Value) -> std::path::PathBuf {
+    let mut f = Fixture::wrap();
+    f.surface["id"] = json!("flags");
+    f.surface["cliBin"] = json!("flags");
+    f.surface["wrap"] = json!({ "bin": "./bin/flags" });
+    if let Some(j) = json_flag {
+        f.surface["wrap"]["json_flag"] = j;
+    }
+    f.surface["verbs"] =
+        json!({ "list": { "description": "Lists the things this tool knows as JSON.", "cli": cli } });
+    f.surface.as_object_mut().unwrap().remove("stimulusTriggers");
+    f.policy = json!({ "surface_id": "flags", "verbs": { "list": { "operation": "read" } } });
+    f.harness = "# Flags\n\nA tool with its own JSON flag.\n\n## Hot path\n\n| command | when |\n|---|---|\n| `list` | to list |\n".into();
+    f.evals = None;
+    f.files = vec![(
+        "bin/flags".into(),
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --json ] && { echo \"flags: unrecognized option '--json'\" >&2; exit 2; }; done\necho '[]'\n".into(),
+        true,
+    )];
+    f.write(dir)
+}
+
+#[test]
+fn the_json_flag_is_never_passed_twice_and_a_refused_default_is_named() {
+    let t = TestDir::new();
+    let home = t.join("home");
+    // A pack whose cli[] already holds its own JSON flag: the runtime does not append it again.
+    let pack = flag_pack(t.path(), Some(json!(["-J"])), json!(["flags", "list", "-J"]));
+    for args in [vec!["install", pack.to_str().unwrap()], vec!["activate", "flags"]] {
+        assert!(hcpx_in(t.path(), &home, &args).status.success());
+    }
+    let out = hcpx_in(t.path(), &home, &["exec", "flags", "list", "--dry-run", "--json"]);
+    assert_eq!(
+        stdout_json(&out)["dry_run"]["argv"],
+        json!(["list", "-J"]),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Without wrap.json_flag the runtime appends `--json`; a CLI that refuses it gets R001 at wrap.json_flag.
+    let t2 = TestDir::new();
+    let pack = flag_pack(t2.path(), None, json!(["flags", "list"]));
+    let out = hcpx_in(
+        t2.path(),
+        &t2.join("home"),
+        &["check", pack.to_str().unwrap(), "--probe", "--no-eval", "--json"],
+    );
+    let report = stdout_json(&out);
+    let r001 = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "R001")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(r001["pointer"], "/wrap/json_flag", "{report}");
+    assert!(r001["fix"].as_str().unwrap().contains("appends `--json`"), "{r001}");
+}

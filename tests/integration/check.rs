@@ -470,6 +470,11 @@ fn wrap_scaffolds_a_pack_that_m018_flags_and_the_check_loop_takes_to_90() {
     fs::write(pack.join("surface.json"), surface.to_string()).unwrap();
     fs::write(pack.join("policy.json"), r#"{ "surface_id": "tasks", "verbs": { "list": { "operation": "read" }, "show": { "operation": "read" } } }"#).unwrap();
     fs::write(pack.join("HARNESS.md"), "# Tasks\n\nThe project's task list: `list` shows open tasks with ids, `show` one task by id. Both only read.\n\n## Hot path\n\n| command | when |\n|---|---|\n| `list` | Start here. |\n| `show` | One task by id. |\n").unwrap();
+    // The starter evals named the templates: with them gone, lint names the stale case; the author starts the
+    // evals again from the real commands.
+    let stale = with_path(&t, &bin, &["lint", "tasks", "--json"]);
+    assert!(String::from_utf8_lossy(&stale.stdout).contains("eval_unknown_command"));
+    fs::remove_file(pack.join("hcp.eval.json")).unwrap();
     let out = with_path(&t, &bin, &["check", "tasks", "--probe", "--init-evals", "--json"]);
     let report = stdout_json(&out);
     assert_eq!(report["errors"], 0, "{report}");

@@ -1,4 +1,5 @@
-//! `hcpx audit [--pack ID] [--since WHEN] [--limit N]`: the audit log, newest last.
+//! `hcpx audit [--pack ID] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit verify`: its
+//! hash chain.
 
 use serde_json::json;
 use std::time::SystemTime;
@@ -22,8 +23,33 @@ fn at(r: &AuditRecord) -> SystemTime {
     humantime::parse_rfc3339_weak(&r.at).unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
+/// `hcpx audit verify`: 0 when the chain holds, 1 naming its first broken link.
+fn verify(p: &Printer, a: &super::AuditVerifyArgs) -> anyhow::Result<u8> {
+    let v = match open_store()?.verify_audit(a.head.as_deref()) {
+        Ok(v) => v,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
+    if p.json {
+        p.json_doc(&v);
+    } else if let Some(b) = &v.broken {
+        p.error(&format!("audit chain broken ({}): {}", b.kind.as_str(), b.message));
+    } else {
+        p.data(&format!("audit chain intact: {} line(s) in {}", v.lines, v.files.join(", ")));
+        if let Some(h) = &v.head {
+            p.data(&format!("head: {h}"));
+            p.message(
+                "keep the head somewhere hcpx cannot write, and pass it back with --head to verify later",
+            );
+        }
+    }
+    Ok(if v.ok { exit::OK } else { exit::FAILURE })
+}
+
 /// Runs `hcpx audit`.
 pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
+    if let Some(super::AuditCmd::Verify(v)) = &a.action {
+        return verify(p, v);
+    }
     let from = match a.since.as_deref().map(since).transpose() {
         Ok(t) => t,
         Err(e) => return Ok(fail(p, &e)),

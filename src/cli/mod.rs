@@ -328,9 +328,12 @@ pub struct CommandsArgs {
     pub verb: Option<String>,
 }
 
-/// `hcpx audit [--pack ID] [--since WHEN] [--limit N]`.
+/// `hcpx audit [--pack ID] [--since WHEN] [--limit N]`, or `hcpx audit verify [--head HASH]`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    pub action: Option<AuditCmd>,
     /// Only calls of this pack.
     #[arg(long)]
     pub pack: Option<String>,
@@ -340,6 +343,25 @@ pub struct AuditArgs {
     /// Only the last N calls (after the other filters).
     #[arg(long)]
     pub limit: Option<usize>,
+}
+
+/// `hcpx audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCmd {
+    /// Check the audit chain: exit 0 when every line follows the one before, from the genesis to the recorded
+    /// head; 1 naming the first broken link (an edited, deleted, inserted or moved line, a cut tail, an
+    /// emptied log).
+    #[command(after_help = examples::AUDIT_VERIFY)]
+    Verify(AuditVerifyArgs),
+}
+
+/// `hcpx audit verify [--head HASH]`.
+#[derive(Debug, clap::Args)]
+pub struct AuditVerifyArgs {
+    /// A head recorded earlier, elsewhere (the `head` a past verify printed): it must still be a line of the
+    /// chain, so a log rewritten together with audit.head is caught too.
+    #[arg(long, value_name = "HASH")]
+    pub head: Option<String>,
 }
 
 /// `hcpx completions SHELL`.

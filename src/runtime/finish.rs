@@ -24,7 +24,8 @@ impl Runtime {
         let job = &admitted.job;
         let out =
             structured_result(&job.pack.id, &job.verb, job.command(), &job.args.values, ran, &job.binding);
-        self.audit(principal, env, job.row.operation, &admitted.given, out)
+        let project = project_of(&job.pack, job.project_dir.as_deref());
+        self.audit(principal, env, job.row.operation, &admitted.given, project, out)
     }
 
     /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log. A write
@@ -35,6 +36,7 @@ impl Runtime {
         env: &Envelope,
         operation: Operation,
         args: &Map<String, Value>,
+        project: Option<&std::path::Path>,
         out: ResultEnvelope,
     ) -> ResultEnvelope {
         if operation != Operation::Write {
@@ -51,6 +53,8 @@ impl Runtime {
             ok: out.ok,
             code: out.code,
             args_sha256: args_digest(args),
+            project_dir: project.map(|p| p.display().to_string()),
+            prev: None,
         };
         match self.store.append_audit(&rec) {
             Ok(()) => out,
@@ -64,6 +68,14 @@ impl Runtime {
             Err(_) => out,
         }
     }
+}
+
+/// The project a call of `pack` runs in: the caller's, for a `project`-mode pack (recorded in its audit line).
+pub(super) fn project_of<'a>(
+    pack: &crate::pack::Pack,
+    project: Option<&'a std::path::Path>,
+) -> Option<&'a std::path::Path> {
+    project.filter(|_| pack.workspace == crate::pack::WorkspaceMode::Project)
 }
 
 /// Step 7 (first half): the structured result of `pack_id`.`verb`, with the done title of its `command` (none

@@ -140,7 +140,15 @@ impl Runtime {
             }
             Err(d) => {
                 let out = d.into_envelope(pack_id, verb);
-                Admission::Answered(Box::new(self.audit(principal, env, r.row.operation, &r.given(), out)))
+                let project = super::finish::project_of(&r.pack, ctx.project_dir.as_deref());
+                Admission::Answered(Box::new(self.audit(
+                    principal,
+                    env,
+                    r.row.operation,
+                    &r.given(),
+                    project,
+                    out,
+                )))
             }
         }
     }

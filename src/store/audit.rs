@@ -1,10 +1,18 @@
-//! The audit log (decisions.md §10): one JSON line per write that reached the adapter and per denied write.
+//! The audit log (decisions.md §10): one JSON line per write that reached the adapter and per denied write,
+//! each carrying the SHA-256 of the line before it, so an edited, deleted, inserted or reordered line, a cut
+//! tail or an emptied log is found by `hcpx audit verify` (docs/security.md, The audit chain).
+//!
+//! The chain starts from a random genesis recorded in `audit.head`, which also holds the number of lines and
+//! the hash of the last one (the head), rewritten under the store lock after every append. A full log is
+//! rotated to `audit.log.N` and the chain goes on in a fresh `audit.log`, its first line pointing at the last
+//! line of the file before.
 
 use serde::{Deserialize, Serialize};
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use super::{Store, StoreError};
+use crate::model::digest::sha256_hex;
 use crate::model::{Code, Invoker};
 use crate::pack::Operation;
 
@@ -22,41 +30,157 @@ pub struct AuditRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<Code>,
     pub args_sha256: String,
+    /// The project a `project`-mode write ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<String>,
+    /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
 }
 
 const AUDIT: &str = "audit.log";
+const HEAD: &str = "audit.head";
+/// A log that grew past this many bytes is rotated before the next append (`HCP_AUDIT_ROTATE_BYTES`).
+pub const ROTATE_BYTES: u64 = 16 << 20;
+
+/// `audit.head`: where the chain starts and where it ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditHead {
+    /// The random value the first line's `prev` holds.
+    pub genesis: String,
+    /// Lines in the chain, across every file.
+    pub lines: u64,
+    /// The SHA-256 of the last line (the genesis while there is none).
+    pub head: String,
+    /// Rotated files, `audit.log.1` … `audit.log.N`, oldest first.
+    pub rotated: u64,
+}
+
+fn rotate_bytes() -> u64 {
+    std::env::var("HCP_AUDIT_ROTATE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(ROTATE_BYTES)
+}
 
 impl Store {
-    /// Appends one line under the store lock, in a single write.
+    /// Appends one line under the store lock, chained to the line before, and records the new head.
     pub fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {
-        let mut line = serde_json::to_string(rec)
-            .map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
-        line.push('\n');
         let _lock = self.lock()?;
+        let mut head = match self.read_json::<AuditHead>(HEAD)? {
+            Some(h) => h,
+            None => self.start_chain()?,
+        };
         let p = self.path(AUDIT);
+        if std::fs::metadata(&p).is_ok_and(|m| m.len() >= rotate_bytes()) {
+            let to = self.path(&format!("{AUDIT}.{}", head.rotated + 1));
+            std::fs::rename(&p, &to).map_err(|e| StoreError::io(&p, e))?;
+            head.rotated += 1;
+        }
+        // The head is what the next line points at. A last line that is not the head is taken in only when it
+        // points at the head itself (appended before a crash kept the head from being rewritten); any other
+        // last line was changed, and the new line still points at the recorded head, so `verify` shows it.
+        let prev = match last_line(&p)? {
+            Some(l) => {
+                let h = sha256_hex(l.as_bytes());
+                let lagged = h != head.head
+                    && serde_json::from_str::<AuditRecord>(&l)
+                        .is_ok_and(|r| r.prev.as_deref() == Some(&head.head));
+                if lagged {
+                    head.lines += 1;
+                    h
+                } else {
+                    head.head.clone()
+                }
+            }
+            None => head.head.clone(),
+        };
+        let rec = AuditRecord { prev: Some(prev), ..rec.clone() };
+        let mut line = serde_json::to_string(&rec)
+            .map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
+        let hash = sha256_hex(line.as_bytes());
+        line.push('\n');
         let mut f =
             OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, e))?;
         f.write_all(line.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
-        f.sync_data().map_err(|e| StoreError::io(&p, e))
+        f.sync_data().map_err(|e| StoreError::io(&p, e))?;
+        head.lines += 1;
+        head.head = hash;
+        self.write_json_mode(HEAD, &head, 0o600)
     }
 
-    /// Every audit record, oldest first.
-    pub fn audit(&self) -> Result<Vec<AuditRecord>, StoreError> {
+    /// A new chain: a random genesis. A log written before chains existed is kept aside as
+    /// `audit.log.unchained` (listed, never verified) so the chain covers only what it can vouch for.
+    fn start_chain(&self) -> Result<AuditHead, StoreError> {
         let p = self.path(AUDIT);
-        let text = match std::fs::read_to_string(&p) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io(&p, e)),
-        };
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .enumerate()
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| StoreError::Corrupt {
+        if std::fs::metadata(&p).is_ok_and(|m| m.len() > 0) {
+            let aside = self.path(&format!("{AUDIT}.unchained"));
+            std::fs::rename(&p, &aside).map_err(|e| StoreError::io(&p, e))?;
+        }
+        let mut seed = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut seed))
+            .map_err(|e| StoreError::io(std::path::Path::new("/dev/urandom"), e))?;
+        let genesis = sha256_hex(&seed);
+        Ok(AuditHead { head: genesis.clone(), genesis, lines: 0, rotated: 0 })
+    }
+
+    /// The recorded head, when a chain was started.
+    pub fn audit_head(&self) -> Result<Option<AuditHead>, StoreError> {
+        self.read_json(HEAD)
+    }
+
+    /// The files of the log, oldest first: the unchained one, the rotated ones, the current one.
+    pub fn audit_files(&self) -> Result<Vec<String>, StoreError> {
+        let rotated = self.audit_head()?.map_or(0, |h| h.rotated);
+        let mut files = Vec::new();
+        if self.path(&format!("{AUDIT}.unchained")).exists() {
+            files.push(format!("{AUDIT}.unchained"));
+        }
+        files.extend((1..=rotated).map(|n| format!("{AUDIT}.{n}")));
+        files.push(AUDIT.to_string());
+        Ok(files)
+    }
+
+    /// Every audit record, oldest first, across the rotated files.
+    pub fn audit(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        let mut out = Vec::new();
+        for file in self.audit_files()? {
+            let p = self.path(&file);
+            let text = match std::fs::read_to_string(&p) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::io(&p, e)),
+            };
+            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                out.push(serde_json::from_str(l).map_err(|e| StoreError::Corrupt {
                     path: format!("{} line {}", p.display(), i + 1),
                     reason: e.to_string(),
-                })
-            })
-            .collect()
+                })?);
+            }
+        }
+        Ok(out)
     }
+}
+
+/// The last line of `p` (without its newline), reading only its tail; `None` when the file is missing or empty.
+fn last_line(p: &std::path::Path) -> Result<Option<String>, StoreError> {
+    let mut f = match std::fs::File::open(p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(p, e)),
+    };
+    let len = f.metadata().map_err(|e| StoreError::io(p, e))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // An audit line is well under 64 KiB (its fields are names, a time, two hashes and a path).
+    let from = len.saturating_sub(64 * 1024);
+    f.seek(SeekFrom::Start(from)).map_err(|e| StoreError::io(p, e))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).map_err(|e| StoreError::io(p, e))?;
+    let text = String::from_utf8_lossy(&buf);
+    Ok(text.trim_end_matches('\n').rsplit('\n').next().map(str::to_string))
 }

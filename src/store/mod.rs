@@ -4,6 +4,7 @@
 
 pub mod audit;
 mod cache;
+pub mod chain;
 pub mod config;
 pub mod credentials;
 pub mod grants;
@@ -380,9 +381,12 @@ mod tests {
             ok: false,
             code: Some(Code::ConfirmRequired),
             args_sha256: crate::model::digest::sha256_hex(b"{}"),
+            project_dir: None,
+            prev: None,
         };
         store.append_audit(&rec).unwrap();
-        assert_eq!(store.audit().unwrap(), vec![rec]);
+        let head = store.audit_head().unwrap().unwrap();
+        assert_eq!(store.audit().unwrap(), vec![audit::AuditRecord { prev: Some(head.genesis), ..rec }]);
         let line = fs::read_to_string(t.path().join("audit.log")).unwrap();
         assert!(
             line.contains("\"invoker\":\"mcp\"") && line.contains("\"code\":\"confirm_required\""),

@@ -4,6 +4,7 @@
 
 mod args;
 mod attacks;
+mod audit_chain;
 mod authoring;
 mod bootstrap;
 mod check;

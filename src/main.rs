@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Commands(a) => cli::info::commands(&p, a),
         Command::Skill(a) => cli::info::skill(&p, a),
         Command::Exec(a) => cli::exec::run(&p, a),
+        Command::Connect(a) => cli::connect::run(&p, a),
         Command::Title(a) => cli::info::title(&p, a),
         Command::Allow(a) => cli::manage::allow(&p, a, true),
         Command::Disallow(a) => cli::manage::allow(&p, a, false),

@@ -49,3 +49,5 @@ pub const PRINCIPAL_LIST: &str = "Examples:\n  hcpx principal list --json";
 pub const COMPLETIONS: &str = "Examples:\n  hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  hcpx completions zsh > \"${fpath[1]}/_hcpx\"\n  hcpx completions fish > ~/.config/fish/completions/hcpx.fish";
 pub const AUDIT_VERIFY: &str =
     "Examples:\n  hcpx audit verify\n  hcpx audit verify --json\n  hcpx audit verify --head 3f2a…   (a head you kept elsewhere)";
+pub const CONNECT: &str =
+    "Examples:\n  hcpx connect ledger -- provider=demo-bank\n  hcpx connect ledger --json -- provider=demo-bank\n  hcpx connect ledger --revoke";

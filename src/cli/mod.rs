@@ -4,6 +4,7 @@ pub mod audit;
 pub mod check;
 pub mod completions;
 pub mod confirm;
+pub mod connect;
 pub mod credential;
 pub mod doctor;
 pub mod eval;
@@ -94,6 +95,9 @@ pub enum Command {
     /// Run a command through the pipeline.
     #[command(after_help = examples::EXEC)]
     Exec(ExecArgs),
+    /// Link a pack's Binding by running its `connect` command (needs pack.connect), or take the link back.
+    #[command(after_help = examples::CONNECT)]
+    Connect(ConnectArgs),
     /// The live title, or the done title given a result.
     #[command(after_help = examples::TITLE)]
     Title(TitleArgs),
@@ -214,7 +218,7 @@ pub struct EvalArgs {
 }
 
 /// Where `project`-mode commands run.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProjectArg {
     /// The project directory `project`-mode commands run in (default: $HCP_PROJECT_DIR, else the current
     /// directory). A pack whose hcp.eval.json names a fixture runs its evals and probes in a fresh copy instead.
@@ -343,6 +347,19 @@ pub struct AuditArgs {
     /// Only the last N calls (after the other filters).
     #[arg(long)]
     pub limit: Option<usize>,
+}
+
+/// `hcpx connect PACK [--revoke] [-- words…]`.
+#[derive(Debug, clap::Args)]
+pub struct ConnectArgs {
+    /// The pack whose Binding to link.
+    pub id: String,
+    /// Arguments of the connect command, as for exec (`provider=github`).
+    pub words: Vec<String>,
+    /// Take the link back: calls of every pack of the family are refused until a connect succeeds again (the
+    /// stored credential is kept; `hcpx credential rm` removes it).
+    #[arg(long, conflicts_with = "words")]
+    pub revoke: bool,
 }
 
 /// `hcpx audit …`.

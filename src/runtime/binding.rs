@@ -44,9 +44,31 @@ pub enum MintError {
     FamilyNotAllowed { pack: String, family: String },
     #[error("principal {0:?} cannot hold user credentials: its id must be letters, digits, `_` and `-`")]
     BadPrincipal(String),
-    #[error("the Binding for family {family} has no `{field}`; store it with `hcpx credential set {family} {field}{who}` (the value is read from stdin)")]
-    MissingField { family: String, field: String, who: String },
+    #[error("the Binding for family {family} has no `{field}`; store it with `hcpx credential set {family} {field}{who}` (the value is read from stdin){connect}")]
+    MissingField { family: String, field: String, who: String, connect: String },
+    #[error("the Binding for family {family} was revoked for {principal} at {at}; link it again with `hcpx connect {pack}`")]
+    Revoked { family: String, principal: String, at: String, pack: String },
+    #[error("the last connect of family {family} for {principal} failed at {at} ({code}); run `hcpx connect {pack}` again")]
+    ConnectFailed { family: String, principal: String, at: String, code: String, pack: String },
 }
+
+impl MintError {
+    /// A failure a `connect` command itself runs past: it is how the missing or revoked link gets made.
+    pub fn connect_may_run(&self) -> bool {
+        matches!(
+            self,
+            MintError::MissingField { .. } | MintError::Revoked { .. } | MintError::ConnectFailed { .. }
+        )
+    }
+}
+
+/// The command that links the pack's Binding: its `connect` command, when it declares one.
+pub fn connect_command(pack: &Pack) -> Option<&str> {
+    pack.command(CONNECT).map(|_| CONNECT)
+}
+
+/// The name of the command that establishes a Binding (command.md); it needs `pack.connect`.
+pub const CONNECT: &str = "connect";
 
 /// Mints the pack's Binding. `mock` is the envelope's explicit `mode: "mock"`.
 pub fn mint(
@@ -88,6 +110,30 @@ pub fn mint(
                 store.credential_file(&principal.tenant, family, None)
             }
             .map_err(MintError::HubUnreadable)?;
+            // The last connect decides: a revoked or failed link is not used, whatever is stored.
+            let link =
+                store.link(&principal.tenant, family, &principal.id).map_err(MintError::HubUnreadable)?;
+            if let Some(link) = link {
+                use crate::store::connections::LinkState;
+                let (family, who, at, pack_id) =
+                    (family.clone(), principal.id.clone(), link.at.clone(), pack.id.clone());
+                match link.state {
+                    LinkState::Linked => {}
+                    LinkState::Revoked => {
+                        return Err(MintError::Revoked { family, principal: who, at, pack: pack_id })
+                    }
+                    LinkState::Failed => {
+                        let code = link.code.map_or("failed", |c| c.as_str()).to_string();
+                        return Err(MintError::ConnectFailed {
+                            family,
+                            principal: who,
+                            at,
+                            code,
+                            pack: pack_id,
+                        });
+                    }
+                }
+            }
             store
                 .read_json::<BTreeMap<String, String>>(&rel)
                 .map_err(MintError::HubUnreadable)?
@@ -102,7 +148,10 @@ pub fn mint(
         if pack.binding.mode == BindingMode::User {
             who.push_str(&format!(" --principal {}", principal.id));
         }
-        return Err(MintError::MissingField { family: family.clone(), field: missing.clone(), who });
+        let connect = connect_command(pack)
+            .map(|_| format!(", or link it with `hcpx connect {}`", pack.id))
+            .unwrap_or_default();
+        return Err(MintError::MissingField { family: family.clone(), field: missing.clone(), who, connect });
     }
     // A wrap receives only the fields its agent_env names; a composite gets every field of its family, as
     // handles it resolves through the host.

@@ -24,6 +24,9 @@ impl Runtime {
         let job = &admitted.job;
         let out =
             structured_result(&job.pack.id, &job.verb, job.command(), &job.args.values, ran, &job.binding);
+        if !job.pass_through && job.verb == super::binding::CONNECT {
+            self.record_link(principal, &job.pack, &out);
+        }
         let project = project_of(&job.pack, job.project_dir.as_deref());
         self.audit(principal, env, job.row.operation, &admitted.given, project, out)
     }
@@ -67,6 +70,24 @@ impl Runtime {
             }
             Err(_) => out,
         }
+    }
+}
+
+impl Runtime {
+    /// A connect command ran: its outcome is the family's link for this Principal (linked or failed). A link
+    /// that cannot be recorded leaves the last one in place; the call's own result says what happened.
+    fn record_link(&self, principal: &Principal, pack: &crate::pack::Pack, out: &ResultEnvelope) {
+        use crate::store::connections::{Link, LinkState};
+        if matches!(pack.binding.mode, crate::model::BindingMode::Public | crate::model::BindingMode::Mock) {
+            return;
+        }
+        let link = Link {
+            state: if out.ok { LinkState::Linked } else { LinkState::Failed },
+            at: crate::model::clock::now_rfc3339(),
+            pack_id: pack.id.clone(),
+            code: out.code,
+        };
+        let _ = self.store.record_link(&principal.tenant, &pack.binding.family, &principal.id, link);
     }
 }
 

@@ -4,7 +4,7 @@
 //! the caller's tokio runtime, finish.
 
 mod availability;
-mod binding;
+pub mod binding;
 pub mod bootstrap;
 mod dry_run;
 mod finish;

@@ -259,8 +259,14 @@ impl Runtime {
         r: &Resolved<'_>,
         a: &Checked,
     ) -> Result<MintedBinding, Denial> {
-        mint(&self.store, &r.pack, principal, a.args.mock)
-            .map_err(|e| Denial::new(Code::BindingFailed, e.to_string()))
+        match mint(&self.store, &r.pack, principal, a.args.mock) {
+            Ok(b) => Ok(b),
+            // The connect command is how a missing, revoked or failed link gets made: it runs without one.
+            Err(e) if !r.pass_through && r.verb == super::binding::CONNECT && e.connect_may_run() => {
+                Ok(MintedBinding { mode: r.pack.binding.mode, fields: Default::default() })
+            }
+            Err(e) => Err(Denial::new(Code::BindingFailed, e.to_string())),
+        }
     }
 
     /// Step 6 (its inputs): the operator's sandbox settings and nothing else of the store, and the adapter for

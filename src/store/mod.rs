@@ -6,6 +6,7 @@ pub mod audit;
 mod cache;
 pub mod chain;
 pub mod config;
+pub mod connections;
 pub mod credentials;
 pub mod grants;
 pub mod packs;

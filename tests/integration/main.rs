@@ -10,6 +10,7 @@ mod bootstrap;
 mod check;
 mod cli;
 mod composite;
+mod connect;
 mod conventions;
 mod docs;
 mod escape;

@@ -81,13 +81,24 @@ impl Runtime {
         if matches!(pack.binding.mode, crate::model::BindingMode::Public | crate::model::BindingMode::Mock) {
             return;
         }
+        // Only a connect that ran is an outcome: one refused before it started (its arguments, the sandbox, no
+        // project) links nothing and fails nothing.
+        if !out.ok && !matches!(out.code, Some(Code::ExitNonzero | Code::Timeout | Code::AdapterFailed)) {
+            return;
+        }
+        // A failed connect does not undo a working link (a person who cancels a re-link keeps the old one).
+        let family = &pack.binding.family;
+        let current = self.store.link(&principal.tenant, family, &principal.id).ok().flatten();
+        if !out.ok && current.is_some_and(|l| l.state == LinkState::Linked) {
+            return;
+        }
         let link = Link {
             state: if out.ok { LinkState::Linked } else { LinkState::Failed },
             at: crate::model::clock::now_rfc3339(),
             pack_id: pack.id.clone(),
             code: out.code,
         };
-        let _ = self.store.record_link(&principal.tenant, &pack.binding.family, &principal.id, link);
+        let _ = self.store.record_link(&principal.tenant, family, &principal.id, link);
     }
 }
 

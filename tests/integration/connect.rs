@@ -151,3 +151,24 @@ fn each_binding_mode_denial_names_its_fix() {
         assert!(out["error"].as_str().unwrap().contains(want), "{binding}: {out}");
     }
 }
+
+#[test]
+fn only_a_connect_that_ran_is_an_outcome_and_a_failed_relink_keeps_the_link() {
+    let h = Home::new();
+    h.install(&linker(), "linker");
+    assert!(hcpx_with(h.t.path(), &["credential", "set", "linker", "token"], &[], Some("tok\n"))
+        .status
+        .success());
+    // Refused before it ran (an argument that renders to nothing): no outcome is recorded.
+    let (code, out) = connect(&h, &["provider="]);
+    assert_ne!(code, 0, "{out}");
+    assert!(!h.store().join("connections.json").exists(), "{out}");
+    assert_eq!(availability(&h)["bound"], true, "never connected: the hub mints as before");
+    // Linked, then a re-link the provider refuses: the working link stays.
+    assert_eq!(connect(&h, &["provider=good"]).0, 0);
+    assert_ne!(connect(&h, &["provider=bad"]).0, 0);
+    assert_eq!(availability(&h)["bound"], true);
+    let links: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.store().join("connections.json")).unwrap()).unwrap();
+    assert_eq!(links["linker"]["local"]["state"], "linked", "{links}");
+}

@@ -45,6 +45,8 @@ fn settings(tmp: &Path) -> insta::Settings {
     // The component digest `--verbose` shows: pinned by the_example_component_is_reproducible_from_source, and
     // it changes with every rebuild of the guest, which is no change in what hcpx prints.
     s.add_filter(r"\(component [0-9a-f]{12}\)", "(component [DIGEST])");
+    // The audit chain's links: each depends on the random genesis of the store (docs/security.md).
+    s.add_filter(r#""prev": "[0-9a-f]{64}""#, r#""prev": "[CHAIN]""#);
     // What this kernel enforces: a wrap's sandbox mode and each layer's status (docs/security.md).
     s.add_filter(r#""mode": "(sandbox|native-local)""#, r#""mode": "[SANDBOX MODE]""#);
     s.add_filter(r#""([a-z-]+)": "(enforced|partial|unavailable)""#, r#""${1}": "[LAYER STATUS]""#);

@@ -3,7 +3,7 @@
 
 use super::ExecArgs;
 use crate::output::Printer;
-use hcpx::model::{Code, ResultEnvelope};
+use hcpx::model::{Code, Preview, ResultEnvelope};
 
 /// The `hcpx exec` line that repeats this call with `confirm=true` (a `confirm=`/`apply=` word given is
 /// replaced).
@@ -35,6 +35,14 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
+/// The approval card as lines of text: its kind, its title, one `field: value` line each.
+pub fn card_lines(card: &Preview) -> Vec<String> {
+    let mut lines = vec![format!("approval card ({}):", card.kind)];
+    lines.extend(card.title.iter().map(|t| format!("  {t}")));
+    lines.extend(card.fields.iter().map(|(k, v)| format!("  {k}: {v}")));
+    lines
+}
+
 /// True when `out` is the confirm gate's refusal.
 fn gated(out: &ResultEnvelope) -> bool {
     out.code == Some(Code::ConfirmRequired)
@@ -53,14 +61,8 @@ pub fn with_hint(a: &ExecArgs, out: &ResultEnvelope) -> Option<ResultEnvelope> {
 /// Text mode, on stderr: the approval card (the envelope's preview) and the rerun line, or the hint of a
 /// command deferred to the CLI (`hcp-cli`'s store changes).
 pub fn print_card(p: &Printer, a: &ExecArgs, out: &ResultEnvelope) {
-    if let Some(card) = &out.preview {
-        p.message(&format!("approval card ({}):", card.kind));
-        if let Some(t) = &card.title {
-            p.message(&format!("  {t}"));
-        }
-        for (k, v) in &card.fields {
-            p.message(&format!("  {k}: {v}"));
-        }
+    for line in out.preview.as_ref().map(card_lines).unwrap_or_default() {
+        p.message(&line);
     }
     if gated(out) {
         p.message("once the person agrees, run:");

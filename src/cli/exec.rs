@@ -88,14 +88,8 @@ fn dry_run(p: &Printer, runtime: &Runtime, principal: &Principal, env: &Envelope
                 };
                 p.data(&format!("binding: {}{fields}", dry.binding_mode.as_str()));
                 p.data(&format!("operation: {}", dry.operation.as_str()));
-                if let Some(card) = &dry.preview {
-                    p.data(&format!("approval card ({}):", card.kind));
-                    if let Some(t) = &card.title {
-                        p.data(&format!("  {t}"));
-                    }
-                    for (k, v) in &card.fields {
-                        p.data(&format!("  {k}: {v}"));
-                    }
+                for line in dry.preview.as_ref().map(super::confirm::card_lines).unwrap_or_default() {
+                    p.data(&line);
                 }
                 if dry.confirm_required {
                     p.message("as given, the call would stop at the confirm gate: add confirm=true once the person agrees");

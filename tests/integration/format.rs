@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::fs;
 
 use crate::docs::bless;
-use crate::helpers::{hcpx, repo, stdout_json, TestDir};
+use crate::helpers::{hcpx, repo, rust_files, stdout_json, TestDir};
 use hcpx::schema::{field_tables, formats, shipped_text};
 
 const END: &str = "<!-- end of generated fields -->";
@@ -183,17 +183,6 @@ fn md_references(text: &str) -> Vec<(String, Option<String>, String)> {
         out.push((text[start..i + 3].to_string(), anchor, text[..start].to_string()));
     }
     out
-}
-
-fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The references of `text` checked: how many, and the ones that name no file or anchor of the repository.

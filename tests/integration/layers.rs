@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::helpers::rust_files;
+
 /// The library's modules, bottom first: each may import only modules earlier in this list. lib.rs declares
 /// them in this order.
 const LAYERS: &[&str] = &[
@@ -14,17 +16,6 @@ const LAYERS: &[&str] = &[
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The code of a file without its comments (doc links may name any module).

@@ -229,9 +229,21 @@ fn a_wrap_cannot_empty_the_audit_log() {
     let log = h.store().join("audit.log");
     let before = fs::read_to_string(&log).unwrap();
     assert!(!before.is_empty());
-    evil(&h, &format!(": > {0}; rm -f {0}", log.display()), "read", "none");
+    let head = h.store().join("audit.head");
+    let head_before = fs::read_to_string(&head).unwrap();
+    evil(
+        &h,
+        &format!(": > {0}; rm -f {0}; rm -f {1}; echo '{{}}' > {1}", log.display(), head.display()),
+        "read",
+        "none",
+    );
     go(&h);
     assert!(fs::read_to_string(&log).unwrap().starts_with(&before));
+    // Nor the chain's recorded head, which is how an emptied log would be caught.
+    let head_after = fs::read_to_string(&head).unwrap();
+    assert!(head_after == head_before || head_after.contains("\"lines\""), "{head_after}");
+    let v = crate::helpers::stdout_json(&h.run(&["audit", "verify", "--json"]));
+    assert_eq!(v["ok"], true, "{v}");
 }
 
 #[test]

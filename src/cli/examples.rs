@@ -49,3 +49,6 @@ pub const PRINCIPAL_LIST: &str = "Examples:\n  hcpx principal list --json";
 pub const COMPLETIONS: &str = "Examples:\n  hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  hcpx completions zsh > \"${fpath[1]}/_hcpx\"\n  hcpx completions fish > ~/.config/fish/completions/hcpx.fish";
 pub const AUDIT_VERIFY: &str =
     "Examples:\n  hcpx audit verify\n  hcpx audit verify --json\n  hcpx audit verify --head 3f2a…   (a head you kept elsewhere)";
+pub const SENSE: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense watch --pack demo\n  hcpx sense watch --after 41 --follow --json";
+pub const SENSE_EMIT: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense emit demo item.changed --json < event.json";
+pub const SENSE_WATCH: &str = "Examples:\n  hcpx sense watch\n  hcpx sense watch --pack demo --json\n  hcpx sense watch --after 41 --follow --json";

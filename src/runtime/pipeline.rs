@@ -259,8 +259,10 @@ impl Runtime {
         r: &Resolved<'_>,
         a: &Checked,
     ) -> Result<MintedBinding, Denial> {
-        mint(&self.store, &r.pack, principal, a.args.mock)
-            .map_err(|e| Denial::new(Code::BindingFailed, e.to_string()))
+        mint(&self.store, &r.pack, principal, a.args.mock).map_err(|e| {
+            self.sense_mint_failed(principal, &r.pack, &e);
+            Denial::new(Code::BindingFailed, e.to_string())
+        })
     }
 
     /// Step 6 (its inputs): the operator's sandbox settings and nothing else of the store, and the adapter for

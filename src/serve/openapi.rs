@@ -121,7 +121,7 @@ pub fn build(runtime: &Runtime) -> Value {
 
 /// `GET /v1/sense` (a `text/event-stream`) and `POST /v1/sense/{pack}/{ref}` (docs/sense.md).
 fn sense_paths(paths: &mut Map<String, Value>) {
-    let id = json!({ "type": "integer", "minimum": 0 });
+    let id = json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX });
     let watch_params = [
         param("pack", "query", false, "Only this pack's events"),
         param_schema("after", "query", false, "Only events after this id", id.clone()),

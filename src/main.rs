@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         Command::Mcp(a) => cli::mcp::run(&p, a),
         Command::Serve(a) => cli::mcp::serve(&p, a),
         Command::Principal(c) => cli::principal::run(&p, c),
+        Command::Sense(c) => cli::sense::run(&p, c),
     };
     match result {
         Ok(code) => ExitCode::from(code),

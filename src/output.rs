@@ -58,6 +58,14 @@ impl Printer {
         out_line(&text);
     }
 
+    /// Writes one JSON value as a single line on stdout: a stream's record (`hcpx sense watch --follow --json`).
+    pub fn json_line<T: Serialize>(&self, value: &T) {
+        let text = serde_json::to_string(value).unwrap_or_else(|e| {
+            format!("{{\"ok\":false,\"error\":\"cannot encode output: {e}\",\"code\":\"internal\"}}")
+        });
+        out_line(&text);
+    }
+
     /// Writes a line of data to stdout (control characters shown escaped).
     pub fn data(&self, line: &str) {
         out_line(&terminal_safe(line));

@@ -54,6 +54,18 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
         CredentialCmd::Rm { family, field, principal, tenant } => {
             match store.credential_rm(tenant, family, principal.as_deref(), field.as_deref()) {
                 Ok(()) => {
+                    // The packs minting from it announce binding.degraded (docs/sense.md); the removal stands
+                    // even when that cannot be recorded.
+                    let degraded = hcpx::runtime::sense::credential_removed(
+                        &store,
+                        tenant,
+                        family,
+                        principal.as_deref(),
+                        field.as_deref(),
+                    );
+                    if let Err(e) = &degraded {
+                        p.message(&format!("warning: binding.degraded not recorded: {e}"));
+                    }
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "family": family, "field": field }));
                     } else {

@@ -51,3 +51,6 @@ pub const AUDIT_VERIFY: &str =
     "Examples:\n  hcpx audit verify\n  hcpx audit verify --json\n  hcpx audit verify --head 3f2a…   (a head you kept elsewhere)";
 pub const CONNECT: &str =
     "Examples:\n  hcpx connect ledger -- provider=demo-bank\n  hcpx connect ledger --json -- provider=demo-bank\n  hcpx connect ledger --revoke";
+pub const SENSE: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense watch --pack demo\n  hcpx sense watch --after 41 --follow --json";
+pub const SENSE_EMIT: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense emit demo item.changed --json < event.json";
+pub const SENSE_WATCH: &str = "Examples:\n  hcpx sense watch\n  hcpx sense watch --pack demo --json\n  hcpx sense watch --after 41 --follow --json";

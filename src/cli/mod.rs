@@ -17,6 +17,7 @@ pub mod manage;
 pub mod mcp;
 pub mod new;
 pub mod principal;
+pub mod sense;
 pub mod usage;
 pub mod wrap;
 
@@ -140,6 +141,37 @@ pub enum Command {
     /// Manage the Principals a served runtime authenticates (principals.json).
     #[command(subcommand, after_help = examples::PRINCIPAL)]
     Principal(PrincipalCmd),
+    /// Push a pack's declared stimulus (Sense), or watch the stimuli of the packs you hold sense.announce for.
+    #[command(subcommand, after_help = examples::SENSE)]
+    Sense(SenseCmd),
+}
+
+/// `hcpx sense …`.
+#[derive(Debug, Subcommand)]
+pub enum SenseCmd {
+    /// Record an upstream push of PACK's declared trigger REF; the payload is JSON on stdin (empty: `{}`).
+    #[command(after_help = examples::SENSE_EMIT)]
+    Emit {
+        /// The pack id.
+        pack: String,
+        /// The trigger (a `stimulusTriggers` ref of the pack).
+        #[arg(value_name = "REF")]
+        reference: String,
+    },
+    /// Print the events of the packs you hold sense.announce for, oldest first; with --follow, keep printing
+    /// new ones until interrupted.
+    #[command(after_help = examples::SENSE_WATCH)]
+    Watch {
+        /// Only this pack's events (denied without sense.announce for it).
+        #[arg(long)]
+        pack: Option<String>,
+        /// Only events after this id (the last one you saw), to resume.
+        #[arg(long, value_name = "ID", default_value_t = 0)]
+        after: u64,
+        /// Keep watching for new events (polls the store) until interrupted; with --json, one JSON line per event.
+        #[arg(long)]
+        follow: bool,
+    },
 }
 
 /// `hcpx serve`: its flags are passed on to `hcpx-serve`.

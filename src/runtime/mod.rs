@@ -14,6 +14,7 @@ mod pass_through;
 mod pipeline;
 pub mod report;
 pub mod scrub;
+pub mod sense;
 
 pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};

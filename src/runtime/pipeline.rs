@@ -265,7 +265,10 @@ impl Runtime {
             Err(e) if !r.pass_through && r.verb == super::binding::CONNECT && e.connect_may_run() => {
                 Ok(MintedBinding { mode: r.pack.binding.mode, fields: Default::default() })
             }
-            Err(e) => Err(Denial::new(Code::BindingFailed, e.to_string())),
+            Err(e) => {
+                self.sense_mint_failed(principal, &r.pack, &e);
+                Err(Denial::new(Code::BindingFailed, e.to_string()))
+            }
         }
     }
 

@@ -8,6 +8,7 @@ mod log;
 mod mcp_http;
 mod openapi;
 mod routes;
+mod sense;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -41,11 +42,13 @@ impl Default for ServeConfig {
 pub(crate) struct App {
     pub runtime: Arc<Runtime>,
     pub log: AccessLog,
+    /// Cancelled when the server begins to shut down: open Sense streams end so they do not hold it.
+    pub shutdown: ShutdownToken,
 }
 
 /// The whole HTTP face over `runtime`, as an axum router (tests and embedders mount it themselves).
 pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, log: AccessLog, shutdown: ShutdownToken) -> Router {
-    let app = Arc::new(App { runtime: runtime.clone(), log });
+    let app = Arc::new(App { runtime: runtime.clone(), log, shutdown: shutdown.clone() });
     let authed = Router::new()
         .route("/v1/exec", post(routes::exec))
         .route("/v1/exec/{pack_id}/{verb_key}", post(routes::exec_command))
@@ -57,6 +60,8 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, log: AccessLog, shutdown
         .route("/v1/title", get(routes::title_get).post(routes::title_post))
         .route("/v1/audit", get(routes::audit))
         .route("/v1/doctor", get(routes::doctor))
+        .route("/v1/sense", get(sense::watch))
+        .route("/v1/sense/{pack}/{ref}", post(sense::emit))
         .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
     Router::new()

@@ -96,6 +96,7 @@ pub fn build(runtime: &Runtime) -> Value {
         "/v1/doctor".into(),
         json!({ "get": op("doctor", "The runtime's health (operators only).", None, &[], "Any", &[200, 401, 403]) }),
     );
+    sense_paths(&mut paths);
     for c in &commands {
         let summary = format!("{} {} ({}): {}", c.pack_id, c.verb, c.operation, c.description);
         // A command without required arguments may be called with no body at all.
@@ -116,6 +117,36 @@ pub fn build(runtime: &Runtime) -> Value {
             "schemas": schemas(),
         },
     })
+}
+
+/// `GET /v1/sense` (a `text/event-stream`) and `POST /v1/sense/{pack}/{ref}` (docs/sense.md).
+fn sense_paths(paths: &mut Map<String, Value>) {
+    let id = json!({ "type": "integer", "minimum": 0, "maximum": u64::MAX });
+    let watch_params = [
+        param("pack", "query", false, "Only this pack's events"),
+        param_schema("after", "query", false, "Only events after this id", id.clone()),
+        param_schema("Last-Event-ID", "header", false, "The last event id seen (wins over after)", id),
+    ];
+    let mut watch = op(
+        "sense_watch",
+        "The caller's tenant's Sense events of the packs it holds sense.announce for, as Server-Sent Events.",
+        None,
+        &watch_params,
+        "Any",
+        &[200, 400, 401, 403, 404],
+    );
+    watch["responses"]["200"] = json!({ "description": "An event stream: `id:` the event id, `data:` the event as JSON",
+        "content": { "text/event-stream": { "schema": { "type": "string" } } } });
+    paths.insert("/v1/sense".into(), json!({ "get": watch }));
+    let emit_params = [
+        param("pack", "path", true, "A pack id"),
+        param("ref", "path", true, "A stimulusTriggers ref of the pack"),
+    ];
+    paths.insert(
+        "/v1/sense/{pack}/{ref}".into(),
+        json!({ "post": op("sense_emit", "Record an upstream push of a declared trigger; the body is its JSON payload.",
+            Some((json!({}), false)), &emit_params, "Any", &[200, 400, 401, 403, 404, 409, 413]) }),
+    );
 }
 
 /// One command of an activated pack, with the arguments the runtime accepts for it.

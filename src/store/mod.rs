@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod grants;
 pub mod packs;
 pub mod principals;
+pub mod sense;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -40,13 +40,13 @@ fn settings(tmp: &Path) -> insta::Settings {
     // Times: install and audit timestamps, and every duration a probe, eval case or report gives.
     s.add_filter(r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z\b", "[TIME]");
     s.add_filter(r#""(ms|p50_ms|p95_ms)": [0-9]+"#, r#""${1}": "[MS]""#);
+    // The audit chain's links: hashes over lines that hold a time and a random genesis.
+    s.add_filter(r#""prev": "[0-9a-f]{64}""#, r#""prev": "[HASH]""#);
     s.add_filter(r"\b(p50|p95) [0-9]+ ms\b", "${1} [MS] ms");
     s.add_filter(r"\([0-9]+ ms, ~", "([MS] ms, ~");
     // The component digest `--verbose` shows: pinned by the_example_component_is_reproducible_from_source, and
     // it changes with every rebuild of the guest, which is no change in what hcpx prints.
     s.add_filter(r"\(component [0-9a-f]{12}\)", "(component [DIGEST])");
-    // The audit chain's links: each depends on the random genesis of the store (docs/security.md).
-    s.add_filter(r#""prev": "[0-9a-f]{64}""#, r#""prev": "[CHAIN]""#);
     // What this kernel enforces: a wrap's sandbox mode and each layer's status (docs/security.md).
     s.add_filter(r#""mode": "(sandbox|native-local)""#, r#""mode": "[SANDBOX MODE]""#);
     s.add_filter(r#""([a-z-]+)": "(enforced|partial|unavailable)""#, r#""${1}": "[LAYER STATUS]""#);

@@ -28,6 +28,7 @@ mod new;
 mod properties;
 mod render;
 mod robustness;
+mod sense;
 mod serve;
 mod serve_path;
 mod store;

@@ -90,11 +90,20 @@ pub(crate) struct WatchQuery {
 struct Watch {
     runtime: Arc<Runtime>,
     principal: Principal,
+    /// The token it was opened with, checked again at every poll: a removed token or a grant taken back ends
+    /// the stream.
+    token_sha256: [u8; 32],
     pack: Option<String>,
     last: u64,
     version: Option<(u64, u64, i64, i64)>,
     pending: VecDeque<SenseEvent>,
     shutdown: super::ShutdownToken,
+}
+
+/// The Principal a token digest names now: `None` when the token was removed (or the file cannot be read).
+fn current(rt: &Runtime, digest: &[u8; 32], invoker: crate::model::Invoker) -> Option<Principal> {
+    let principals = rt.store().principals().ok().flatten()?;
+    principals.authenticate_digest(digest, invoker).map(|a| a.principal)
 }
 
 fn event(e: &SenseEvent) -> Event {
@@ -132,6 +141,7 @@ pub(crate) async fn watch(
     };
     let state = Watch {
         runtime: app.runtime.clone(),
+        token_sha256: who.token_sha256,
         principal: who.principal,
         pack: q.pack,
         last: first.last().map_or(after, |e| e.id),
@@ -148,6 +158,11 @@ pub(crate) async fn watch(
             tokio::select! {
                 () = st.shutdown.cancelled() => return None,
                 () = tokio::time::sleep(POLL) => {}
+            }
+            // Who is watching is decided again at every poll, from principals.json as it is now (a cached read).
+            st.principal = current(&st.runtime, &st.token_sha256, st.principal.invoker)?;
+            if st.runtime.sense_may_watch(&st.principal, st.pack.as_deref()).is_err() {
+                return None;
             }
             let now = st.runtime.sense_version(&st.principal);
             if now == st.version {

@@ -51,6 +51,8 @@ pub struct Principals {
 pub struct Authenticated {
     pub principal: Principal,
     pub operator: bool,
+    /// The SHA-256 of the token it presented: a long-lived request (a Sense stream) checks it again later.
+    pub token_sha256: [u8; 32],
 }
 
 impl Principals {
@@ -91,10 +93,15 @@ impl Principals {
     /// The Principal whose token is `token`, reaching the runtime through `invoker`; `None` when no row
     /// matches. Every row is compared (in constant time), so the answer's timing says nothing of which.
     pub fn authenticate(&self, token: &str, invoker: Invoker) -> Option<Authenticated> {
-        let presented = sha256(token.as_bytes());
+        self.authenticate_digest(&sha256(token.as_bytes()), invoker)
+    }
+
+    /// The Principal whose token has this SHA-256 now (its row may have changed or gone since it was first
+    /// authenticated), compared in constant time.
+    pub fn authenticate_digest(&self, presented: &[u8; 32], invoker: Invoker) -> Option<Authenticated> {
         let mut found = None;
         for (i, d) in self.digests.iter().enumerate() {
-            if bool::from(d.ct_eq(&presented)) {
+            if bool::from(d.ct_eq(presented)) {
                 found = Some(i);
             }
         }
@@ -107,6 +114,7 @@ impl Principals {
                 invoker,
             },
             operator: row.operator,
+            token_sha256: *presented,
         })
     }
 }

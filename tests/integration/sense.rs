@@ -181,6 +181,10 @@ fn sse(
             Ok(k) => raw.extend_from_slice(&buf[..k]),
             Err(_) => {}
         }
+        // The response ended (the last chunk of a chunked body); the connection itself may stay open.
+        if raw.ends_with(b"\r\n0\r\n\r\n") {
+            break;
+        }
     }
     let text = String::from_utf8_lossy(&raw);
     let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -244,4 +248,31 @@ fn an_open_stream_gets_new_events_as_they_are_recorded() {
     let (_, got) = reader.join().unwrap();
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["payload"]["id"], "live");
+}
+
+#[test]
+fn an_open_stream_ends_when_its_principal_is_removed() {
+    let h = Home::new();
+    sense_pack(&h);
+    let alice = principal(&h, "alice", "acme", &["sense.announce:demo"], false);
+    let feeder = principal(&h, "feeder", "acme", &["sense.announce:demo"], false);
+    let s = Server::start(&h, &[]);
+    let (addr, token) = (s.addr.clone(), alice.clone());
+    let wait = Duration::from_secs(20);
+    let reader = std::thread::spawn(move || {
+        let started = Instant::now();
+        let got = sse(&addr, &token, "", None, 2, wait);
+        (got, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.post("/v1/sense/demo/item.changed", &feeder, &json!({ "n": 1 })).0, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    // Alice's token is taken back while her stream is open: nothing more reaches her, and the stream ends.
+    assert!(h.run(&["principal", "rm", "alice"]).status.success());
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(s.post("/v1/sense/demo/item.changed", &feeder, &json!({ "n": 2 })).0, 200);
+    let ((status, got), took) = reader.join().unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(got.iter().map(|e| e["payload"]["n"].clone()).collect::<Vec<_>>(), [json!(1)], "{got:?}");
+    assert!(took < wait, "the stream of a removed Principal stayed open");
 }

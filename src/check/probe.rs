@@ -278,7 +278,17 @@ pub fn not_json(c: &Ctx, h: &mut Hits) {
         .map(|r| r.verb.as_str())
         .collect();
     let Some(first) = text.first() else { return };
-    h.push(SURFACE, pointer(&["verbs", first, "cli"]), format!("{} read(s) print text, not JSON: {}; agents parse output", text.len(), text.join(", ")), "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text");
+    let fix = if composite(c) {
+        "return a JSON document from the component's `exec` for these commands (serde_json on the guest side), then rebuild adapter.wasm"
+    } else {
+        "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text"
+    };
+    h.push(
+        SURFACE,
+        pointer(&["verbs", first, "cli"]),
+        format!("{} read(s) print text, not JSON: {}; agents parse output", text.len(), text.join(", ")),
+        fix,
+    );
 }
 
 /// R003
@@ -321,10 +331,17 @@ pub fn ansi_escapes(c: &Ctx, h: &mut Hits) {
             SURFACE,
             ptr(r),
             format!("`{}` prints terminal colour codes with no terminal and NO_COLOR set", r.verb),
-            format!(
-                "add the CLI's `--color=never`/`--no-color` to `{}`.cli, or set it in wrap.agent_env",
-                r.verb
-            ),
+            if composite(c) {
+                format!(
+                    "return `{}`'s result without ANSI escape codes: the component has no terminal",
+                    r.verb
+                )
+            } else {
+                format!(
+                    "add the CLI's `--color=never`/`--no-color` to `{}`.cli, or set it in wrap.agent_env",
+                    r.verb
+                )
+            },
         );
     }
 }
@@ -332,7 +349,21 @@ pub fn ansi_escapes(c: &Ctx, h: &mut Hits) {
 /// R006
 pub fn timed_out(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| failure(r) == Some(Failure::Timeout)) {
-        h.push(SURFACE, ptr(r), format!("`{}` ran past the timeout: it waits for input or hangs ({})", r.verb, first_line(&r.error)), format!("make `{}` finish without a terminal: pass the CLI's non-interactive flag (`--yes`, `--no-input`, `--batch`) in cli[]", r.verb));
+        let fix = if composite(c) {
+            format!("make the component's `exec` for `{}` return within the limit: it has no stdin to wait on, so look for a loop or a host call that never returns", r.verb)
+        } else {
+            format!("make `{}` finish without a terminal: pass the CLI's non-interactive flag (`--yes`, `--no-input`, `--batch`) in cli[]", r.verb)
+        };
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!(
+                "`{}` ran past the timeout: it waits for input or hangs ({})",
+                r.verb,
+                first_line(&r.error)
+            ),
+            fix,
+        );
     }
 }
 
@@ -367,10 +398,11 @@ pub fn silent_failure(c: &Ctx, h: &mut Hits) {
             SURFACE,
             ptr(r),
             format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error),
-            format!(
-                "make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds",
-                r.verb
-            ),
+            if composite(c) {
+                format!("return an `err` with a message that says what went wrong and what to do from the component's `exec` for `{}`", r.verb)
+            } else {
+                format!("make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds", r.verb)
+            },
         );
     }
 }
@@ -395,7 +427,21 @@ pub fn stderr_on_success(c: &Ctx, h: &mut Hits) {
 pub fn read_changed_files(c: &Ctx, h: &mut Hits) {
     for r in probes(c).filter(|r| !r.changed.is_empty()) {
         let shown: Vec<&str> = r.changed.iter().take(5).map(String::as_str).collect();
-        h.push(SURFACE, ptr(r), format!("`{}` is a read but changed files in its working directory: {}", r.verb, shown.join(", ")), format!("make `{}` a write in policy.json, or pass the CLI's read-only flag (`--no-optional-locks`, `-readonly`, `--dry-run`)", r.verb));
+        let fix = if composite(c) {
+            format!("make `{}` a write in policy.json, or stop the component's `exec` from writing through its preopen for this command", r.verb)
+        } else {
+            format!("make `{}` a write in policy.json, or pass the CLI's read-only flag (`--no-optional-locks`, `-readonly`, `--dry-run`)", r.verb)
+        };
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!(
+                "`{}` is a read but changed files in its working directory: {}",
+                r.verb,
+                shown.join(", ")
+            ),
+            fix,
+        );
     }
 }
 

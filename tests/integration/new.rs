@@ -106,12 +106,16 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
         .unwrap();
     assert!(proof.status.success(), "{}", String::from_utf8_lossy(&proof.stderr));
 
-    // A guest that logs on success and a command without a title: composite advice, not a CLI's.
+    // A guest that logs on success, answers `count` in text, and a command without a title: composite advice,
+    // not a CLI's.
     let lib = pack.join("guest/src/lib.rs");
-    let src = fs::read_to_string(&lib).unwrap().replace(
-        "let name = text(&args, \"name\", \"Ada\")?.trim();",
-        "let name = text(&args, \"name\", \"Ada\")?.trim();\n                hcp::adapter::host::log(hcp::adapter::host::Level::Info, \"greeting\");",
-    );
+    let src = fs::read_to_string(&lib)
+        .unwrap()
+        .replace(
+            "let name = text(&args, \"name\", \"Ada\")?.trim();",
+            "let name = text(&args, \"name\", \"Ada\")?.trim();\n                hcp::adapter::host::log(hcp::adapter::host::Level::Info, \"greeting\");",
+        )
+        .replace("Ok(out.to_string())", "Ok(if verb_key == \"count\" { format!(\"count: {out}\") } else { out.to_string() })");
     fs::write(&lib, src).unwrap();
     build(&pack);
     edit_json(&pack.join("surface.json"), |s| {
@@ -121,6 +125,9 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let r010 = finding(&report, "R010");
     assert!(r010["fix"].as_str().unwrap().contains("host.log"), "{r010}");
     assert!(!r010["fix"].as_str().unwrap().contains("quiet flag"), "{r010}");
+    let r002 = finding(&report, "R002");
+    assert!(r002["fix"].as_str().unwrap().contains("component's `exec`"), "{r002}");
+    assert!(!r002["fix"].as_str().unwrap().contains("json_flag"), "{r002}");
     let m019 = finding(&report, "M019");
     assert!(m019["message"].as_str().unwrap().contains("pack and command name"), "{m019}");
     assert!(!m019["message"].as_str().unwrap().contains("command line"), "{m019}");

@@ -153,8 +153,21 @@ impl Runtime {
             Ok(Some(g)) => add("grants", Health::Ok, format!("{} grant(s) in grants.json", g.len())),
             Err(e) => add("grants", Health::Error, e.to_string()),
         }
-        if let Err(e) = store.audit() {
-            add("audit", Health::Error, e.to_string());
+        // The audit log's hash chain (docs/security.md, The audit chain): a break is an error to look into.
+        match store.verify_audit(None) {
+            Ok(v) => match &v.broken {
+                None => add(
+                    "audit",
+                    Health::Ok,
+                    format!("hash chain intact: {} line(s) in {} file(s)", v.lines, v.files.len()),
+                ),
+                Some(b) => add(
+                    "audit",
+                    Health::Error,
+                    format!("hash chain broken ({}): {}; see hcpx audit verify", b.kind.as_str(), b.message),
+                ),
+            },
+            Err(e) => add("audit", Health::Error, e.to_string()),
         }
         // Each confinement layer a wrap call gets on this kernel under this sandbox.json.
         let cfg = sandbox.as_ref().map(|s| (**s).clone()).unwrap_or_default();

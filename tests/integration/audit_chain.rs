@@ -165,3 +165,21 @@ fn a_project_mode_write_records_its_project() {
     let rec: Value = serde_json::from_str(&lines(&h)[0]).unwrap();
     assert!(rec.get("project_dir").is_none(), "{rec}");
 }
+
+#[test]
+fn doctor_reports_the_chain() {
+    let h = home_with_writes(2, &[]);
+    let check = |h: &Home| {
+        let v = stdout_json(&h.run(&["doctor", "--json"]));
+        v["checks"].as_array().unwrap().iter().find(|c| c["check"] == "audit").cloned().unwrap_or_default()
+    };
+    let ok = check(&h);
+    assert_eq!(ok["status"], "ok", "{ok}");
+    assert!(ok["detail"].as_str().unwrap().contains("2 line(s)"), "{ok}");
+    let mut l = lines(&h);
+    l.swap(0, 1);
+    write_lines(&h, &l);
+    let broken = check(&h);
+    assert_eq!(broken["status"], "error", "{broken}");
+    assert!(broken["detail"].as_str().unwrap().contains("hcpx audit verify"), "{broken}");
+}

@@ -57,6 +57,8 @@ pub fn run(p: &Printer, c: &SenseCmd) -> anyhow::Result<u8> {
         }
         SenseCmd::Watch { pack, after, follow } => {
             let pack = pack.as_deref();
+            // The log's version before the read: an event recorded between the two is seen by the next poll.
+            let mut seen = runtime.sense_version(&principal);
             let events = match runtime.sense_events(&principal, *after, pack) {
                 Ok(e) => e,
                 Err(d) => return Ok(refuse(p, &d)),
@@ -71,9 +73,13 @@ pub fn run(p: &Printer, c: &SenseCmd) -> anyhow::Result<u8> {
                 return Ok(exit::OK);
             }
             events.iter().for_each(|e| show(p, e));
-            let mut seen = runtime.sense_version(&principal);
             loop {
                 std::thread::sleep(POLL);
+                // The local grants as they are now: a grant taken back ends the watch with the denial.
+                let principal = runtime.store().local_principal(Invoker::Cli)?;
+                if let Err(d) = runtime.sense_may_watch(&principal, pack) {
+                    return Ok(refuse(p, &d));
+                }
                 let now = runtime.sense_version(&principal);
                 if now == seen {
                     continue;

@@ -276,3 +276,36 @@ fn an_open_stream_ends_when_its_principal_is_removed() {
     assert_eq!(got.iter().map(|e| e["payload"]["n"].clone()).collect::<Vec<_>>(), [json!(1)], "{got:?}");
     assert!(took < wait, "the stream of a removed Principal stayed open");
 }
+
+#[test]
+fn a_following_watch_ends_when_its_grant_is_taken_back() {
+    let h = Home::new();
+    sense_pack(&h);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
+        .args(["sense", "watch", "--follow", "--json"])
+        .env("HCP_HOME", h.store())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // The local Principal's grants now hold no sense.announce.
+    assert_eq!(h.run(&["grant", "verb.exec.read:*"]).status.code(), Some(0));
+    let started = Instant::now();
+    let ended = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = ended.expect("the watch went on after its grant was taken back");
+    assert_eq!(status.code(), Some(1));
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(out.contains("missing sense.announce"), "{out}");
+}

@@ -49,7 +49,7 @@ impl Fixture {
         let project = made.project();
         let source = pack_dir.join(rel);
         if source.is_dir() {
-            crate::store::packs::copy_tree(&source, &project).map_err(|e| fail(e.to_string()))?;
+            crate::store::packs::copy_pack(&source, &project).map_err(|e| fail(e.to_string()))?;
             return Ok(made);
         }
         for d in [&project, &made.root.path().join("home"), &made.root.path().join("tmp")] {

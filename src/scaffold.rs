@@ -110,10 +110,27 @@ fn pack_id_for(bin: &str) -> String {
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> Result<(), ScaffoldError> {
-    let p = dir.join(name);
-    std::fs::write(&p, text)
-        .map_err(|e| ScaffoldError::Io { path: p.clone(), reason: crate::model::io_reason(&e) })
+/// Writes `rel` under `dir` (making its directories), executable when asked: every file a scaffold writes.
+fn write(dir: &Path, rel: &str, text: &str, executable: bool) -> Result<(), ScaffoldError> {
+    let path = dir.join(rel);
+    let io = |p: &Path, e: std::io::Error| ScaffoldError::Io {
+        path: p.to_path_buf(),
+        reason: crate::model::io_reason(&e),
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+    }
+    std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(|e| io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// A JSON file as a scaffold writes it: pretty, with a final newline.
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
 
 /// Writes a scaffold pack for `bin` into `out` (a new or empty directory; default `./<pack id>`), under `id`
@@ -179,18 +196,16 @@ pub fn scaffold(bin: &str, out: Option<&Path>, id: Option<&str>) -> Result<Scaff
     );
     std::fs::create_dir_all(out)
         .map_err(|e| ScaffoldError::Io { path: out.to_path_buf(), reason: crate::model::io_reason(&e) })?;
-    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
-    write(out, "surface.json", &pretty(&surface))?;
-    write(out, "policy.json", &pretty(&policy))?;
-    write(out, "HARNESS.md", &skill)?;
+    write(out, "surface.json", &pretty(&surface), false)?;
+    write(out, "policy.json", &pretty(&policy), false)?;
+    write(out, "HARNESS.md", &skill, false)?;
     let mut files: Vec<String> = ["surface.json", "policy.json", "HARNESS.md"].map(String::from).to_vec();
     // The starters: a case per template (each a gated write, refused without confirm), and a proof script.
     if let Ok(pack) = crate::pack::Pack::load(out) {
-        write(out, "hcp.eval.json", &pretty(&crate::check::starter_cases(&pack)))?;
+        write(out, "hcp.eval.json", &pretty(&crate::check::starter_cases(&pack)), false)?;
         files.push("hcp.eval.json".into());
     }
-    write(out, "proof.sh", &proof_script(&id, bin))?;
-    set_executable(&out.join("proof.sh"))?;
+    write(out, "proof.sh", &proof_script(&id, bin), true)?;
     files.push("proof.sh".into());
     Ok(Scaffold {
         pack_id: id,
@@ -228,10 +243,4 @@ cd "$tmp"
 "$HCPX" check "$here" --probe --strict
 "#
     )
-}
-
-fn set_executable(p: &Path) -> Result<(), ScaffoldError> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| ScaffoldError::Io { path: p.to_path_buf(), reason: crate::model::io_reason(&e) })
 }

@@ -54,12 +54,7 @@ pub fn run(p: &Printer, a: &ConnectArgs) -> anyhow::Result<u8> {
     } else if out.ok {
         p.data(&format!("linked family {family} for {} (pack {})", principal.id, pack.id));
     } else {
-        let code = out.code.map(|c| c.as_str()).unwrap_or("error");
-        p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("connect failed")));
+        super::exec::print_failure(p, &out);
     }
-    Ok(match (out.ok, out.code) {
-        (true, _) => exit::OK,
-        (false, Some(code)) => code.status().exit,
-        (false, None) => exit::FAILURE,
-    })
+    Ok(super::exec::exit_of(&out))
 }

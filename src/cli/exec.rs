@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
 use hcpx::adapter::ExecHooks;
-use hcpx::model::{Envelope, Invoker, Principal};
+use hcpx::model::{Envelope, Invoker, Principal, ResultEnvelope};
 use hcpx::runtime::{CallContext, Runtime};
 use hcpx::store::Store;
 
@@ -99,15 +99,31 @@ fn dry_run(p: &Printer, runtime: &Runtime, principal: &Principal, env: &Envelope
             exit::OK
         }
         Err(d) => {
-            let code = d.code;
             let out = d.into_envelope(&env.pack_id, &env.verb_key);
             if p.json {
                 p.json_doc(&out);
             } else {
-                p.error(&format!("{} ({})", out.error.as_deref().unwrap_or("refused"), code.as_str()));
+                print_failure(p, &out);
             }
-            code.status().exit
+            exit_of(&out)
         }
+    }
+}
+
+/// A failed envelope in text: its message and code on stderr (`error: … (code)`).
+pub fn print_failure(p: &Printer, out: &ResultEnvelope) {
+    if !out.ok {
+        let code = out.code.map(|c| c.as_str()).unwrap_or("error");
+        p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("failed")));
+    }
+}
+
+/// The exit code of a call: 0, or its denial's from `Code::status()`.
+pub fn exit_of(out: &ResultEnvelope) -> u8 {
+    match (out.ok, out.code) {
+        (true, _) => exit::OK,
+        (false, Some(code)) => code.status().exit,
+        (false, None) => exit::FAILURE,
     }
 }
 
@@ -146,10 +162,7 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
             Some(v) => p.data(&serde_json::to_string_pretty(v).unwrap_or_default()),
             None => {}
         }
-        if !out.ok {
-            let code = out.code.map(|c| c.as_str()).unwrap_or("error");
-            p.error(&format!("{} ({code})", out.error.as_deref().unwrap_or("failed")));
-        }
+        print_failure(p, &out);
         // A person at the terminal sees what they are asked to approve, and how to approve it.
         super::confirm::print_card(p, a, &out);
         if out.truncated == Some(true) {
@@ -160,9 +173,5 @@ pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
     // faster than tearing them down piece by piece (about 2% of a composite exec). Nothing in it holds
     // unwritten data: the store writes each file atomically when it changes.
     std::mem::forget(runtime);
-    Ok(match (out.ok, out.code) {
-        (true, _) => exit::OK,
-        (false, Some(code)) => code.status().exit,
-        (false, None) => exit::FAILURE,
-    })
+    Ok(exit_of(&out))
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::pipeline::{check_arguments, confirm_gate, ensure_activated};
+use super::pipeline::{checked, confirm_gate};
 use super::{ArgsInput, CallContext, Runtime};
 use crate::adapter::{NoHooks, OwnedCall, Plan};
 use crate::model::{BindingMode, Denial, Envelope, Preview, Principal};
@@ -39,10 +39,7 @@ impl Runtime {
         ctx: &CallContext,
     ) -> Result<DryRun, Denial> {
         let r = self.resolve(env, ArgsInput::Words(words))?;
-        ensure_activated(&r)?;
-        super::pipeline::authenticate(env, &r)?;
-        super::pipeline::assert_capability(principal, &r)?;
-        let checked = check_arguments(&r)?;
+        let checked = checked(principal, env, &r)?;
         let gate = confirm_gate(&r, &checked);
         let binding = self.mint_binding(principal, &r, &checked)?;
         let (binding_mode, binding_fields) = (binding.mode, binding.fields.keys().cloned().collect());

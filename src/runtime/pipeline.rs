@@ -205,10 +205,7 @@ impl Runtime {
         env: &Envelope,
         r: &Resolved<'_>,
     ) -> Result<(Checked, MintedBinding), Denial> {
-        ensure_activated(r)?;
-        authenticate(env, r)?;
-        assert_capability(principal, r)?;
-        let checked = check_arguments(r)?;
+        let checked = checked(principal, env, r)?;
         enforce_confirm(r, &checked)?;
         let binding = self.mint_binding(principal, r, &checked)?;
         Ok((checked, binding))
@@ -324,8 +321,17 @@ fn run_adapter(a: &Admitted<'_>, hooks: &dyn ExecHooks) -> AdapterResult {
     ran
 }
 
+/// Steps 1 (end) to 3 and the argument check, in that order: what a call and a dry run both pass before the
+/// confirm gate.
+pub(super) fn checked(principal: &Principal, env: &Envelope, r: &Resolved<'_>) -> Result<Checked, Denial> {
+    ensure_activated(r)?;
+    authenticate(env, r)?;
+    assert_capability(principal, r)?;
+    check_arguments(r)
+}
+
 /// Step 1 (end): the pack is activated on this store.
-pub(super) fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
+fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
     if r.activated {
         Ok(())
     } else {
@@ -334,7 +340,7 @@ pub(super) fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
 }
 
 /// Step 2: the Principal was authenticated by its face; land `brain` needs a project id in scope.
-pub(super) fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
+fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
     if r.row.land == Land::Brain && env.project_id.as_deref().is_none_or(str::is_empty) {
         return Err(Denial::new(Code::ProjectRequired, "privacy.land brain requires project_id"));
     }
@@ -342,7 +348,7 @@ pub(super) fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denia
 }
 
 /// Step 3: assert the capability the row needs, scoped by pack and command.
-pub(super) fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
+fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
     let cap = if r.verb == "connect" {
         Capability::PackConnect
     } else if r.row.operation == Operation::Write {
@@ -359,7 +365,7 @@ pub(super) fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Resu
 
 /// Between steps 3 and 4: the arguments match the command's schema (or the pass-through rules) before
 /// anything runs.
-pub(super) fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
+fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
     let invalid = |m: String| Denial::new(Code::InvalidArgs, m);
     let given = r.args.as_ref().map_err(|e| invalid(e.clone()))?;
     let target = r.target();

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-use super::{scaffold, ScaffoldError};
+use super::{pretty, scaffold, write, ScaffoldError};
 use crate::model::naming::is_pack_id;
 
 /// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`.
@@ -93,23 +93,6 @@ fn fresh(dir: &Path) -> Result<(), NewError> {
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> NewError + '_ {
     move |e| NewError::Io { path: path.to_path_buf(), reason: crate::model::io_reason(&e) }
-}
-
-fn write(dir: &Path, rel: &str, text: &str, executable: bool) -> Result<(), NewError> {
-    let path = dir.join(rel);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-    }
-    std::fs::write(&path, text).map_err(io_err(&path))?;
-    if executable {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io_err(&path))?;
-    }
-    Ok(())
-}
-
-fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
 
 /// The wit-bindgen version the repository's guests are locked to.

@@ -134,13 +134,11 @@ impl Store {
 
     /// The files of the log, oldest first: the unchained one, the rotated ones, the current one.
     pub fn audit_files(&self) -> Result<Vec<String>, StoreError> {
-        let rotated = self.audit_head()?.map_or(0, |h| h.rotated);
         let mut files = Vec::new();
         if self.path(&format!("{AUDIT}.unchained")).exists() {
             files.push(format!("{AUDIT}.unchained"));
         }
-        files.extend((1..=rotated).map(|n| format!("{AUDIT}.{n}")));
-        files.push(AUDIT.to_string());
+        files.extend(chained_files(self.audit_head()?.as_ref()));
         Ok(files)
     }
 
@@ -163,6 +161,12 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// The files the chain of `head` runs through, oldest first: the rotated ones, then the current one.
+pub(super) fn chained_files(head: Option<&AuditHead>) -> Vec<String> {
+    let rotated = head.map_or(0, |h| h.rotated);
+    (1..=rotated).map(|n| format!("{AUDIT}.{n}")).chain(std::iter::once(AUDIT.to_string())).collect()
 }
 
 /// The last line of `p` (without its newline), reading only its tail; `None` when the file is missing or empty.

@@ -64,8 +64,7 @@ impl Store {
     /// Walks the chain; `anchor` is a head recorded elsewhere earlier, which must be a line of the chain.
     pub fn verify_audit(&self, anchor: Option<&str>) -> Result<Verified, StoreError> {
         let head = self.audit_head()?;
-        let files: Vec<String> =
-            self.audit_files()?.into_iter().filter(|f| !f.ends_with(".unchained")).collect();
+        let files = super::audit::chained_files(head.as_ref());
         let mut v = Verified {
             ok: true,
             lines: 0,

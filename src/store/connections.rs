@@ -45,12 +45,13 @@ impl Store {
         Ok(self.tenant_dir(tenant)?.join(FILE).display().to_string())
     }
 
-    /// The last outcome of a connect of `family` for `principal` of `tenant`.
+    /// The last outcome of a connect of `family` for `principal` of `tenant`. Every mint of a `local` or `user`
+    /// Binding asks, so it is a cached read (no parse while the file is unchanged).
     pub fn link(&self, tenant: &str, family: &str, principal: &str) -> Result<Option<Link>, StoreError> {
         let rel = self.connections_rel(tenant)?;
         Ok(self
-            .read_json::<Links>(&rel)?
-            .and_then(|mut m| m.get_mut(family).and_then(|p| p.remove(principal))))
+            .read_json_cached::<Links>(&rel)?
+            .and_then(|m| m.get(family).and_then(|p| p.get(principal)).cloned()))
     }
 
     /// Records the outcome of a connect (or a revoke), under the store lock.

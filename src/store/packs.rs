@@ -327,14 +327,9 @@ fn not_installed(id: &str, state: &State) -> StoreError {
     })
 }
 
-/// Copies the directory tree at `src` into `dst`, reading only beneath `src` and within a pack's bounds (an eval
-/// fixture's directory).
-pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), StoreError> {
-    copy_pack(src, dst)
-}
-
-/// Copies the pack at `src` into `dst` (which must not exist), reading only beneath `src`.
-fn copy_pack(src: &Path, dst: &Path) -> Result<(), StoreError> {
+/// Copies the pack at `src` (or a directory of it, such as an eval fixture) into `dst` (which must not exist),
+/// reading only beneath `src` and within a pack's bounds.
+pub fn copy_pack(src: &Path, dst: &Path) -> Result<(), StoreError> {
     let root = Dir::open_ambient_dir(src, ambient_authority()).map_err(|e| StoreError::io(src, e))?;
     let mut budget = (MAX_PACK_ENTRIES, MAX_PACK_BYTES);
     copy_dir(&root, Path::new(""), dst, &mut budget)

@@ -56,14 +56,7 @@ fn sense_emit_and_watch_with_the_grant_and_replay_after_the_last_id() {
     let (rc, v) = emit(&h, "demo", "item.changed", "not json");
     assert_eq!((rc, v["code"].as_str()), (1, Some("invalid_args")), "{v}");
     // Follow mode: reconnecting after 2 gets the replay (none) and then a new event as it is recorded.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
-        .args(["sense", "watch", "--follow", "--json", "--after", "1"])
-        .env("HCP_HOME", h.store())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = follow(&h, &["--after", "1"]);
     let (tx, rx) = std::sync::mpsc::channel();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -281,14 +274,7 @@ fn an_open_stream_ends_when_its_principal_is_removed() {
 fn a_following_watch_ends_when_its_grant_is_taken_back() {
     let h = Home::new();
     sense_pack(&h);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
-        .args(["sense", "watch", "--follow", "--json"])
-        .env("HCP_HOME", h.store())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = follow(&h, &[]);
     std::thread::sleep(Duration::from_millis(500));
     // The local Principal's grants now hold no sense.announce.
     assert_eq!(h.run(&["grant", "verb.exec.read:*"]).status.code(), Some(0));
@@ -308,4 +294,17 @@ fn a_following_watch_ends_when_its_grant_is_taken_back() {
     let mut out = String::new();
     child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert!(out.contains("missing sense.announce"), "{out}");
+}
+
+/// `hcpx sense watch --follow --json` on `h`'s store, its stdout piped.
+fn follow(h: &Home, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hcpx"))
+        .args(["sense", "watch", "--follow", "--json"])
+        .args(extra)
+        .env("HCP_HOME", h.store())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }

@@ -1,42 +1,46 @@
 #!/usr/bin/env bash
-# Why: measures the wall-time overhead of `hcpx exec` over running the same bin directly, side by side in one run.
-# Usage: BENCH_N=200 benches/exec_overhead.sh   (prints a Markdown table for docs/perf.md on stdout)
+# Why: measures whole-process `hcpx` calls as a host that runs one `hcpx exec` per tool call pays them: the median
+# and the tail (p90, p99), side by side in one run with `/bin/true`, `hcpx --version` and each wrap's bin run
+# directly, interleaved round by round so the machine's noise hits every case alike.
+# Usage: BENCH_N=200 benches/exec_overhead.sh   (prints Markdown tables for docs/perf.md on stdout)
+#   BENCH_BASELINE=/path/to/an/older/hcpx adds that binary's `--version`, trivial wrap and composite rows, each
+#   call next to the current one's, with a store of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-200}"
 
-cargo build --release >&2
+cargo build --release --locked --bin hcpx >&2
 HCPX="$PWD/target/release/hcpx"
+BASE="${BENCH_BASELINE:-}"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 export HCP_HOME="$TMP/home"
 
-# A pack whose bin does nearly nothing, so the table shows hcpx's own cost.
+# A pack whose bin does nearly nothing, so the table shows hcpx's own cost (and the sandbox's).
 P="$TMP/trivial"
 . benches/trivial_pack.sh
 trivial_pack "$P"
 "$HCPX" lint "$P" >&2
 
-for dir in "$P" packs/transit packs/transit-composite; do
-  id="$(basename "$dir")"
-  "$HCPX" install "$dir" --json > /dev/null
-  "$HCPX" activate "$id" > /dev/null 2>&1
-done
+install_all() { # BIN HOME
+  for dir in "$P" packs/transit packs/transit-composite; do
+    HCP_HOME="$2" "$1" install "$dir" --json > /dev/null
+    HCP_HOME="$2" "$1" activate "$(basename "$dir")" > /dev/null 2>&1
+  done
+}
+install_all "$HCPX" "$HCP_HOME"
 # The same store with every confinement layer turned off, to show what the layers cost side by side.
 OFF="$TMP/home-off"
 cp -a "$HCP_HOME" "$OFF"
 echo '{"disable":["landlock","landlock-net","landlock-scope","seccomp","capabilities","no-new-privs","pid-namespace","mount-namespace","rlimits","process-limit"]}' > "$OFF/sandbox.json"
+if [ -n "$BASE" ]; then install_all "$BASE" "$TMP/home-base"; fi
 
-python3 - "$N" "$HCPX" "$HCP_HOME" "$OFF" <<'PY'
+python3 - "$N" "$HCPX" "$HCP_HOME" "$OFF" "$BASE" "$TMP/home-base" <<'PY'
 import os, statistics, subprocess, sys, time
-n, hcpx, home, off = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-# (label, pack id, bin, argv hcpx renders, hcpx exec words)
-cases = [
-    ("trivial `ping`", "trivial", "bin/trivial", ["ping"], ["ping", "--json"]),
-    ("transit `plan A B`", "transit", "bin/transit.mjs", ["plan", "A", "B", "--json"],
-     ["plan", "--json", "--", "from=A", "to=B"]),
-]
+n, hcpx, home, off, base, base_home = int(sys.argv[1]), *sys.argv[2:]
+if n < 200:
+    print(f"note: BENCH_N={n}; the tail (p99) needs at least 200 rounds to mean much", file=sys.stderr)
 
 def run(argv, cwd, env=None):
     t = time.perf_counter_ns()
@@ -44,36 +48,73 @@ def run(argv, cwd, env=None):
                    stderr=subprocess.DEVNULL, check=True)  # exec exits 0 only when ok
     return (time.perf_counter_ns() - t) / 1e6
 
-print(f"{time.strftime('%Y-%m-%d')}, nproc {os.cpu_count()}, {n} interleaved pairs per case, "
-      f"`BENCH_N={n} benches/exec_overhead.sh`\n")
-print("| case | direct p50 | hcpx p50 | hcpx, layers off, p50 | direct mean | hcpx mean | ratio p50 | added p50 | layers add p50 |")
-print("|------|-----------:|---------:|----------------------:|------------:|----------:|----------:|----------:|---------------:|")
-for label, pid, bin_, argv, words in cases:
-    pack = os.path.join(home, "packs", pid)
-    direct_cmd = [os.path.join(pack, bin_)] + argv
+def child_env(pid):
     # The environment hcpx builds for the child (src/adapter/wrap.rs), not ours: an inherited
     # NODE_EXTRA_CA_CERTS alone makes node ~90 ms slower on the project machine.
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(home, "workspaces", pid),
-           "TMPDIR": os.path.join(home, "tmp"), "HCP_SANDBOX": "native-local"}
-    hcpx_cmd = [hcpx, "exec", pid] + words
-    off_env = dict(os.environ, HCP_HOME=off)
-    for _ in range(5):  # warm up caches, not counted
-        run(direct_cmd, pack, env); run(hcpx_cmd, pack); run(hcpx_cmd, pack, off_env)
-    d, h, o = [], [], []
-    for _ in range(n):  # interleaved so machine noise hits all three alike
-        d.append(run(direct_cmd, pack, env))
-        h.append(run(hcpx_cmd, pack))
-        o.append(run(hcpx_cmd, pack, off_env))
-    dp, hp, op = statistics.median(d), statistics.median(h), statistics.median(o)
-    dm, hm = statistics.fmean(d), statistics.fmean(h)
-    print(f"| {label} | {dp:.2f} ms | {hp:.2f} ms | {op:.2f} ms | {dm:.2f} ms | {hm:.2f} ms "
-          f"| {hp / dp:.2f}× | {hp - dp:+.2f} ms | {hp - op:+.2f} ms |")
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(home, "workspaces", pid),
+            "TMPDIR": os.path.join(home, "tmp"), "HCP_SANDBOX": "native-local"}
 
-# A composite has no direct run: report the whole `hcpx exec` process, warm (its cache filled).
-cmd = [hcpx, "exec", "transit-composite", "plan", "--json", "--", "from=A", "to=B"]
-for _ in range(5):
-    run(cmd, home)
-xs = [run(cmd, home) for _ in range(n)]
-print(f"\n| whole process, warm cache | p50 | mean |\n|---|---:|---:|\n"
-      f"| `hcpx exec transit-composite plan A B` | {statistics.median(xs):.2f} ms | {statistics.fmean(xs):.2f} ms |")
+on = dict(os.environ, HCP_HOME=home)
+layers_off = dict(os.environ, HCP_HOME=off)
+trivial, transit = os.path.join(home, "packs", "trivial"), os.path.join(home, "packs", "transit")
+ping = ["exec", "trivial", "ping", "--json"]
+plan = ["exec", "transit", "plan", "--json", "--", "from=A", "to=B"]
+comp = ["exec", "transit-composite", "plan", "--json", "--", "from=A", "to=B"]
+# (key, label, argv, cwd, env); one round runs each once, in this order.
+cases = [
+    ("true", "`/bin/true`", ["/bin/true"], home, on),
+    ("version", "`hcpx --version`", [hcpx, "--version"], home, on),
+    ("ping-direct", "trivial bin, direct", [os.path.join(trivial, "bin/trivial"), "ping"], trivial,
+     child_env("trivial")),
+    ("ping", "`hcpx exec trivial ping`", [hcpx, *ping], trivial, on),
+    ("ping-off", "`hcpx exec trivial ping`, layers off", [hcpx, *ping], trivial, layers_off),
+    ("comp", "`hcpx exec transit-composite plan A B`, warm cache", [hcpx, *comp], home, on),
+    ("plan-direct", "transit bin (Node), direct", [os.path.join(transit, "bin/transit.mjs"), "plan", "A", "B",
+     "--json"], transit, child_env("transit")),
+    ("plan", "`hcpx exec transit plan A B` (Node)", [hcpx, *plan], transit, on),
+    ("plan-off", "`hcpx exec transit plan A B`, layers off", [hcpx, *plan], transit, layers_off),
+]
+if base:
+    b = dict(os.environ, HCP_HOME=base_home)
+    bt = os.path.join(base_home, "packs", "trivial")
+    cases += [
+        ("b-version", "baseline `hcpx --version`", [base, "--version"], base_home, b),
+        ("b-ping", "baseline `hcpx exec trivial ping`", [base, *ping], bt, b),
+        ("b-comp", "baseline composite, warm cache", [base, *comp], base_home, b),
+    ]
+t = {k: [] for k, *_ in cases}
+for _ in range(5):  # warm up the page cache and the compile cache, not counted
+    for k, _, argv, cwd, env in cases:
+        run(argv, cwd, env)
+load = os.getloadavg()
+for r in range(n):  # interleaved, and the order turned round every other round
+    for k, _, argv, cwd, env in (cases if r % 2 == 0 else cases[::-1]):
+        t[k].append(run(argv, cwd, env))
+load_end = os.getloadavg()
+
+def pct(xs, p):  # nearest rank
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(p / 100 * len(xs) + 0.5) - 1))]
+
+def stats(k):
+    return [pct(t[k], p) for p in (50, 90, 99)] + [statistics.fmean(t[k])]
+
+print(f"{time.strftime('%Y-%m-%d %H:%M')}, nproc {os.cpu_count()}, load average {load[0]:.2f} at the start and "
+      f"{load_end[0]:.2f} at the end, {n} interleaved rounds, `BENCH_N={n} benches/exec_overhead.sh`\n")
+print("| case | p50 | p90 | p99 | mean |\n|------|----:|----:|----:|-----:|")
+for k, label, *_ in cases:
+    print(f"| {label} | " + " | ".join(f"{v:.2f} ms" for v in stats(k)) + " |")
+
+def added(a, b, label):
+    sa, sb = stats(a), stats(b)
+    print(f"| {label} | " + " | ".join(f"{x - y:+.2f} ms" for x, y in zip(sa[:3], sb[:3])) + " |")
+
+print("\n| added (same percentile, one minus the other) | p50 | p90 | p99 |\n|---|---:|---:|---:|")
+added("ping", "ping-direct", "trivial wrap over its bin")
+added("ping", "ping-off", "the confinement layers, trivial wrap")
+added("plan", "plan-direct", "transit wrap over its bin (Node)")
+added("plan", "plan-off", "the confinement layers, transit (Node)")
+sv, st = stats("version"), stats("true")
+print(f"\n`hcpx --version` over `/bin/true`: p50 {sv[0] / st[0]:.2f}×, p90 {sv[1] / st[1]:.2f}×, "
+      f"p99 {sv[2] / st[2]:.2f}×")
 PY

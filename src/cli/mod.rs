@@ -561,8 +561,15 @@ pub enum CredentialCmd {
     },
 }
 
-/// Opens the store at `$HCP_HOME` (or `~/.hcp`).
+/// Opens the store at `$HCP_HOME` (or `~/.hcp`) for a command that makes one call and exits: its read cache
+/// never watches the store, whose teardown at exit would hold the process's end (`Store::one_shot`).
 pub fn open_store() -> anyhow::Result<Store> {
+    Ok(Store::open_default()?.one_shot())
+}
+
+/// Opens the store for a command that keeps running (`hcpx sense watch --follow` reads it at every poll): its
+/// read cache watches the store once a file is read twice.
+pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use std::io::Read;
 
-use super::{exit, open_store, SenseCmd};
+use super::{exit, open_store, open_store_watched, SenseCmd};
 use crate::output::Printer;
 use hcpx::model::{Denial, Invoker};
 use hcpx::store::sense::{SenseEvent, MAX_PAYLOAD_BYTES};
@@ -15,7 +15,10 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Runs `hcpx sense …`.
 pub fn run(p: &Printer, c: &SenseCmd) -> anyhow::Result<u8> {
-    let store = open_store()?;
+    let store = match c {
+        SenseCmd::Watch { follow: true, .. } => open_store_watched()?,
+        _ => open_store()?,
+    };
     let principal = store.local_principal(Invoker::Cli)?;
     let runtime = Runtime::new(store);
     match c {

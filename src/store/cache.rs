@@ -10,6 +10,10 @@
 //! bound instead: a value is trusted without a `stat` for at most [`TRUST`] (a file changed on another host
 //! of a network filesystem, or in place through a hard link in another directory). Without inotify (or
 //! after an overflow of its queue, or when the directory itself is moved) every lookup checks with `stat`.
+//!
+//! A process that makes one call and exits (the `hcpx` CLI) never watches ([`ReadCache::unwatched`]): closing an
+//! inotify descriptor waits for the kernel to destroy its marks, an SRCU grace period counted in scheduler ticks,
+//! and at exit that wait holds the process's end by 4 to 30 ms (docs/perf.md, "The tail of a whole-process call").
 
 use rustix::fs::inotify;
 use std::any::Any;
@@ -74,6 +78,12 @@ pub(super) struct Ticket {
 }
 
 impl ReadCache {
+    /// A cache that checks with `stat` and never starts a watch: for a process that makes one call and exits,
+    /// where a few `stat`s cost microseconds and closing a watch at exit costs milliseconds.
+    pub(super) fn unwatched() -> ReadCache {
+        ReadCache { inner: Mutex::new(Inner { watch_tried: true, ..Inner::default() }) }
+    }
+
     /// Looks `rel` up: trusted when the watch vouches for it, else what to check it against.
     pub(super) fn lookup(&self, home: &Path, rel: &str) -> Lookup {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);

@@ -80,6 +80,13 @@ impl Store {
             .map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })
     }
 
+    /// This store, for a process that makes one call and exits: its read cache never watches the store's
+    /// directory (closing the watch at exit would hold the process's end for milliseconds; see `cache`).
+    pub fn one_shot(mut self) -> Store {
+        self.cache = Arc::new(cache::ReadCache::unwatched());
+        self
+    }
+
     /// `HCP_HOME`, or `~/.hcp`.
     pub fn default_home() -> PathBuf {
         if let Some(h) = std::env::var_os("HCP_HOME").filter(|h| !h.is_empty()) {
@@ -304,6 +311,21 @@ mod tests {
         // A missing directory is an error that keeps its cause.
         let e = write_atomic(&t.path().join("no/such/file"), b"x", 0o644).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_one_shot_store_never_watches_and_still_sees_every_change() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap().one_shot();
+        let other = Store::open(t.path()).unwrap();
+        let read = || store.read_json_cached::<serde_json::Value>("x.json").unwrap().map(|v| v["n"].clone());
+        other.write_atomic("x.json", br#"{"n":1}"#).unwrap();
+        for _ in 0..3 {
+            assert_eq!(read(), Some(1.into()));
+        }
+        assert!(!store.cache.watching(), "a one-shot store opened an inotify watch");
+        other.write_atomic("x.json", br#"{"n":2}"#).unwrap();
+        assert_eq!(read(), Some(2.into()), "a change is seen by the next read, through its stat");
     }
 
     #[test]

@@ -157,6 +157,19 @@ fn an_endless_loop_times_out_near_the_deadline_and_the_runtime_goes_on() {
 }
 
 #[test]
+fn a_spinning_guest_is_stopped_at_its_deadline_in_a_one_shot_cli_call() {
+    // `hcpx exec` runs one call and exits (a one-shot runtime, a store that never watches, an engine made for the
+    // one call). A guest spinning in wasm never yields to the host: only epoch interruption stops it, so the
+    // call can end only because the epoch reached the deadline.
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 300 }"#);
+    let (rc, env) = h.exec(&id, "ok", &[]);
+    assert_eq!((rc, env["ok"].as_bool()), (0, Some(true)), "warm up (fills the compile cache): {env}");
+    assert_cli_times_out(&h, &id, "run");
+}
+
+#[test]
 fn a_guest_blocked_in_a_host_call_times_out_too_and_the_runtime_goes_on() {
     // Epoch interruption stops wasm code, not a host call: an hour's sleep on the WASI clock must still
     // end in `timeout` at the deadline.

@@ -354,6 +354,27 @@ fn a_timeout_kills_the_child_and_everything_it_started() {
 }
 
 #[test]
+fn a_call_that_returns_leaves_nothing_it_started_running() {
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    let token = crate::escape::token();
+    // The bin answers at once and leaves two sleeps of over 3000 s behind, in its process group: the call's
+    // return must not wait for them, and must not leave them running.
+    f.files[0].1 = format!(
+        "#!/bin/sh\nsleep {token} >/dev/null 2>&1 </dev/null &\nsh -c 'sleep {token}' >/dev/null 2>&1 </dev/null &\necho '{{\"done\":true}}'\n"
+    );
+    h.install(&f, "probe");
+    let (rc, out) = h.exec("probe", "look", &[]);
+    assert_eq!(
+        (rc, out["ok"].as_bool(), out["result"]["done"].as_bool()),
+        (0, Some(true), Some(true)),
+        "{out}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(crate::escape::survivors(&token), Vec::<i32>::new(), "a process the call started outlived it");
+}
+
+#[test]
 fn an_output_flood_is_capped_and_marked_truncated() {
     let h = Home::new();
     let mut f = probe_fixture(&h.marker);

@@ -1,0 +1,146 @@
+//! The audit log in the database: one hash chain per tenant. An append locks its tenant's head row
+//! (`SELECT … FOR UPDATE`), so two replicas appending at once are serialized by the database and the chain
+//! never forks; the line, its number and the new head commit together. Lines are stored as the exact text
+//! that was hashed, so an exported chain verifies as it did in the database.
+
+use super::{db_error, Db};
+use crate::model::digest::sha256_hex;
+use crate::store::audit::{AuditHead, AuditRecord};
+use crate::store::StoreError;
+
+/// One tenant's chain as stored: its head and its lines, oldest first.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    pub tenant: String,
+    pub head: AuditHead,
+    pub lines: Vec<String>,
+}
+
+pub(crate) fn new_genesis() -> Result<String, StoreError> {
+    use std::io::Read;
+    let mut seed = [0u8; 32];
+    let p = std::path::Path::new("/dev/urandom");
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut seed)).map_err(|e| StoreError::io(p, e))?;
+    Ok(sha256_hex(&seed))
+}
+
+impl Db {
+    /// Appends `rec` to its tenant's chain; returns the line as recorded.
+    pub fn audit_append(&self, rec: &AuditRecord) -> Result<String, StoreError> {
+        let genesis = new_genesis()?;
+        let (pool, shown, rec) = (self.pool(), self.shown().to_string(), rec.clone());
+        self.run(async move {
+            let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
+            let ins = tx
+                .prepare_cached(
+                    "INSERT INTO hcpx_audit_heads (tenant, genesis, lines, head) VALUES ($1, $2, 0, $2)
+                     ON CONFLICT (tenant) DO NOTHING",
+                )
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            tx.execute(&ins, &[&rec.tenant, &genesis]).await.map_err(|e| db_error(&shown, e))?;
+            let sel = tx
+                .prepare_cached("SELECT lines, head FROM hcpx_audit_heads WHERE tenant = $1 FOR UPDATE")
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            let row = tx.query_one(&sel, &[&rec.tenant]).await.map_err(|e| db_error(&shown, e))?;
+            let (lines, head): (i64, String) = (row.get(0), row.get(1));
+            let rec = AuditRecord { prev: Some(head), ..rec };
+            let line = serde_json::to_string(&rec)
+                .map_err(|e| StoreError::Corrupt { path: "audit".into(), reason: e.to_string() })?;
+            let hash = sha256_hex(line.as_bytes());
+            let n = lines + 1;
+            let add = tx
+                .prepare_cached("INSERT INTO hcpx_audit (tenant, n, line) VALUES ($1, $2, $3)")
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            tx.execute(&add, &[&rec.tenant, &n, &line]).await.map_err(|e| db_error(&shown, e))?;
+            let up = tx
+                .prepare_cached("UPDATE hcpx_audit_heads SET lines = $2, head = $3 WHERE tenant = $1")
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            tx.execute(&up, &[&rec.tenant, &n, &hash]).await.map_err(|e| db_error(&shown, e))?;
+            tx.commit().await.map_err(|e| db_error(&shown, e))?;
+            Ok(line)
+        })
+    }
+
+    /// Every audit line, oldest first (in the order they were committed), of one tenant or of all.
+    pub fn audit_lines(&self, tenant: Option<&str>) -> Result<Vec<String>, StoreError> {
+        let (pool, shown, tenant) = (self.pool(), self.shown().to_string(), tenant.map(str::to_string));
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let rows = match tenant {
+                Some(t) => c.query("SELECT line FROM hcpx_audit WHERE tenant = $1 ORDER BY n", &[&t]).await,
+                None => c.query("SELECT line FROM hcpx_audit ORDER BY seq", &[]).await,
+            }
+            .map_err(|e| db_error(&shown, e))?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// Each tenant's chain (head and lines), for `verify` and export; one tenant's when named.
+    pub fn audit_chains(&self, tenant: Option<&str>) -> Result<Vec<Chain>, StoreError> {
+        let (pool, shown, tenant) = (self.pool(), self.shown().to_string(), tenant.map(str::to_string));
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let heads = c
+                .query("SELECT tenant, genesis, lines, head FROM hcpx_audit_heads ORDER BY tenant", &[])
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            let mut out = Vec::new();
+            for h in heads {
+                let t: String = h.get(0);
+                if tenant.as_ref().is_some_and(|want| *want != t) {
+                    continue;
+                }
+                let lines: i64 = h.get(2);
+                let rows = c
+                    .query("SELECT line FROM hcpx_audit WHERE tenant = $1 ORDER BY n", &[&t])
+                    .await
+                    .map_err(|e| db_error(&shown, e))?;
+                out.push(Chain {
+                    head: AuditHead { genesis: h.get(1), lines: lines as u64, head: h.get(3), rotated: 0 },
+                    tenant: t,
+                    lines: rows.iter().map(|r| r.get(0)).collect(),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Puts a whole chain in place verbatim (an import of an exported chain); refused when the tenant has one.
+    pub fn audit_put_chain(&self, chain: &Chain) -> Result<(), StoreError> {
+        let (pool, shown, chain) = (self.pool(), self.shown().to_string(), chain.clone());
+        self.run(async move {
+            let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
+            let lines = chain.head.lines as i64;
+            let n = tx
+                .execute(
+                    "INSERT INTO hcpx_audit_heads (tenant, genesis, lines, head) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (tenant) DO NOTHING",
+                    &[&chain.tenant, &chain.head.genesis, &lines, &chain.head.head],
+                )
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            if n == 0 {
+                return Err(StoreError::Refused(format!(
+                    "tenant {} already has an audit chain in the database; import into an empty database",
+                    chain.tenant
+                )));
+            }
+            for (i, line) in chain.lines.iter().enumerate() {
+                let n = i as i64 + 1;
+                tx.execute(
+                    "INSERT INTO hcpx_audit (tenant, n, line) VALUES ($1, $2, $3)",
+                    &[&chain.tenant, &n, line],
+                )
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            }
+            tx.commit().await.map_err(|e| db_error(&shown, e))
+        })
+    }
+}

@@ -56,13 +56,14 @@ setup() { # store-url-or-files home -> prints the token
   HCP_STORE="$store" HCP_HOME="$home" "$HCPX" principal add bench --tenant bench \
     --grant 'verb.exec.read:*' --grant 'verb.exec.write:*' 2>/dev/null
 }
-start() { # store home -> prints the address
+start() { # store home: starts a replica (not in a subshell, so its pid is kept); `addr home` prints its address
   local store="$1" home="$2"
-  HCP_STORE="$store" HCP_HOME="$home" "$HCPX" serve --listen 127.0.0.1:0 --max-calls 1024 2> "$home.log" &
+  HCP_STORE="$store" HCP_HOME="$home" "$HCPX" serve --listen 127.0.0.1:0 --max-calls 1024 \
+    > /dev/null 2> "$home.log" &
   PIDS+=($!)
   for _ in $(seq 200); do grep -q "listening on" "$home.log" 2>/dev/null && break; sleep 0.05; done
-  sed -n 's/.*listening on http:\/\///p' "$home.log" | head -1
 }
+addr() { sed -n 's/.*listening on http:\/\///p' "$1.log" | head -1; }
 
 cat > "$TMP/post.lua" <<'LUA'
 wrk.method = "POST"
@@ -73,7 +74,7 @@ local n = 0
 request = function()
   n = n + 1
   if (os.getenv("UNIQUE") or "") ~= "" then
-    return wrk.format(nil, nil, nil, string.format(os.getenv("BODY"), math.random(1, 1000000000), n))
+    return wrk.format(nil, nil, nil, string.format(os.getenv("BODY"), math.random(1, 1000000000)))
   end
   return wrk.format()
 end
@@ -85,15 +86,17 @@ LUA
 
 row() { # label store-label token body unique addrs...
   local label="$1" storelabel="$2" token="$3" body="$4" unique="$5"; shift 5
-  local n=$#; local per=$(( (C + n - 1) / n )); local outs=()
+  local n=$#; local outs=()
   local i=0
   for a in "$@"; do
+    # C connections in all, split as evenly as the replicas allow.
+    local per=$(( C / n + (i < C % n ? 1 : 0) ))
     TOKEN="$token" BODY="$body" UNIQUE="$unique" wrk -t 1 -c "$per" -d "${SECS}s" -s "$TMP/post.lua" \
       "http://$a$PATH_" > "$TMP/wrk.$i" 2>&1 &
     outs+=($!); i=$((i + 1))
   done
   for p in "${outs[@]}"; do wait "$p"; done
-  python3 - "$label" "$storelabel" "$n" "$((per * n))" "$TMP" "$i" <<'PY'
+  python3 - "$label" "$storelabel" "$n" "$C" "$TMP" "$i" <<'PY'
 import json, sys
 label, store, n, c, tmp, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 rows = []
@@ -111,14 +114,22 @@ PY
 
 FILES_HOME="$TMP/files"
 FT="$(setup files "$FILES_HOME")"
-F1="$(start files "$FILES_HOME")"
 PT="$(setup "$DB" "$TMP/pg-admin")"
-P1="$(start "$DB" "$TMP/pg-r1")"
-P2="$(start "$DB" "$TMP/pg-r2")"
-P3="$(start "$DB" "$TMP/pg-r3")"
+start files "$FILES_HOME"
+for r in r1 r2 r3; do start "$DB" "$TMP/pg-$r"; done
+F1="$(addr "$FILES_HOME")" P1="$(addr "$TMP/pg-r1")" P2="$(addr "$TMP/pg-r2")" P3="$(addr "$TMP/pg-r3")"
 
-READ='{"args":{"from":"A","to":"B"}}'
-WRITE='{"args":{"option":"opt-%d-%d","confirm":true}}'
+READ='{"from":"A","to":"B"}'
+WRITE='{"option":"opt-%d","confirm":true}'
+# Warm each replica (its compile cache, its pool, the pack's files in its home) before anything is measured.
+for a in "$F1" "$P1" "$P2" "$P3"; do
+  t="$PT"; [ "$a" = "$F1" ] && t="$FT"
+  for _ in 1 2 3; do
+    curl -s -o /dev/null -X POST -H "Authorization: Bearer $t" -H 'Content-Type: application/json' -d "$READ" "http://$a/v1/exec/transit-db/plan"
+    curl -s -o /dev/null -X POST -H "Authorization: Bearer $t" -H 'Content-Type: application/json' \
+      -d '{"option":"opt-1","confirm":true}' "http://$a/v1/exec/transit-db/follow"
+  done
+done
 echo "| call | store | replicas | c | req/s | p50 | p99 | non-2xx |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 PATH_=/v1/exec/transit-db/plan

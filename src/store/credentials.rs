@@ -154,7 +154,8 @@ const FAMILIES: &str = "families.json";
 impl Store {
     /// The packs allowed to use `family`: the one named like it, and those allowed with `hcpx credential allow`.
     pub fn family_allowed(&self, family: &str) -> Result<Vec<String>, StoreError> {
-        let all: BTreeMap<String, Vec<String>> = self.read_json(FAMILIES)?.unwrap_or_default();
+        // Every mint of a bound pack asks: a cached read (no parse, and no database round trip, while unchanged).
+        let all = self.read_json_cached::<BTreeMap<String, Vec<String>>>(FAMILIES)?.unwrap_or_default();
         let mut out = vec![family.to_string()];
         for p in all.get(family).into_iter().flatten() {
             if !out.contains(p) {

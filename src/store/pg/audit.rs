@@ -24,46 +24,139 @@ pub(crate) fn new_genesis() -> Result<String, StoreError> {
     Ok(sha256_hex(&seed))
 }
 
+/// One append waiting for the next batch.
+pub(crate) struct Pending {
+    rec: AuditRecord,
+    reply: std::sync::mpsc::SyncSender<Result<String, StoreError>>,
+}
+
+/// The most lines one batch commits.
+const BATCH: usize = 512;
+
+/// Commits audit appends in batches: every append that arrives while a batch commits joins the next one, so
+/// one tenant's appends share a commit (and its WAL flush) instead of queueing one by one on the tenant's head
+/// row. Each caller is answered only after the commit that holds its line.
+pub(crate) fn spawn_appender(
+    handle: &tokio::runtime::Handle,
+    pool: deadpool_postgres::Pool,
+    shown: String,
+) -> tokio::sync::mpsc::UnboundedSender<Pending> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Pending>();
+    handle.spawn(async move {
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match rx.try_recv() {
+                    Ok(p) => batch.push(p),
+                    Err(_) => break,
+                }
+            }
+            // One transaction per tenant, the tenants in parallel; order within a tenant is arrival order.
+            let mut by_tenant: Vec<(String, Vec<Pending>)> = Vec::new();
+            for p in batch {
+                match by_tenant.iter_mut().find(|(t, _)| *t == p.rec.tenant) {
+                    Some((_, v)) => v.push(p),
+                    None => by_tenant.push((p.rec.tenant.clone(), vec![p])),
+                }
+            }
+            let mut running = Vec::new();
+            for (tenant, items) in by_tenant {
+                let (pool, shown) = (pool.clone(), shown.clone());
+                running.push(tokio::spawn(async move {
+                    let recs: Vec<AuditRecord> = items.iter().map(|p| p.rec.clone()).collect();
+                    match append_batch(&pool, &shown, &tenant, recs).await {
+                        Ok(lines) => {
+                            for (p, line) in items.into_iter().zip(lines) {
+                                let _ = p.reply.send(Ok(line));
+                            }
+                        }
+                        Err(e) => {
+                            let msg = e.to_string();
+                            for p in items {
+                                let _ = p.reply.send(Err(StoreError::Database(msg.clone())));
+                            }
+                        }
+                    }
+                }));
+            }
+            for r in running {
+                let _ = r.await;
+            }
+        }
+    });
+    tx
+}
+
+/// Appends `recs` to `tenant`'s chain in one transaction, under the lock of its head row.
+async fn append_batch(
+    pool: &deadpool_postgres::Pool,
+    shown: &str,
+    tenant: &str,
+    recs: Vec<AuditRecord>,
+) -> Result<Vec<String>, StoreError> {
+    let mut c = pool.get().await.map_err(|e| db_error(shown, e))?;
+    let tx = c.transaction().await.map_err(|e| db_error(shown, e))?;
+    let sel = tx
+        .prepare_cached("SELECT lines, head FROM hcpx_audit_heads WHERE tenant = $1 FOR UPDATE")
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    let row = match tx.query_opt(&sel, &[&tenant]).await.map_err(|e| db_error(shown, e))? {
+        Some(r) => r,
+        None => {
+            let genesis = new_genesis()?;
+            tx.execute(
+                "INSERT INTO hcpx_audit_heads (tenant, genesis, lines, head) VALUES ($1, $2, 0, $2)
+                 ON CONFLICT (tenant) DO NOTHING",
+                &[&tenant, &genesis],
+            )
+            .await
+            .map_err(|e| db_error(shown, e))?;
+            tx.query_one(&sel, &[&tenant]).await.map_err(|e| db_error(shown, e))?
+        }
+    };
+    let (mut n, mut head): (i64, String) = (row.get(0), row.get(1));
+    let (mut ns, mut lines) = (Vec::with_capacity(recs.len()), Vec::with_capacity(recs.len()));
+    for rec in recs {
+        let rec = AuditRecord { prev: Some(head), ..rec };
+        let line = serde_json::to_string(&rec)
+            .map_err(|e| StoreError::Corrupt { path: "audit".into(), reason: e.to_string() })?;
+        head = sha256_hex(line.as_bytes());
+        n += 1;
+        ns.push(n);
+        lines.push(line);
+    }
+    let add = tx
+        .prepare_cached(
+            "INSERT INTO hcpx_audit (tenant, n, line) SELECT $1, u.n, u.line FROM UNNEST($2::bigint[], $3::text[]) AS u(n, line)",
+        )
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    tx.execute(&add, &[&tenant, &ns, &lines]).await.map_err(|e| db_error(shown, e))?;
+    let up = tx
+        .prepare_cached("UPDATE hcpx_audit_heads SET lines = $2, head = $3 WHERE tenant = $1")
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    tx.execute(&up, &[&tenant, &n, &head]).await.map_err(|e| db_error(shown, e))?;
+    tx.commit().await.map_err(|e| db_error(shown, e))?;
+    Ok(lines)
+}
+
 impl Db {
-    /// Appends `rec` to its tenant's chain; returns the line as recorded.
+    /// Appends `rec` to its tenant's chain (with the appends that arrive meanwhile, in one commit); returns
+    /// the line as recorded, once it is committed.
     pub fn audit_append(&self, rec: &AuditRecord) -> Result<String, StoreError> {
-        let genesis = new_genesis()?;
-        let (pool, shown, rec) = (self.pool(), self.shown().to_string(), rec.clone());
-        self.run(async move {
-            let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
-            let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
-            let ins = tx
-                .prepare_cached(
-                    "INSERT INTO hcpx_audit_heads (tenant, genesis, lines, head) VALUES ($1, $2, 0, $2)
-                     ON CONFLICT (tenant) DO NOTHING",
-                )
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            tx.execute(&ins, &[&rec.tenant, &genesis]).await.map_err(|e| db_error(&shown, e))?;
-            let sel = tx
-                .prepare_cached("SELECT lines, head FROM hcpx_audit_heads WHERE tenant = $1 FOR UPDATE")
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            let row = tx.query_one(&sel, &[&rec.tenant]).await.map_err(|e| db_error(&shown, e))?;
-            let (lines, head): (i64, String) = (row.get(0), row.get(1));
-            let rec = AuditRecord { prev: Some(head), ..rec };
-            let line = serde_json::to_string(&rec)
-                .map_err(|e| StoreError::Corrupt { path: "audit".into(), reason: e.to_string() })?;
-            let hash = sha256_hex(line.as_bytes());
-            let n = lines + 1;
-            let add = tx
-                .prepare_cached("INSERT INTO hcpx_audit (tenant, n, line) VALUES ($1, $2, $3)")
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            tx.execute(&add, &[&rec.tenant, &n, &line]).await.map_err(|e| db_error(&shown, e))?;
-            let up = tx
-                .prepare_cached("UPDATE hcpx_audit_heads SET lines = $2, head = $3 WHERE tenant = $1")
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            tx.execute(&up, &[&rec.tenant, &n, &hash]).await.map_err(|e| db_error(&shown, e))?;
-            tx.commit().await.map_err(|e| db_error(&shown, e))?;
-            Ok(line)
-        })
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.appender
+            .send(Pending { rec: rec.clone(), reply })
+            .map_err(|_| StoreError::Database(format!("{}: the audit appender stopped", self.shown())))?;
+        match answer.recv_timeout(super::OP_TIMEOUT) {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::Database(format!(
+                "{}: the audit line was not confirmed within {} s",
+                self.shown(),
+                super::OP_TIMEOUT.as_secs()
+            ))),
+        }
     }
 
     /// Every audit line, oldest first (in the order they were committed), of one tenant or of all.

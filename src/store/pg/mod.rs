@@ -48,6 +48,7 @@ pub struct Db {
     seal: Option<seal::Sealer>,
     live: Arc<Live>,
     docs: docs::Cache,
+    appender: tokio::sync::mpsc::UnboundedSender<audit::Pending>,
 }
 
 impl std::fmt::Debug for Db {
@@ -112,7 +113,8 @@ impl Db {
             .build()
             .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))?;
         let live = Arc::new(Live::default());
-        let db = Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default() };
+        let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
+        let db = Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender };
         db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;
         live::spawn_listener(&db.handle, config, db.live.clone());
         Ok(db)

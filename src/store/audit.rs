@@ -68,9 +68,23 @@ fn rotate_bytes() -> u64 {
 impl Store {
     /// Appends one line under the store lock, chained to the line before, and records the new head.
     pub fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {
+        self.append_audit_after(rec, None)
+    }
+
+    /// Records, before a write runs, the line it gets if it never finishes (the PostgreSQL store: a replica
+    /// killed mid-call); `None` for the file store, which has no other replica to write it.
+    pub fn audit_intent(&self, rec: &AuditRecord) -> Result<Option<i64>, StoreError> {
+        match &self.db {
+            Some(db) => db.audit_intent(rec).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Appends `rec`, clearing `intent` (see [`Store::audit_intent`]) in the same commit.
+    pub fn append_audit_after(&self, rec: &AuditRecord, intent: Option<i64>) -> Result<(), StoreError> {
         if let Some(db) = &self.db {
             // One chain per tenant, serialized by the database (pg/audit.rs), not by the store lock.
-            return db.audit_append(rec).map(|_| ());
+            return db.audit_append(rec, intent).map(|_| ());
         }
         let _lock = self.lock()?;
         let mut head = match self.read_json::<AuditHead>(HEAD)? {

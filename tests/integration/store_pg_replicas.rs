@@ -291,3 +291,61 @@ fn three_replicas_lose_nothing_when_one_is_killed_mid_run() {
     assert!(ids.len() >= emitted, "events were lost: saw {} of {emitted} acknowledged", ids.len());
     assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "ids are not 1..n in order: {ids:?}");
 }
+
+#[test]
+fn a_write_whose_replica_is_killed_mid_call_still_gets_its_audit_line() {
+    let Some(db) = PgStore::new() else { return };
+    // A write that takes a while, so the kill lands while it runs.
+    let mut f = crate::helpers::Fixture::wrap();
+    f.surface = json!({
+        "id": "slow", "name": "Slow", "kind": "wrap", "cliBin": "slow",
+        "binding": { "mode": "public" },
+        "wrap": { "bin": "./bin/slow", "json_flag": [], "workspace": { "mode": "ephemeral" } },
+        "verbs": { "save": { "description": "Save slowly.", "cli": ["slow", "save"] } }
+    });
+    f.policy = json!({ "surface_id": "slow", "verbs": { "save": { "operation": "write" } } });
+    f.harness = "# Slow\n\nSaves slowly.\n".into();
+    f.files = vec![("bin/slow".into(), "#!/bin/sh\nsleep 30\necho '{\"saved\":true}'\n".into(), true)];
+    let src = db.t.join("src-slow");
+    std::fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    db.ok("admin", &["install", dir.to_str().unwrap()]);
+    db.ok("admin", &["activate", "slow"]);
+    let token = db
+        .ok("admin", &["principal", "add", "ana", "--tenant", "acme", "--grant", "verb.exec.write:*"])
+        ["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut doomed = Replica::start(&db, "doomed", &db.url);
+    let _witness = Replica::start(&db, "witness", &db.url);
+    let addr = doomed.addr.clone();
+    let caller = std::thread::spawn(move || try_post(&addr, "/v1/exec/slow/save", &token, &json!({})));
+    // The write is admitted and running once its intent is in the database.
+    let start = Instant::now();
+    while db.psql("SELECT count(*) FROM hcpx_audit_intents").trim() != "1" {
+        assert!(start.elapsed() < Duration::from_secs(20), "the write never recorded its intent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    doomed.kill();
+    assert!(caller.join().unwrap().is_none(), "the killed replica answered");
+    // The surviving replica finds the dead one's intent and writes its line: `cancelled`, in acme's chain.
+    let start = Instant::now();
+    let rows = loop {
+        let rows = db.ok("admin", &["audit"]);
+        if !rows["records"].as_array().unwrap().is_empty() {
+            break rows;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no audit line for the killed write");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let r = &rows["records"][0];
+    assert_eq!(
+        (r["verb_key"].as_str(), r["ok"].as_bool(), r["code"].as_str()),
+        (Some("save"), Some(false), Some("cancelled")),
+        "{rows}"
+    );
+    assert_eq!((r["tenant"].as_str(), r["principal"].as_str()), (Some("acme"), Some("ana")));
+    assert_eq!(db.psql("SELECT count(*) FROM hcpx_audit_intents").trim(), "0");
+    assert_eq!(db.ok("admin", &["audit", "verify"])["ok"], true);
+}

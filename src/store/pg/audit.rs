@@ -2,6 +2,11 @@
 //! (`SELECT … FOR UPDATE`), so two replicas appending at once are serialized by the database and the chain
 //! never forks; the line, its number and the new head commit together. Lines are stored as the exact text
 //! that was hashed, so an exported chain verifies as it did in the database.
+//!
+//! A write records an intent before it runs (`hcpx_audit_intents`, tagged with its replica), cleared in the
+//! commit of its line. Each replica holds a session advisory lock for its life; a sweep on every replica
+//! turns the intents of a replica whose lock is free (it died) into `cancelled` lines, so a replica killed
+//! mid-call leaves no write without a line.
 
 use super::{db_error, Db};
 use crate::model::digest::sha256_hex;
@@ -27,6 +32,7 @@ pub(crate) fn new_genesis() -> Result<String, StoreError> {
 /// One append waiting for the next batch.
 pub(crate) struct Pending {
     rec: AuditRecord,
+    intent: Option<i64>,
     reply: std::sync::mpsc::SyncSender<Result<String, StoreError>>,
 }
 
@@ -64,7 +70,8 @@ pub(crate) fn spawn_appender(
                 let (pool, shown) = (pool.clone(), shown.clone());
                 running.push(tokio::spawn(async move {
                     let recs: Vec<AuditRecord> = items.iter().map(|p| p.rec.clone()).collect();
-                    match append_batch(&pool, &shown, &tenant, recs).await {
+                    let intents: Vec<i64> = items.iter().filter_map(|p| p.intent).collect();
+                    match append_batch(&pool, &shown, &tenant, recs, &intents).await {
                         Ok(lines) => {
                             for (p, line) in items.into_iter().zip(lines) {
                                 let _ = p.reply.send(Ok(line));
@@ -87,15 +94,34 @@ pub(crate) fn spawn_appender(
     tx
 }
 
-/// Appends `recs` to `tenant`'s chain in one transaction, under the lock of its head row.
+/// Appends `recs` to `tenant`'s chain in one transaction, under the lock of its head row, clearing `intents`.
 async fn append_batch(
     pool: &deadpool_postgres::Pool,
     shown: &str,
     tenant: &str,
     recs: Vec<AuditRecord>,
+    intents: &[i64],
 ) -> Result<Vec<String>, StoreError> {
     let mut c = pool.get().await.map_err(|e| db_error(shown, e))?;
     let tx = c.transaction().await.map_err(|e| db_error(shown, e))?;
+    let lines = append_in(&tx, shown, tenant, recs).await?;
+    if !intents.is_empty() {
+        let ids = intents.to_vec();
+        tx.execute("DELETE FROM hcpx_audit_intents WHERE id = ANY($1)", &[&ids])
+            .await
+            .map_err(|e| db_error(shown, e))?;
+    }
+    tx.commit().await.map_err(|e| db_error(shown, e))?;
+    Ok(lines)
+}
+
+/// Appends `recs` to `tenant`'s chain inside `tx`, under the lock of its head row; the lines as recorded.
+async fn append_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    shown: &str,
+    tenant: &str,
+    recs: Vec<AuditRecord>,
+) -> Result<Vec<String>, StoreError> {
     let sel = tx
         .prepare_cached("SELECT lines, head FROM hcpx_audit_heads WHERE tenant = $1 FOR UPDATE")
         .await
@@ -137,17 +163,74 @@ async fn append_batch(
         .await
         .map_err(|e| db_error(shown, e))?;
     tx.execute(&up, &[&tenant, &n, &head]).await.map_err(|e| db_error(shown, e))?;
-    tx.commit().await.map_err(|e| db_error(shown, e))?;
     Ok(lines)
+}
+
+/// The advisory-lock class every replica's liveness lock is taken in (the two-key form, apart from the
+/// store's one-key locks).
+pub(crate) const LIVENESS: i32 = 0x6863_7078;
+
+/// Turns the intents of every replica that is gone (its liveness lock is free) into `cancelled` lines, one
+/// intent per transaction, each taken only by the replica whose transaction deletes it.
+pub(crate) async fn sweep(pool: &deadpool_postgres::Pool, shown: &str, me: i32) -> Result<usize, StoreError> {
+    let c = pool.get().await.map_err(|e| db_error(shown, e))?;
+    let rows = c
+        .query("SELECT DISTINCT replica FROM hcpx_audit_intents WHERE replica <> $1", &[&me])
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    let mut gone = Vec::new();
+    for r in rows {
+        let replica: i32 = r.get(0);
+        let free: bool = c
+            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LIVENESS, &replica])
+            .await
+            .map_err(|e| db_error(shown, e))?
+            .get(0);
+        if free {
+            c.execute("SELECT pg_advisory_unlock($1, $2)", &[&LIVENESS, &replica])
+                .await
+                .map_err(|e| db_error(shown, e))?;
+            gone.push(replica);
+        }
+    }
+    drop(c);
+    let mut done = 0;
+    for replica in gone {
+        let mut c = pool.get().await.map_err(|e| db_error(shown, e))?;
+        let ids: Vec<i64> = c
+            .query("SELECT id FROM hcpx_audit_intents WHERE replica = $1 ORDER BY id", &[&replica])
+            .await
+            .map_err(|e| db_error(shown, e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for id in ids {
+            let tx = c.transaction().await.map_err(|e| db_error(shown, e))?;
+            let taken = tx
+                .query_opt("DELETE FROM hcpx_audit_intents WHERE id = $1 RETURNING record", &[&id])
+                .await
+                .map_err(|e| db_error(shown, e))?;
+            let Some(row) = taken else { continue };
+            let rec: AuditRecord = serde_json::from_str(row.get(0)).map_err(|e| StoreError::Corrupt {
+                path: format!("audit intent {id}"),
+                reason: e.to_string(),
+            })?;
+            let tenant = rec.tenant.clone();
+            append_in(&tx, shown, &tenant, vec![rec]).await?;
+            tx.commit().await.map_err(|e| db_error(shown, e))?;
+            done += 1;
+        }
+    }
+    Ok(done)
 }
 
 impl Db {
     /// Appends `rec` to its tenant's chain (with the appends that arrive meanwhile, in one commit); returns
     /// the line as recorded, once it is committed.
-    pub fn audit_append(&self, rec: &AuditRecord) -> Result<String, StoreError> {
+    pub fn audit_append(&self, rec: &AuditRecord, intent: Option<i64>) -> Result<String, StoreError> {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
         self.appender
-            .send(Pending { rec: rec.clone(), reply })
+            .send(Pending { rec: rec.clone(), intent, reply })
             .map_err(|_| StoreError::Database(format!("{}: the audit appender stopped", self.shown())))?;
         match answer.recv_timeout(super::OP_TIMEOUT) {
             Ok(r) => r,
@@ -157,6 +240,23 @@ impl Db {
                 super::OP_TIMEOUT.as_secs()
             ))),
         }
+    }
+
+    /// Records what a write about to run will be audited as if it never finishes; its id.
+    pub fn audit_intent(&self, rec: &AuditRecord) -> Result<i64, StoreError> {
+        let text = serde_json::to_string(rec)
+            .map_err(|e| StoreError::Corrupt { path: "audit intent".into(), reason: e.to_string() })?;
+        let (pool, shown, me) = (self.pool(), self.shown().to_string(), self.replica);
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let st = c
+                .prepare_cached(
+                    "INSERT INTO hcpx_audit_intents (replica, record) VALUES ($1, $2) RETURNING id",
+                )
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            Ok(c.query_one(&st, &[&me, &text]).await.map_err(|e| db_error(&shown, e))?.get(0))
+        })
     }
 
     /// Every audit line, oldest first (in the order they were committed), of one tenant or of all.

@@ -106,6 +106,42 @@ pub(super) fn spawn_listener(
     });
 }
 
+/// Holds this replica's liveness lock (a session advisory lock on a connection of its own, taken again after
+/// a reconnect) and, every few seconds, turns the write intents of replicas whose lock is free into
+/// `cancelled` audit lines (pg/audit.rs).
+pub(super) fn spawn_liveness(
+    handle: &tokio::runtime::Handle,
+    config: tokio_postgres::Config,
+    me: i32,
+    pool: deadpool_postgres::Pool,
+    shown: String,
+) {
+    handle.spawn(async move {
+        loop {
+            if let Ok((client, conn)) = config.connect(NoTls).await {
+                let driver = tokio::spawn(conn);
+                let held =
+                    client.execute("SELECT pg_advisory_lock($1, $2)", &[&super::audit::LIVENESS, &me]).await;
+                if held.is_ok() {
+                    let _ = driver.await;
+                } else {
+                    driver.abort();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    });
+    handle.spawn(async move {
+        loop {
+            let _ = super::audit::sweep(&pool, &shown, me).await;
+            tokio::time::sleep(SWEEP).await;
+        }
+    });
+}
+
+/// How often a replica looks for the write intents of replicas that are gone.
+const SWEEP: Duration = Duration::from_secs(2);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,8 @@ pub struct Db {
     live: Arc<Live>,
     docs: docs::Cache,
     appender: tokio::sync::mpsc::UnboundedSender<audit::Pending>,
+    /// This process's id among the replicas: its liveness lock and the tag of its write intents.
+    replica: i32,
 }
 
 impl std::fmt::Debug for Db {
@@ -64,6 +66,14 @@ impl Drop for Db {
             rt.shutdown_background();
         }
     }
+}
+
+fn random4() -> Result<[u8; 4], StoreError> {
+    use std::io::Read;
+    let p = std::path::Path::new("/dev/urandom");
+    let mut b = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut b)).map_err(|e| StoreError::io(p, e))?;
+    Ok(b)
 }
 
 /// `url` with its password replaced, safe to print.
@@ -114,9 +124,12 @@ impl Db {
             .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))?;
         let live = Arc::new(Live::default());
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
-        let db = Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender };
+        let replica = (u32::from_le_bytes(random4()?) >> 1) as i32;
+        let db =
+            Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender, replica };
         db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;
-        live::spawn_listener(&db.handle, config, db.live.clone());
+        live::spawn_listener(&db.handle, config.clone(), db.live.clone());
+        live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
         Ok(db)
     }
 

@@ -42,6 +42,12 @@ const MIGRATIONS: &[&str] = &[
         line text NOT NULL,
         UNIQUE (tenant, n)
     );
+    CREATE TABLE hcpx_audit_intents (
+        id bigserial PRIMARY KEY,
+        replica integer NOT NULL,
+        record text NOT NULL,
+        recorded timestamptz NOT NULL DEFAULT now()
+    );
     CREATE TABLE hcpx_sense_heads (
         tenant text PRIMARY KEY,
         last_id bigint NOT NULL

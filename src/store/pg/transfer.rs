@@ -224,7 +224,7 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         db.audit_put_chain(&super::audit::Chain { tenant, head, lines })?;
     }
     for rec in src.audit()? {
-        db.audit_append(&crate::store::audit::AuditRecord { prev: None, ..rec })?;
+        db.audit_append(&crate::store::audit::AuditRecord { prev: None, ..rec }, None)?;
         moved.audit_lines += 1;
     }
     let mut sense_logs = vec![(LOCAL_TENANT.to_string(), dir.join(sense_rel(LOCAL_TENANT)))];

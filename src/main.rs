@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cli::mcp::serve(&p, a),
         Command::Principal(c) => cli::principal::run(&p, c),
         Command::Sense(c) => cli::sense::run(&p, c),
+        Command::Store(c) => cli::store::run(&p, c),
     };
     match result {
         Ok(code) => ExitCode::from(code),

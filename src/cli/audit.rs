@@ -25,7 +25,11 @@ fn at(r: &AuditRecord) -> SystemTime {
 
 /// `hcpx audit verify`: 0 when the chain holds, 1 naming its first broken link.
 fn verify(p: &Printer, a: &super::AuditVerifyArgs) -> anyhow::Result<u8> {
-    let v = match open_store()?.verify_audit(a.head.as_deref()) {
+    let verified = match &a.log {
+        Some(log) => hcpx::store::chain::verify_exported(log, a.head.as_deref()),
+        None => open_store()?.verify_audit_of(a.tenant.as_deref(), a.head.as_deref()),
+    };
+    let v = match verified {
         Ok(v) => v,
         Err(e) => return Ok(fail(p, &e.to_string())),
     };

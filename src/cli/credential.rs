@@ -106,6 +106,37 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
             }
             Err(e) => Ok(fail(p, &e.to_string())),
         },
+        CredentialCmd::RotateKey { to } => rotate_key(p, &store, to),
+    }
+}
+
+/// `hcpx credential rotate-key --to FILE`: every sealed credential opened with the current key
+/// (`HCP_SEAL_KEY_FILE`) and sealed again under FILE's, in one transaction.
+fn rotate_key(p: &Printer, store: &hcpx::store::Store, to: &std::path::Path) -> anyhow::Result<u8> {
+    let Some(db) = store.db() else {
+        return Ok(fail(
+            p,
+            "the file store keeps credentials as owner-only files, not sealed; rotate-key is for a PostgreSQL store (set HCP_STORE)",
+        ));
+    };
+    let new = match hcpx::store::pg::seal::Sealer::from_file(to) {
+        Ok(k) => k,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
+    match db.reseal(&new) {
+        Ok(n) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "resealed": n, "key_id": new.id() }));
+            } else {
+                p.message(&format!(
+                    "{n} credential document(s) sealed under key {}; now point HCP_SEAL_KEY_FILE at {} on every replica",
+                    new.id(),
+                    to.display()
+                ));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }
 

@@ -54,3 +54,15 @@ pub const CONNECT: &str =
 pub const SENSE: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense watch --pack demo\n  hcpx sense watch --after 41 --follow --json";
 pub const SENSE_EMIT: &str = "Examples:\n  echo '{\"id\":\"i-1\"}' | hcpx sense emit demo item.changed\n  hcpx sense emit demo item.changed --json < event.json";
 pub const SENSE_WATCH: &str = "Examples:\n  hcpx sense watch\n  hcpx sense watch --pack demo --json\n  hcpx sense watch --after 41 --follow --json";
+pub const STORE: &str =
+    "Examples:\n  HCP_STORE=postgres://hcpx@db:5432/hcpx hcpx store migrate\n  HCP_STORE=postgres://hcpx@db:5432/hcpx hcpx store import ~/.hcp";
+pub const STORE_MIGRATE: &str =
+    "Examples:\n  HCP_STORE=postgres://hcpx@db:5432/hcpx hcpx store migrate --json";
+pub const STORE_EXPORT: &str =
+    "Examples:\n  HCP_STORE=postgres://hcpx@db:5432/hcpx HCP_SEAL_KEY_FILE=/etc/hcpx/seal.key hcpx store export /tmp/hcp-export";
+pub const STORE_IMPORT: &str =
+    "Examples:\n  HCP_STORE=postgres://hcpx@db:5432/hcpx HCP_SEAL_KEY_FILE=/etc/hcpx/seal.key hcpx store import ~/.hcp";
+pub const CREDENTIAL_ROTATE_KEY: &str =
+    "Examples:\n  head -c 32 /dev/urandom > new.key && chmod 600 new.key\n  HCP_SEAL_KEY_FILE=old.key hcpx credential rotate-key --to new.key";
+pub const PRINCIPAL_GRANT: &str = "Examples:\n  hcpx principal grant alice verb.exec.write:ledger:transfer";
+pub const PRINCIPAL_REVOKE: &str = "Examples:\n  hcpx principal revoke alice 'verb.exec.read:*'";

@@ -25,6 +25,9 @@ pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
     for h in &a.allow_hosts {
         args.extend(["--allow-host".to_string(), h.clone()]);
     }
+    if let Some(url) = &a.store {
+        args.extend(["--store".to_string(), url.clone()]);
+    }
     replace_with(p, "hcpx-serve", args)
 }
 

@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod new;
 pub mod principal;
 pub mod sense;
+pub mod store;
 pub mod usage;
 pub mod wrap;
 
@@ -144,6 +145,30 @@ pub enum Command {
     /// Push a pack's declared stimulus (Sense), or watch the stimuli of the packs you hold sense.announce for.
     #[command(subcommand, after_help = examples::SENSE)]
     Sense(SenseCmd),
+    /// Manage the store's back end: migrate a PostgreSQL store's schema, or move a store between files and PostgreSQL.
+    #[command(subcommand, after_help = examples::STORE)]
+    Store(StoreCmd),
+}
+
+/// `hcpx store …` (docs/hosting.md).
+#[derive(Debug, Subcommand)]
+pub enum StoreCmd {
+    /// Apply the schema migrations this hcpx knows to the PostgreSQL store named by HCP_STORE, and print its version.
+    #[command(after_help = examples::STORE_MIGRATE)]
+    Migrate,
+    /// Write the PostgreSQL store named by HCP_STORE as a file store in DIR (missing or empty), with each
+    /// tenant's audit chain verbatim in DIR/audit/.
+    #[command(after_help = examples::STORE_EXPORT)]
+    Export {
+        /// Where to write the file store.
+        dir: PathBuf,
+    },
+    /// Load the file store at DIR (an HCP_HOME, or an export) into the empty PostgreSQL store named by HCP_STORE.
+    #[command(after_help = examples::STORE_IMPORT)]
+    Import {
+        /// The file store to read.
+        dir: PathBuf,
+    },
 }
 
 /// `hcpx sense …`.
@@ -190,6 +215,9 @@ pub struct ServeArgs {
     /// host in its Host header is refused (DNS rebinding). Repeat for several.
     #[arg(long = "allow-host")]
     pub allow_hosts: Vec<String>,
+    /// The store every replica shares: a postgres:// URL (default: HCP_STORE, else the files under HCP_HOME).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 }
 
 /// `hcpx principal …`.
@@ -219,6 +247,24 @@ pub enum PrincipalCmd {
     /// The Principals, their tenants and grants (never tokens).
     #[command(after_help = examples::PRINCIPAL_LIST)]
     List,
+    /// Give a Principal more grants; its token is unchanged.
+    #[command(after_help = examples::PRINCIPAL_GRANT)]
+    Grant {
+        /// The Principal's id.
+        id: String,
+        /// Grants, `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
+        #[arg(required = true)]
+        grants: Vec<String>,
+    },
+    /// Take grants from a Principal; every face refuses what they covered at once.
+    #[command(after_help = examples::PRINCIPAL_REVOKE)]
+    Revoke {
+        /// The Principal's id.
+        id: String,
+        /// Grants, `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
+        #[arg(required = true)]
+        grants: Vec<String>,
+    },
 }
 
 /// `hcpx mcp`.
@@ -411,6 +457,13 @@ pub struct AuditVerifyArgs {
     /// chain, so a log rewritten together with audit.head is caught too.
     #[arg(long, value_name = "HASH")]
     pub head: Option<String>,
+    /// Only this tenant's chain (a PostgreSQL store keeps one chain per tenant).
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Verify an exported chain (`hcpx store export` writes DIR/audit/TENANT.log with its .head beside it)
+    /// instead of the store's.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 /// `hcpx completions SHELL`.
@@ -558,6 +611,13 @@ pub enum CredentialCmd {
         /// Pack ids.
         #[arg(required = true)]
         packs: Vec<String>,
+    },
+    /// Re-seal every credential of the PostgreSQL store under the key in FILE (then point HCP_SEAL_KEY_FILE at it).
+    #[command(after_help = examples::CREDENTIAL_ROTATE_KEY)]
+    RotateKey {
+        /// The new key file: 32 random bytes, readable by its owner only.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
     },
 }
 

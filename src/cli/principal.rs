@@ -1,4 +1,4 @@
-//! `hcpx principal add|rm|list`: the Principals a served runtime authenticates (`principals.json`). A token
+//! `hcpx principal add|rm|list|grant|revoke`: the Principals a served runtime authenticates (`principals.json`). A token
 //! is printed once, on stdout, when it is made; only its SHA-256 is kept.
 
 use serde_json::json;
@@ -42,6 +42,8 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
             }
             Err(e) => Ok(fail(p, &e.to_string())),
         },
+        PrincipalCmd::Grant { id, grants } => edit(p, &store, id, grants, true),
+        PrincipalCmd::Revoke { id, grants } => edit(p, &store, id, grants, false),
         PrincipalCmd::List => match store.principals() {
             Ok(list) => {
                 let rows = list.as_deref().map(|l| l.rows().to_vec()).unwrap_or_default();
@@ -62,6 +64,35 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
             }
             Err(e) => Ok(fail(p, &e.to_string())),
         },
+    }
+}
+
+/// `hcpx principal grant|revoke ID GRANT…`.
+fn edit(
+    p: &Printer,
+    store: &hcpx::store::Store,
+    id: &str,
+    grants: &[String],
+    add: bool,
+) -> anyhow::Result<u8> {
+    let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
+        Ok(g) => g,
+        Err(e) => return Ok(fail(p, &e)),
+    };
+    match store.principal_grants(id, &grants, add) {
+        Ok(now) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "principal": id, "grants": now }));
+            } else {
+                let text: Vec<String> = now.iter().map(grant_text).collect();
+                p.message(&format!(
+                    "principal {id} now holds: {}",
+                    if text.is_empty() { "nothing".into() } else { text.join(" ") }
+                ));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(p, &e.to_string())),
     }
 }
 

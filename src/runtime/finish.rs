@@ -28,7 +28,38 @@ impl Runtime {
             self.record_link(principal, &job.pack, &out);
         }
         let project = project_of(&job.pack, job.project_dir.as_deref());
-        self.audit(principal, env, job.row.operation, &admitted.given, project, out)
+        self.audit_after(principal, env, job.row.operation, &admitted.given, project, out, admitted.intent)
+    }
+
+    /// Before step 6 of a write: the store records what is about to run (the PostgreSQL store; the file store
+    /// records nothing), so a replica killed mid-call leaves a `cancelled` audit line for it, never a write
+    /// without one (docs/hosting.md). A write whose intent cannot be recorded does not run.
+    pub(super) fn intend(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        admitted: &mut Admitted<'_>,
+    ) -> Result<(), Box<ResultEnvelope>> {
+        let job = &admitted.job;
+        if job.row.operation != Operation::Write || self.store.db().is_none() {
+            return Ok(());
+        }
+        let project = project_of(&job.pack, job.project_dir.as_deref());
+        let rec =
+            record(principal, env, Operation::Write, &admitted.given, project, false, Some(Code::Cancelled));
+        match self.store.audit_intent(&rec) {
+            Ok(id) => {
+                admitted.intent = id;
+                Ok(())
+            }
+            Err(e) => Err(Box::new(
+                crate::model::Denial::new(
+                    Code::AdapterFailed,
+                    format!("the write did not run: the store could not record it before it ran ({e})"),
+                )
+                .into_envelope(&env.pack_id, &env.verb_key),
+            )),
+        }
     }
 
     /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log. A write
@@ -42,24 +73,26 @@ impl Runtime {
         project: Option<&std::path::Path>,
         out: ResultEnvelope,
     ) -> ResultEnvelope {
+        self.audit_after(principal, env, operation, args, project, out, None)
+    }
+
+    /// [`Runtime::audit`], clearing the write's intent in the same commit as its line.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn audit_after(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        operation: Operation,
+        args: &Map<String, Value>,
+        project: Option<&std::path::Path>,
+        out: ResultEnvelope,
+        intent: Option<i64>,
+    ) -> ResultEnvelope {
         if operation != Operation::Write {
             return out;
         }
-        let rec = AuditRecord {
-            at: crate::model::clock::now_rfc3339(),
-            principal: principal.id.clone(),
-            tenant: principal.tenant.clone(),
-            invoker: principal.invoker,
-            pack_id: env.pack_id.clone(),
-            verb_key: env.verb_key.clone(),
-            operation,
-            ok: out.ok,
-            code: out.code,
-            args_sha256: args_digest(args),
-            project_dir: project.map(|p| p.display().to_string()),
-            prev: None,
-        };
-        match self.store.append_audit(&rec) {
+        let rec = record(principal, env, operation, args, project, out.ok, out.code);
+        match self.store.append_audit_after(&rec, intent) {
             Ok(()) => out,
             Err(e) if out.ok => {
                 let mut o = out;
@@ -70,6 +103,32 @@ impl Runtime {
             }
             Err(_) => out,
         }
+    }
+}
+
+/// The audit line of a write as it stands now (the store sets `prev` when it appends it).
+fn record(
+    principal: &Principal,
+    env: &Envelope,
+    operation: Operation,
+    args: &Map<String, Value>,
+    project: Option<&std::path::Path>,
+    ok: bool,
+    code: Option<Code>,
+) -> AuditRecord {
+    AuditRecord {
+        at: crate::model::clock::now_rfc3339(),
+        principal: principal.id.clone(),
+        tenant: principal.tenant.clone(),
+        invoker: principal.invoker,
+        pack_id: env.pack_id.clone(),
+        verb_key: env.verb_key.clone(),
+        operation,
+        ok,
+        code,
+        args_sha256: args_digest(args),
+        project_dir: project.map(|p| p.display().to_string()),
+        prev: None,
     }
 }
 

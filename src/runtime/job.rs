@@ -31,6 +31,8 @@ pub(super) struct Admitted<'a> {
     pub(super) adapter: &'a dyn Adapter,
     pub(super) job: Arc<Job>,
     pub(super) given: Cow<'a, Map<String, Value>>,
+    /// The write-ahead intent recorded before a write runs (the PostgreSQL store), cleared by its audit line.
+    pub(super) intent: Option<i64>,
 }
 
 /// Everything the adapter gets for an admitted call, owned, so a served call's run can take it to another

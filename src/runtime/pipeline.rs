@@ -136,7 +136,11 @@ impl Runtime {
         });
         match admitted {
             Ok((checked, binding, setup)) => {
-                Admission::Run(build_job(principal, r, (checked, binding), setup, Some(slot), ctx))
+                let mut admitted = build_job(principal, r, (checked, binding), setup, Some(slot), ctx);
+                if let Err(out) = self.intend(principal, env, &mut admitted) {
+                    return Admission::Answered(out);
+                }
+                Admission::Run(admitted)
             }
             Err(d) => {
                 let out = d.into_envelope(pack_id, verb);
@@ -194,7 +198,7 @@ fn build_job<'a>(
         cancel: ctx.cancel.clone(),
         live_title: setup.live_title,
     };
-    Admitted { adapter: setup.adapter, job: Arc::new(job), given: args.unwrap_or_default() }
+    Admitted { adapter: setup.adapter, job: Arc::new(job), given: args.unwrap_or_default(), intent: None }
 }
 
 impl Runtime {

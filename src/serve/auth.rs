@@ -40,6 +40,14 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
         Ok(None) => return unauthorized(
             "this runtime has no principals.json, so no token is valid; add one with `hcpx principal add`",
         ),
+        // A replica whose database is away answers 503 (retry, perhaps on another replica); it never falls
+        // back to local files.
+        Err(e @ crate::store::StoreError::Database(_)) => {
+            let mut resp =
+                http_error(StatusCode::SERVICE_UNAVAILABLE, Code::Busy, &format!("unavailable: {e}"));
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return resp;
+        }
         Err(e) => {
             return http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::Denied, &format!("denied: {e}"));
         }

@@ -314,7 +314,7 @@ fn title(app: &App, t: TitleInput) -> Response {
 
 /// `GET /v1/audit`: the audit rows of the caller's own tenant, oldest first; never another tenant's.
 pub(crate) async fn audit(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
-    match app.runtime.store().audit() {
+    match app.runtime.store().audit_of(Some(&who.principal.tenant)) {
         Ok(rows) => {
             let mine: Vec<_> = rows.into_iter().filter(|r| r.tenant == who.principal.tenant).collect();
             ok_json(json!({ "ok": true, "tenant": who.principal.tenant, "records": mine }))

@@ -23,6 +23,8 @@ use crate::store::sense::SenseEvent;
 
 /// How often an open stream looks at the store for new events (one `stat` while nothing changed).
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
+/// With pushed delivery (the PostgreSQL store), how often an idle stream re-checks its token and grants.
+const PUSHED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn denial(d: &Denial) -> Response {
     let status = StatusCode::from_u16(d.code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -155,9 +157,27 @@ pub(crate) async fn watch(
                 st.last = e.id;
                 return Some((Ok::<Event, std::convert::Infallible>(event(&e)), st));
             }
-            tokio::select! {
-                () = st.shutdown.cancelled() => return None,
-                () = tokio::time::sleep(POLL) => {}
+            match st.runtime.store().sense_wake() {
+                // The PostgreSQL store wakes every watcher the moment any replica records an event; the slower
+                // poll only re-checks who is watching (and covers a listener that is reconnecting).
+                Some(live) => {
+                    let notified = live.wake.notified();
+                    tokio::pin!(notified);
+                    notified.as_mut().enable();
+                    if st.runtime.sense_version(&st.principal) == st.version {
+                        tokio::select! {
+                            () = st.shutdown.cancelled() => return None,
+                            () = &mut notified => {}
+                            () = tokio::time::sleep(PUSHED_POLL) => {}
+                        }
+                    }
+                }
+                None => {
+                    tokio::select! {
+                        () = st.shutdown.cancelled() => return None,
+                        () = tokio::time::sleep(POLL) => {}
+                    }
+                }
             }
             // Who is watching is decided again at every poll, from principals.json as it is now (a cached read).
             st.principal = current(&st.runtime, &st.token_sha256, st.principal.invoker)?;

@@ -68,6 +68,24 @@ fn rotate_bytes() -> u64 {
 impl Store {
     /// Appends one line under the store lock, chained to the line before, and records the new head.
     pub fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {
+        self.append_audit_after(rec, None)
+    }
+
+    /// Records, before a write runs, the line it gets if it never finishes (the PostgreSQL store: a replica
+    /// killed mid-call); `None` for the file store, which has no other replica to write it.
+    pub fn audit_intent(&self, rec: &AuditRecord) -> Result<Option<i64>, StoreError> {
+        match &self.db {
+            Some(db) => db.audit_intent(rec).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Appends `rec`, clearing `intent` (see [`Store::audit_intent`]) in the same commit.
+    pub fn append_audit_after(&self, rec: &AuditRecord, intent: Option<i64>) -> Result<(), StoreError> {
+        if let Some(db) = &self.db {
+            // One chain per tenant, serialized by the database (pg/audit.rs), not by the store lock.
+            return db.audit_append(rec, intent).map(|_| ());
+        }
         let _lock = self.lock()?;
         let mut head = match self.read_json::<AuditHead>(HEAD)? {
             Some(h) => h,
@@ -129,6 +147,10 @@ impl Store {
 
     /// The recorded head, when a chain was started.
     pub fn audit_head(&self) -> Result<Option<AuditHead>, StoreError> {
+        if let Some(db) = &self.db {
+            let local = super::principals::LOCAL_TENANT;
+            return Ok(db.audit_chains(Some(local))?.into_iter().next().map(|c| c.head));
+        }
         self.read_json(HEAD)
     }
 
@@ -144,6 +166,33 @@ impl Store {
 
     /// Every audit record, oldest first, across the rotated files.
     pub fn audit(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        self.audit_of(None)
+    }
+
+    /// The audit records of one tenant (all when `None`), oldest first. The database reads only that tenant's
+    /// rows; the file store keeps one log and filters it.
+    pub fn audit_of(&self, tenant: Option<&str>) -> Result<Vec<AuditRecord>, StoreError> {
+        if let Some(db) = &self.db {
+            return db
+                .audit_lines(tenant)?
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    serde_json::from_str(l).map_err(|e| StoreError::Corrupt {
+                        path: format!("postgres:audit row {}", i + 1),
+                        reason: e.to_string(),
+                    })
+                })
+                .collect();
+        }
+        let mut all = self.audit_files_records()?;
+        if let Some(t) = tenant {
+            all.retain(|r| r.tenant == t);
+        }
+        Ok(all)
+    }
+
+    fn audit_files_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
         let mut out = Vec::new();
         for file in self.audit_files()? {
             let p = self.path(&file);

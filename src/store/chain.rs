@@ -63,6 +63,18 @@ pub struct Verified {
 impl Store {
     /// Walks the chain; `anchor` is a head recorded elsewhere earlier, which must be a line of the chain.
     pub fn verify_audit(&self, anchor: Option<&str>) -> Result<Verified, StoreError> {
+        self.verify_audit_of(None, anchor)
+    }
+
+    /// As [`Store::verify_audit`]; in the database each tenant has its own chain, and `tenant` picks one.
+    pub fn verify_audit_of(
+        &self,
+        tenant: Option<&str>,
+        anchor: Option<&str>,
+    ) -> Result<Verified, StoreError> {
+        if let Some(db) = &self.db {
+            return self.verify_db(db, tenant, anchor);
+        }
         let head = self.audit_head()?;
         let files = super::audit::chained_files(head.as_ref());
         let mut v = Verified {
@@ -88,31 +100,38 @@ impl Store {
         };
         let mut seen_anchor = anchor.is_none() || anchor == Some(head.genesis.as_str());
         v.broken = walk(self, &head, &files, anchor, &mut seen_anchor, &mut v.lines)?;
-        if v.broken.is_none() && v.lines < head.lines {
-            let (kind, message) = if v.lines == 0 {
-                (
-                    BreakKind::Emptied,
-                    format!(
-                        "the log holds no line, but the recorded head is line {}: it was emptied or removed",
-                        head.lines
-                    ),
-                )
-            } else {
-                (BreakKind::Truncated, format!("the chain ends at line {}, but the recorded head is line {}: lines were cut from its end", v.lines, head.lines))
-            };
-            v.broken = Some(Break { kind, file: "audit.log".into(), line: v.lines, message });
+        Ok(conclude(v, &head, "audit.log", anchor, seen_anchor))
+    }
+
+    /// Walks each tenant's chain in the database (one tenant's when named); the first broken one decides.
+    fn verify_db(
+        &self,
+        db: &super::pg::Db,
+        tenant: Option<&str>,
+        anchor: Option<&str>,
+    ) -> Result<Verified, StoreError> {
+        let chains = db.audit_chains(tenant)?;
+        if anchor.is_some() && chains.len() > 1 {
+            return Err(StoreError::Refused(
+                "--head names one chain, and this database holds one per tenant; add --tenant NAME".into(),
+            ));
         }
-        if v.broken.is_none() && !seen_anchor {
-            v.broken = Some(Break {
-                kind: BreakKind::Anchor,
-                file: "audit.log".into(),
-                line: 0,
-                message: format!("the head you recorded, {}, is no line of the chain: the log was rewritten after it was recorded", anchor.unwrap_or_default()),
-            });
+        let mut all =
+            Verified { ok: true, lines: 0, files: Vec::new(), head: None, unrecorded: 0, broken: None };
+        for c in &chains {
+            let v = verify_lines(&c.head, &format!("postgres:audit/{}", c.tenant), &c.lines, anchor);
+            all.lines += v.lines;
+            all.unrecorded += v.unrecorded;
+            all.files.extend(v.files);
+            if chains.len() == 1 {
+                all.head = v.head;
+            }
+            if v.broken.is_some() && all.broken.is_none() {
+                all.broken = v.broken;
+            }
         }
-        v.unrecorded = v.lines.saturating_sub(head.lines);
-        v.ok = v.broken.is_none();
-        Ok(v)
+        all.ok = all.broken.is_none();
+        Ok(all)
     }
 }
 
@@ -125,11 +144,11 @@ fn walk(
     seen_anchor: &mut bool,
     n: &mut u64,
 ) -> Result<Option<Break>, StoreError> {
-    let mut expected = head.genesis.clone();
+    let mut texts = Vec::new();
     for file in files {
         let p = store.path(file);
-        let text = match std::fs::read_to_string(&p) {
-            Ok(t) => t,
+        match std::fs::read_to_string(&p) {
+            Ok(t) => texts.push((file.clone(), t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && file == "audit.log" => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Some(Break {
@@ -140,14 +159,28 @@ fn walk(
                 }));
             }
             Err(e) => return Err(StoreError::io(&p, e)),
-        };
-        let body = text.strip_suffix('\n').unwrap_or(&text);
+        }
+    }
+    Ok(walk_texts(head, &texts, anchor, seen_anchor, n))
+}
+
+/// Checks the lines of each `(name, text)` in order against the chain from `head`'s genesis.
+fn walk_texts(
+    head: &AuditHead,
+    texts: &[(String, String)],
+    anchor: Option<&str>,
+    seen_anchor: &mut bool,
+    n: &mut u64,
+) -> Option<Break> {
+    let mut expected = head.genesis.clone();
+    for (file, text) in texts {
+        let body = text.strip_suffix('\n').unwrap_or(text);
         if body.is_empty() {
             continue;
         }
         for (i, line) in body.split('\n').enumerate() {
             let at = i as u64 + 1;
-            let brk = |kind, message: String| Ok(Some(Break { kind, file: file.clone(), line: at, message }));
+            let brk = |kind, message: String| Some(Break { kind, file: file.clone(), line: at, message });
             let Ok(rec) = serde_json::from_str::<AuditRecord>(line) else {
                 return brk(
                     BreakKind::NotARecord,
@@ -170,5 +203,71 @@ fn walk(
             }
         }
     }
-    Ok(None)
+    None
+}
+
+/// The verdict on one chain whose lines were walked: truncation, emptying and a missing anchor added.
+fn conclude(
+    mut v: Verified,
+    head: &AuditHead,
+    file: &str,
+    anchor: Option<&str>,
+    seen_anchor: bool,
+) -> Verified {
+    if v.broken.is_none() && v.lines < head.lines {
+        let (kind, message) = if v.lines == 0 {
+            (
+                BreakKind::Emptied,
+                format!(
+                    "the log holds no line, but the recorded head is line {}: it was emptied or removed",
+                    head.lines
+                ),
+            )
+        } else {
+            (BreakKind::Truncated, format!("the chain ends at line {}, but the recorded head is line {}: lines were cut from its end", v.lines, head.lines))
+        };
+        v.broken = Some(Break { kind, file: file.into(), line: v.lines, message });
+    }
+    if v.broken.is_none() && !seen_anchor {
+        v.broken = Some(Break {
+            kind: BreakKind::Anchor,
+            file: file.into(),
+            line: 0,
+            message: format!("the head you recorded, {}, is no line of the chain: the log was rewritten after it was recorded", anchor.unwrap_or_default()),
+        });
+    }
+    v.unrecorded = v.lines.saturating_sub(head.lines);
+    v.ok = v.broken.is_none();
+    v
+}
+
+/// Verifies one chain given as its head and lines (a tenant's chain in the database, or an exported one).
+pub fn verify_lines(head: &AuditHead, name: &str, lines: &[String], anchor: Option<&str>) -> Verified {
+    let mut seen_anchor = anchor.is_none() || anchor == Some(head.genesis.as_str());
+    let mut n = 0;
+    let mut text = lines.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let broken = walk_texts(head, &[(name.to_string(), text)], anchor, &mut seen_anchor, &mut n);
+    let v = Verified {
+        ok: true,
+        lines: n,
+        files: vec![name.to_string()],
+        head: Some(head.head.clone()),
+        unrecorded: 0,
+        broken,
+    };
+    conclude(v, head, name, anchor, seen_anchor)
+}
+
+/// Verifies an exported chain: `log` (JSON lines) with its head beside it (`<log without .log>.head`).
+pub fn verify_exported(log: &std::path::Path, anchor: Option<&str>) -> Result<Verified, StoreError> {
+    let head_path = log.with_extension("head");
+    let head_text = std::fs::read_to_string(&head_path).map_err(|e| StoreError::io(&head_path, e))?;
+    let head: AuditHead = serde_json::from_str(&head_text)
+        .map_err(|e| StoreError::Corrupt { path: head_path.display().to_string(), reason: e.to_string() })?;
+    let text = std::fs::read_to_string(log).map_err(|e| StoreError::io(log, e))?;
+    let lines: Vec<String> = text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
+    Ok(verify_lines(&head, &log.display().to_string(), &lines, anchor))
 }

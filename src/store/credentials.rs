@@ -27,9 +27,11 @@ impl Store {
         }
         let _lock = self.lock()?;
         let dir = self.home().join(self.tenant_dir(tenant)?).join("credentials");
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
-        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
-        if principal.is_some() {
+        if self.db.is_none() {
+            fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+            let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+        }
+        if principal.is_some() && self.db.is_none() {
             let sub = dir.join(family);
             fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, e))?;
             let _ = fs::set_permissions(&sub, fs::Permissions::from_mode(0o700));
@@ -62,10 +64,7 @@ impl Store {
                 }
                 self.write_json_mode(&rel, &fields, 0o600)
             }
-            None => {
-                let p = self.path(&rel);
-                fs::remove_file(&p).map_err(|e| StoreError::io(&p, e))
-            }
+            None => self.remove_json(&rel).map(|_| ()),
         }
     }
 
@@ -74,6 +73,21 @@ impl Store {
         let rel_dir = self.tenant_dir(tenant)?.join("credentials");
         let dir = self.home().join(&rel_dir);
         let mut out = BTreeMap::new();
+        if let Some(db) = &self.db {
+            // The shared files only (`credentials/<family>.json`), as the file store lists them; names, never values.
+            let prefix = format!("{}/", rel_dir.display());
+            for path in db.doc_list(&prefix)? {
+                let Some(family) = path.strip_prefix(&prefix).and_then(|n| n.strip_suffix(".json")) else {
+                    continue;
+                };
+                if family.contains('/') {
+                    continue;
+                }
+                let fields: Fields = self.read_json(&path)?.unwrap_or_default();
+                out.insert(family.to_string(), fields.into_keys().collect());
+            }
+            return Ok(out);
+        }
         let entries = match fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
@@ -140,7 +154,8 @@ const FAMILIES: &str = "families.json";
 impl Store {
     /// The packs allowed to use `family`: the one named like it, and those allowed with `hcpx credential allow`.
     pub fn family_allowed(&self, family: &str) -> Result<Vec<String>, StoreError> {
-        let all: BTreeMap<String, Vec<String>> = self.read_json(FAMILIES)?.unwrap_or_default();
+        // Every mint of a bound pack asks: a cached read (no parse, and no database round trip, while unchanged).
+        let all = self.read_json_cached::<BTreeMap<String, Vec<String>>>(FAMILIES)?.unwrap_or_default();
         let mut out = vec![family.to_string()];
         for p in all.get(family).into_iter().flatten() {
             if !out.contains(p) {

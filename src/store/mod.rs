@@ -1,6 +1,8 @@
-//! The store under `$HCP_HOME`: installed packs, activations, grants, the allow-list and the audit log.
-//! Every write is atomic (temp file, fsync, rename) and every read-modify-write holds an exclusive lock,
-//! so concurrent `hcpx` processes neither lose nor tear anything.
+//! The store: installed packs, activations, grants, the allow-list, credentials, the audit log and Sense.
+//! One interface, two back ends: files under `$HCP_HOME` (the embedded default: every write atomic — temp file,
+//! fsync, rename — and every read-modify-write under an exclusive lock, so concurrent `hcpx` processes neither
+//! lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a
+//! hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
 
 pub mod audit;
 mod cache;
@@ -10,6 +12,7 @@ pub mod connections;
 pub mod credentials;
 pub mod grants;
 pub mod packs;
+pub mod pg;
 pub mod principals;
 pub mod sense;
 
@@ -34,6 +37,9 @@ pub enum StoreError {
     Corrupt { path: String, reason: String },
     #[error("{0}")]
     Refused(String),
+    /// The PostgreSQL store failed or is unreachable; never answered from local files instead.
+    #[error("the store's database {0}; check HCP_STORE and that PostgreSQL is up")]
+    Database(String),
     /// The store itself cannot be opened; `reason` is in the message (not a source, so a chain printed with
     /// `{:#}` does not say it twice).
     #[error("cannot open the store at {path}: {reason}; set HCP_HOME to a writable directory")]
@@ -46,11 +52,21 @@ impl StoreError {
     }
 }
 
-/// The store rooted at `$HCP_HOME`.
+/// The store: files rooted at `$HCP_HOME`, or a PostgreSQL database with `$HCP_HOME` as its local cache.
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
     cache: std::sync::Arc<cache::ReadCache>,
+    db: Option<Arc<pg::Db>>,
+}
+
+/// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    pub size: usize,
+    pub idle: usize,
+    pub max: usize,
+    pub waiting: usize,
 }
 
 fn file_key(meta: &std::fs::Metadata) -> cache::FileKey {
@@ -58,9 +74,10 @@ fn file_key(meta: &std::fs::Metadata) -> cache::FileKey {
     (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec())
 }
 
-/// An exclusive lock on the store, released on drop.
-pub struct StoreLock {
-    _file: File,
+/// An exclusive lock on the store (a file lock, or an advisory lock in the database), released on drop.
+pub enum StoreLock {
+    File(File),
+    Db(Box<pg::DbLock>),
 }
 
 impl Store {
@@ -70,14 +87,65 @@ impl Store {
             let p = home.join(sub);
             fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
         }
-        Ok(Store { home: home.to_path_buf(), cache: Default::default() })
+        Ok(Store { home: home.to_path_buf(), cache: Default::default(), db: None })
     }
 
-    /// The store at `HCP_HOME` (or `~/.hcp`), created when missing: what every face opens.
+    /// The PostgreSQL store at `url`, with `home` as its local cache (packs' files, workspaces, temp files).
+    pub fn open_db(home: &Path, url: &str) -> Result<Store, StoreError> {
+        let mut store = Store::open(home)?;
+        store.db = Some(Arc::new(pg::Db::open(url)?));
+        Ok(store)
+    }
+
+    /// The store every face opens: PostgreSQL when `HCP_STORE` names a database, else the files at `HCP_HOME`
+    /// (or `~/.hcp`), created when missing.
     pub fn open_default() -> Result<Store, StoreError> {
         let home = Store::default_home();
-        Store::open(&home)
-            .map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })
+        let chosen = std::env::var("HCP_STORE").unwrap_or_default();
+        let opened = match chosen.trim() {
+            "" | "files" => Store::open(&home),
+            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                return Store::open_db(&home, url);
+            }
+            other => {
+                return Err(StoreError::Refused(format!(
+                    "HCP_STORE is {:?}; set it to a postgres://USER@HOST:PORT/DB URL, or to `files` (the default) for the files under HCP_HOME",
+                    pg::redact(other)
+                )))
+            }
+        };
+        opened.map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })
+    }
+
+    /// The PostgreSQL back end, when this store is one.
+    pub fn db(&self) -> Option<&Arc<pg::Db>> {
+        self.db.as_ref()
+    }
+
+    /// `files` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        if self.db.is_some() {
+            "postgres"
+        } else {
+            "files"
+        }
+    }
+
+    /// Whether the store answers now: the database takes a round trip; the files need a readable home whose
+    /// `state.json`, if any, parses.
+    pub fn health(&self) -> Result<(), StoreError> {
+        match &self.db {
+            Some(db) => db.health(),
+            None => {
+                fs::read_dir(&self.home).map_err(|e| StoreError::io(&self.home, e))?;
+                self.read_json::<serde_json::Value>("state.json").map(|_| ())
+            }
+        }
+    }
+
+    /// The database pool's use; `None` for the file store.
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        self.db.as_ref().map(|d| d.pool_stats())
     }
 
     /// This store, for a process that makes one call and exits: its read cache never watches the store's
@@ -112,6 +180,9 @@ impl Store {
 
     /// Takes the store's exclusive lock (blocking).
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        if let Some(db) = &self.db {
+            return db.lock().map(|l| StoreLock::Db(Box::new(l)));
+        }
         let p = self.path(".lock");
         let file = OpenOptions::new()
             .create(true)
@@ -120,7 +191,7 @@ impl Store {
             .open(&p)
             .map_err(|e| StoreError::io(&p, e))?;
         file.lock().map_err(|e| StoreError::io(&p, e))?;
-        Ok(StoreLock { _file: file })
+        Ok(StoreLock::File(file))
     }
 
     /// Reads a JSON file of the store through the read cache; `None` when it does not exist.
@@ -138,6 +209,13 @@ impl Store {
         rel: &str,
         check: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<Option<Arc<T>>, StoreError> {
+        if let Some(db) = &self.db {
+            return db.doc_cached(rel, |text| {
+                let raw: R = serde_json::from_str(text)
+                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
+                check(raw).map_err(|reason| StoreError::Corrupt { path: rel.to_string(), reason })
+            });
+        }
         let (cached, ticket) = match self.cache.lookup(&self.home, rel) {
             cache::Lookup::Trusted(None) => return Ok(None),
             cache::Lookup::Trusted(Some(v)) => match v.downcast::<T>() {
@@ -181,6 +259,14 @@ impl Store {
 
     /// Reads a JSON file of the store; `None` when it does not exist.
     pub fn read_json<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
+        if let Some(db) = &self.db {
+            return match db.doc_text(rel)? {
+                Some(text) => serde_json::from_str(&text)
+                    .map(Some)
+                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() }),
+                None => Ok(None),
+            };
+        }
         let p = self.path(rel);
         let text = match fs::read_to_string(&p) {
             Ok(t) => t,
@@ -202,7 +288,23 @@ impl Store {
         let mut text = serde_json::to_string_pretty(value)
             .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
         text.push('\n');
+        if let Some(db) = &self.db {
+            return db.doc_put(rel, text);
+        }
         self.write_atomic_mode(rel, text.as_bytes(), mode)
+    }
+
+    /// Removes the JSON document at `rel`; whether there was one.
+    pub fn remove_json(&self, rel: &str) -> Result<bool, StoreError> {
+        if let Some(db) = &self.db {
+            return db.doc_delete(rel);
+        }
+        let p = self.path(rel);
+        match fs::remove_file(&p) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io(&p, e)),
+        }
     }
 
     /// Writes bytes atomically at `rel` (mode 0644).

@@ -164,6 +164,9 @@ impl Store {
                 "installed pack {id} has no digest of its files in state.json, so it cannot be checked; it is not loaded: reinstall it with `hcpx install DIR`"
             )));
         };
+        if self.db.is_some() && pack_files_digest(&dir) != *want {
+            self.materialize(id, want)?;
+        }
         if pack_files_digest(&dir) != *want {
             return Err(StoreError::Refused(format!(
                 "the files of installed pack {id} changed since install; it is not loaded: reinstall it with `hcpx install DIR`"
@@ -254,6 +257,12 @@ impl Store {
             Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::model::digest::sha256_hex(&b)),
             _ => None,
         };
+        let files_sha256 = pack_files_digest(&target);
+        // In the database the files go in before the record that names them, so no replica ever finds a record
+        // whose files are not there; the files of the install it replaces go once the record moved on.
+        if let Some(db) = &self.db {
+            db.pack_upload(&id, &files_sha256, &target)?;
+        }
         state.packs.insert(
             id.clone(),
             PackState {
@@ -261,10 +270,13 @@ impl Store {
                 installed_at: crate::model::clock::now_rfc3339(),
                 activated,
                 component_sha256,
-                files_sha256: Some(pack_files_digest(&target)),
+                files_sha256: Some(files_sha256.clone()),
             },
         );
         self.write_json(STATE, &state)?;
+        if let Some(db) = &self.db {
+            db.pack_remove(&id, Some(&files_sha256))?;
+        }
         if replaced {
             let _ = fs::remove_dir_all(&trash);
         }
@@ -285,6 +297,46 @@ impl Store {
             fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
         }
         self.write_json(STATE, &state)?;
+        if let Some(db) = &self.db {
+            db.pack_remove(id, None)?;
+        }
+        let _ = fs::remove_dir_all(&trash);
+        Ok(())
+    }
+
+    /// Writes install `digest` of pack `id` from the database into this replica's `packs/<id>`: staged beside
+    /// it, checked against the digest, then swapped in, under a local lock (two processes sharing one home).
+    fn materialize(&self, id: &str, digest: &str) -> Result<(), StoreError> {
+        let Some(db) = &self.db else { return Ok(()) };
+        let lock_path = self.path("packs/.materialize.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io(&lock_path, e))?;
+        lock.lock().map_err(|e| StoreError::io(&lock_path, e))?;
+        let target = self.pack_dir(id);
+        if pack_files_digest(&target) == digest {
+            return Ok(()); // another process wrote it meanwhile
+        }
+        let staged = self.temp_path(&format!("fetch-{id}"));
+        let fetched = db.pack_fetch(id, digest, &staged);
+        if let Err(e) = fetched {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(e);
+        }
+        if pack_files_digest(&staged) != digest {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(StoreError::Refused(format!(
+                "the files of pack {id} in the database do not match its recorded digest; it is not loaded: install it again with `hcpx install DIR`"
+            )));
+        }
+        let trash = self.temp_path(&format!("stale-{id}"));
+        if target.exists() {
+            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
+        }
+        fs::rename(&staged, &target).map_err(|e| StoreError::io(&target, e))?;
         let _ = fs::remove_dir_all(&trash);
         Ok(())
     }

@@ -182,6 +182,27 @@ impl Store {
         Ok(token)
     }
 
+    /// Adds `grants` to Principal `id` (`add`), or takes them from it; returns what it holds after.
+    pub fn principal_grants(&self, id: &str, grants: &[Grant], add: bool) -> Result<Vec<Grant>, StoreError> {
+        let _lock = self.lock()?;
+        let mut rows: Vec<PrincipalRow> = self.read_json(PRINCIPALS_FILE)?.unwrap_or_default();
+        let Some(row) = rows.iter_mut().find(|r| r.principal == id) else {
+            return Err(StoreError::Refused(format!("no principal {id}; `hcpx principal list` shows them")));
+        };
+        for g in grants {
+            if add {
+                crate::model::grants::add_grant(&mut row.grants, g);
+            } else {
+                crate::model::grants::remove_grant(&mut row.grants, g)
+                    .map_err(|e| StoreError::Refused(e.0))?;
+            }
+        }
+        let now = row.grants.clone();
+        Principals::from_rows(rows.clone()).map_err(StoreError::Refused)?;
+        self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)?;
+        Ok(now)
+    }
+
     /// Removes a Principal; its token stops working at once.
     pub fn principal_rm(&self, id: &str) -> Result<(), StoreError> {
         let _lock = self.lock()?;

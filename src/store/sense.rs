@@ -80,6 +80,10 @@ impl Store {
         new: NewEvent,
         dedupe: bool,
     ) -> Result<Option<SenseEvent>, StoreError> {
+        if let Some(db) = &self.db {
+            self.tenant_dir(tenant)?;
+            return db.sense_append(tenant, new, dedupe, max_events());
+        }
         let rel = self.sense_log(tenant)?;
         let p = self.home().join(&rel);
         let _lock = self.lock()?;
@@ -143,6 +147,9 @@ impl Store {
     /// `tenant`'s events with an id past `after`, oldest first. A line still being written (no newline yet)
     /// is left for the next read.
     pub fn sense_events(&self, tenant: &str, after: u64) -> Result<Vec<SenseEvent>, StoreError> {
+        if let Some(db) = &self.db {
+            return db.sense_after(tenant, after);
+        }
         let p = self.home().join(self.sense_log(tenant)?);
         let f = match std::fs::File::open(&p) {
             Ok(f) => f,
@@ -171,10 +178,20 @@ impl Store {
         Ok(out)
     }
 
+    /// Woken at once when a Sense event is recorded on any replica (the PostgreSQL store); `None` for the file
+    /// store, whose watchers poll.
+    pub fn sense_wake(&self) -> Option<std::sync::Arc<super::pg::Live>> {
+        self.db.as_ref().map(|d| d.live().clone())
+    }
+
     /// What identifies the log's current content (inode, length, mtime): a watcher polls this and reads the log
     /// again only when it changed. `None` when there is no log yet.
     pub fn sense_version(&self, tenant: &str) -> Result<Option<(u64, u64, i64, i64)>, StoreError> {
         use std::os::unix::fs::MetadataExt;
+        if let Some(db) = &self.db {
+            // The newest id stands for the log's content: ids only grow, and compaction keeps the newest.
+            return Ok(Some((db.sense_last(tenant)?, 0, 0, 0)));
+        }
         let p = self.home().join(self.sense_log(tenant)?);
         match std::fs::metadata(&p) {
             Ok(m) => Ok(Some((m.ino(), m.len(), m.mtime(), m.mtime_nsec()))),

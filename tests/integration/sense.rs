@@ -141,7 +141,7 @@ fn removing_a_credential_and_a_failed_mint_announce_binding_degraded() {
 }
 
 /// Reads a `GET /v1/sense` stream until `n` events arrived or `wait` passed, then drops the connection.
-fn sse(
+pub(crate) fn sse(
     addr: &str,
     token: &str,
     query: &str,

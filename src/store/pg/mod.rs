@@ -1,0 +1,233 @@
+//! The PostgreSQL back end of the store (`HCP_STORE=postgres://…`): every piece of shared state in one database,
+//! so N replicas of `hcpx serve` act as one runtime (docs/hosting.md). The store's JSON documents (state,
+//! principals, grants, sandbox, families, connections, credentials — sealed) are rows of `hcpx_documents`;
+//! installed packs' files, the per-tenant audit chains and Sense logs have tables of their own.
+//!
+//! The store's interface is synchronous (the pipeline runs on blocking threads); this back end runs the async
+//! driver and its pool on a small runtime of its own and waits for each operation on a channel, which works
+//! from any thread, async or not. A LISTEN connection turns the database's notifications into cache
+//! invalidation and Sense wake-ups; while it is down nothing is served from a cache.
+
+mod audit;
+mod docs;
+mod live;
+mod packs;
+mod schema;
+pub mod seal;
+mod sense;
+pub mod transfer;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use super::{PoolStats, StoreError};
+
+pub use live::Live;
+pub use schema::LATEST as SCHEMA_VERSION;
+
+/// The longest one store operation may take before it is given up as unreachable.
+const OP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller waits for a pooled connection, and for a new one to be made.
+const POOL_WAIT: Duration = Duration::from_secs(5);
+/// Connections per replica (`HCP_STORE_POOL` overrides it).
+const POOL_SIZE: usize = 16;
+/// The advisory lock that stands for the file store's `.lock`: read-modify-writes of documents, across replicas.
+const STORE_LOCK: i64 = 0x6863_7078_0001;
+
+/// A connection to the database: its pool, the runtime that drives it, and what the LISTEN connection learns.
+pub struct Db {
+    rt: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    pool: Pool,
+    /// The URL without its password, for messages.
+    shown: String,
+    seal: Option<seal::Sealer>,
+    live: Arc<Live>,
+    docs: docs::Cache,
+    appender: tokio::sync::mpsc::UnboundedSender<audit::Pending>,
+    /// This process's id among the replicas: its liveness lock and the tag of its write intents.
+    replica: i32,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("url", &self.shown).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // Never blocks: a store dropped inside an async context (a server's last handle) must not panic.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn random4() -> Result<[u8; 4], StoreError> {
+    use std::io::Read;
+    let p = std::path::Path::new("/dev/urandom");
+    let mut b = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut b)).map_err(|e| StoreError::io(p, e))?;
+    Ok(b)
+}
+
+/// `url` with its password replaced, safe to print.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return "postgres://…".into() };
+    let Some((auth, host)) = rest.rsplit_once('@') else { return url.to_string() };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => format!("{scheme}://{auth}@{host}"),
+    }
+}
+
+pub(crate) fn db_error(shown: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Database(format!("{shown}: {e}"))
+}
+
+impl Db {
+    /// Connects to `url`, applies the schema migrations this hcpx knows (refusing a database whose schema is
+    /// newer), reads the seal key named by `HCP_SEAL_KEY_FILE` when set, and starts listening for changes.
+    pub fn open(url: &str) -> Result<Db, StoreError> {
+        let shown = redact(url);
+        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+            StoreError::Refused(format!(
+                "HCP_STORE {shown} is not a PostgreSQL URL ({e}); write it as postgres://USER@HOST:PORT/DB"
+            ))
+        })?;
+        let seal = seal::Sealer::from_env()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("hcpx-store")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Database(format!("cannot start the store's runtime: {e}")))?;
+        let handle = rt.handle().clone();
+        let size = std::env::var("HCP_STORE_POOL").ok().and_then(|v| v.parse().ok()).unwrap_or(POOL_SIZE);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(size.max(2))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(POOL_WAIT))
+            .recycle_timeout(Some(POOL_WAIT))
+            .build()
+            .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))?;
+        let live = Arc::new(Live::default());
+        let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
+        let replica = (u32::from_le_bytes(random4()?) >> 1) as i32;
+        let db =
+            Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender, replica };
+        db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;
+        live::spawn_listener(&db.handle, config.clone(), db.live.clone());
+        live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
+        Ok(db)
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it, from any thread; past [`OP_TIMEOUT`] the database is
+    /// taken as unreachable.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(tokio::time::timeout(OP_TIMEOUT, fut).await);
+        });
+        match rx.recv() {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(StoreError::Database(format!(
+                "{}: no answer within {} s",
+                self.shown,
+                OP_TIMEOUT.as_secs()
+            ))),
+            Err(_) => Err(StoreError::Database(format!("{}: the store's runtime stopped", self.shown))),
+        }
+    }
+
+    pub(crate) fn pool(&self) -> Pool {
+        self.pool.clone()
+    }
+
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    pub(crate) fn sealer(&self) -> Option<&seal::Sealer> {
+        self.seal.as_ref()
+    }
+
+    /// What the LISTEN connection learns: whether it is up, the document generation, Sense heads.
+    pub fn live(&self) -> &Arc<Live> {
+        &self.live
+    }
+
+    /// Whether the database answers now (a round trip, at most 2 s).
+    pub fn health(&self) -> Result<(), StoreError> {
+        let (pool, shown) = (self.pool(), self.shown.clone());
+        self.run(async move {
+            let probe = async {
+                let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+                c.simple_query("SELECT 1").await.map_err(|e| db_error(&shown, e))?;
+                Ok::<(), StoreError>(())
+            };
+            tokio::time::timeout(Duration::from_secs(2), probe)
+                .await
+                .map_err(|_| db_error(&shown, "no answer within 2 s"))?
+        })
+    }
+
+    /// The pool's use now.
+    pub fn pool_stats(&self) -> PoolStats {
+        let s = self.pool.status();
+        PoolStats { size: s.size, idle: s.available, max: s.max_size, waiting: s.waiting }
+    }
+
+    /// The schema version the database is at.
+    pub fn schema_version(&self) -> Result<i32, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown.clone());
+        self.run(async move { schema::version(&pool, &shown).await })
+    }
+
+    /// Takes the store's exclusive lock across every replica: a session advisory lock held on a connection of
+    /// its own until the guard drops.
+    pub fn lock(self: &Arc<Db>) -> Result<DbLock, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown.clone());
+        let conn = self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            c.execute("SELECT pg_advisory_lock($1)", &[&STORE_LOCK])
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            Ok(c)
+        })?;
+        Ok(DbLock { db: self.clone(), conn: Some(conn) })
+    }
+}
+
+/// The store's lock in the database, released when dropped.
+pub struct DbLock {
+    db: Arc<Db>,
+    conn: Option<deadpool_postgres::Object>,
+}
+
+impl Drop for DbLock {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        let _ = self.db.run(async move {
+            if conn.execute("SELECT pg_advisory_unlock($1)", &[&STORE_LOCK]).await.is_err() {
+                // The session may still hold the lock: close it rather than hand it back to the pool.
+                drop(deadpool_postgres::Object::take(conn));
+            }
+            Ok(())
+        });
+    }
+}

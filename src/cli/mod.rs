@@ -190,6 +190,10 @@ pub struct ServeArgs {
     /// host in its Host header is refused (DNS rebinding). Repeat for several.
     #[arg(long = "allow-host")]
     pub allow_hosts: Vec<String>,
+    /// After SIGTERM, keep serving this many milliseconds with `/readyz` answering 503, so a load balancer
+    /// stops sending calls before the server stops taking connections.
+    #[arg(long, default_value_t = 0)]
+    pub drain_ms: u64,
 }
 
 /// `hcpx principal …`.

@@ -245,6 +245,37 @@ impl Store {
     pub fn temp_path(&self, prefix: &str) -> PathBuf {
         self.path("tmp").join(unique_name(prefix))
     }
+
+    /// Which back end holds the store: `"files"` for the directory under `$HCP_HOME`.
+    pub fn kind(&self) -> &'static str {
+        "files"
+    }
+
+    /// Whether the store answers, cheaply (a readiness probe calls it): the home can be listed and
+    /// `state.json`, if there is one, parses.
+    pub fn health(&self) -> Result<(), StoreError> {
+        fs::read_dir(&self.home).map_err(|e| StoreError::io(&self.home, e))?;
+        // Through the same cached, typed read every call makes: cheap while the file is unchanged.
+        self.state().map(|_| ())
+    }
+
+    /// The connection pool's use, for a back end that has one; `None` for the file store.
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        None
+    }
+}
+
+/// A store back end's connection pool at one moment (`hcpx serve`'s `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Connections open now.
+    pub size: usize,
+    /// Of those, idle.
+    pub idle: usize,
+    /// The most the pool opens.
+    pub max: usize,
+    /// Callers waiting for a connection.
+    pub waiting: usize,
 }
 
 /// Where an adapter's files live under `$HCP_HOME`: paths only, so an adapter never holds the store (its

@@ -25,6 +25,7 @@ mod layers;
 mod lint;
 mod mcp;
 mod new;
+mod pg;
 mod properties;
 mod render;
 mod robustness;

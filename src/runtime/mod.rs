@@ -209,7 +209,7 @@ impl Runtime {
         ctx: CallContext,
     ) -> ResultEnvelope {
         let started = std::time::Instant::now();
-        let out = self.clone().exec_async_unobserved(&principal, &env, ctx).await;
+        let out = self.exec_async_unobserved(&principal, &env, ctx).await;
         if let Some(o) = &self.observer {
             o.observed(&principal, &env, &out, started.elapsed());
         }
@@ -217,22 +217,22 @@ impl Runtime {
     }
 
     async fn exec_async_unobserved(
-        self: Arc<Self>,
+        self: &Arc<Self>,
         principal: &Principal,
         env: &Envelope,
         ctx: CallContext,
     ) -> ResultEnvelope {
         if tokio::runtime::Handle::try_current().is_err() {
             // Awaited outside tokio: there is no runtime to hand anything to, so the call blocks here.
-            return self.exec_in(&principal, &env, &ctx);
+            return self.exec_in(principal, env, &ctx);
         }
         // Dropped before the call ends (a client that went away), this stops the command.
         let guard = crate::model::CancelOnDrop::new(ctx.cancel.clone());
-        let out = match self.admit(&principal, &env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
+        let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
                 let ran = admitted.adapter.run_async(admitted.job.clone()).await;
-                self.finish(&principal, &env, admitted, ran)
+                self.finish(principal, env, admitted, ran)
             }
             // The bootstrap pack's reports may load a composite, which blocks: on the blocking pool, holding
             // the call's slot.

@@ -19,7 +19,6 @@ const ROLE: &str = "hcpx";
 pub struct Cluster {
     bin: PathBuf,
     pub port: u16,
-    dir: PathBuf,
 }
 
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
@@ -171,18 +170,32 @@ fn start() -> Result<Cluster, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let port = free_port();
-    let log = fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?;
-    chown(&dir.join("server.log"), user);
-    let sock = dir.join("sock");
+    // Another process may take the free port before the server binds it: then it exits, and a new port is tried.
+    let mut why = String::new();
+    for _ in 0..3 {
+        let port = free_port();
+        match launch(&bin, &dir, port, user) {
+            Ok(()) => return Ok(Cluster { bin, port }),
+            Err(e) => why = e,
+        }
+    }
+    Err(why)
+}
+
+/// Starts the postmaster on `port` and waits until it accepts connections; an error if it exits first.
+fn launch(bin: &Path, dir: &Path, port: u16, user: Option<(libc::uid_t, libc::gid_t)>) -> Result<(), String> {
+    let log_path = dir.join("server.log");
+    let log = fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    chown(&log_path, user);
+    let (data, sock) = (dir.join("data"), dir.join("sock"));
     let (tx, rx) = std::sync::mpsc::channel();
-    let bin2 = bin.clone();
+    let server = bin.join("postgres");
     // The server's parent is this thread, which never ends: the parent-death signal follows the spawning
     // thread, so a test's own thread (which ends with the test) must not spawn it.
     std::thread::Builder::new()
         .name("pg-postmaster".into())
         .spawn(move || {
-            let mut cmd = Command::new(bin2.join("postgres"));
+            let mut cmd = Command::new(server);
             cmd.arg("-D").arg(&data).arg("-k").arg(&sock);
             cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]);
             // fsync off: a throwaway cluster; synchronous_commit stays on (durability semantics are tested).
@@ -210,21 +223,27 @@ fn start() -> Result<Cluster, String> {
         .map_err(|e| e.to_string())?;
     let pid = rx.recv().map_err(|e| e.to_string())??;
     POSTMASTER.store(pid, Ordering::SeqCst);
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
     // SAFETY: registers a plain extern "C" function to run at exit.
-    unsafe { libc::atexit(stop_at_exit) };
-    let cluster = Cluster { bin, port, dir };
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(stop_at_exit);
+    });
     let start = Instant::now();
     loop {
-        let ready = Command::new(cluster.bin.join("pg_isready"))
+        let ready = Command::new(bin.join("pg_isready"))
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", ROLE, "-d", "postgres", "-q"])
             .status()
             .is_ok_and(|s| s.success());
         if ready {
-            return Ok(cluster);
+            return Ok(());
         }
-        if start.elapsed() > Duration::from_secs(60) {
-            let log = fs::read_to_string(cluster.dir.join("server.log")).unwrap_or_default();
-            return Err(format!("postgres did not come up on port {port} within 60 s:\n{log}"));
+        let mut status = 0;
+        // SAFETY: reaps the postmaster if it has exited (it is this process's child).
+        let exited = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) } != 0;
+        if exited || start.elapsed() > Duration::from_secs(60) {
+            POSTMASTER.store(0, Ordering::SeqCst);
+            let log = fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(format!("postgres did not come up on port {port}:\n{log}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

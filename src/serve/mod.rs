@@ -58,6 +58,16 @@ pub struct Readiness {
 }
 
 impl Readiness {
+    /// The server has loaded what it needs (`serve` marks it once the activated packs are loaded).
+    pub fn mark_loaded(&self) {
+        self.loaded.store(true, Ordering::SeqCst);
+    }
+
+    /// The server is shutting down: `/readyz` answers 503 from now on.
+    pub fn mark_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
     /// Whether it has loaded what it needs and is not shutting down.
     pub fn ready(&self) -> Result<(), &'static str> {
         if self.draining.load(Ordering::SeqCst) {
@@ -152,13 +162,13 @@ pub async fn serve(
     let loaded = readiness.clone();
     tokio::task::spawn_blocking(move || {
         let _ = runtime.activated_packs();
-        loaded.loaded.store(true, Ordering::SeqCst);
+        loaded.mark_loaded();
     });
     let begun = shutdown.clone();
     let drain = cfg.drain;
     let signal = async move {
         stop.await;
-        readiness.draining.store(true, Ordering::SeqCst);
+        readiness.mark_draining();
         tokio::time::sleep(drain).await;
         begun.cancel();
     };

@@ -238,7 +238,7 @@ on_both_stores! {
         let schema = &plan["requestBody"]["content"]["application/json"]["schema"];
         assert_eq!(schema["required"], json!(["from", "to"]), "{plan}");
         assert!(doc["paths"]["/v1/exec/ledger/transfer"].is_object());
-        for p in ["/v1/exec", "/v1/packs", "/v1/packs/{id}/availability", "/v1/title", "/healthz"] {
+        for p in ["/v1/exec", "/v1/packs", "/v1/packs/{id}/availability", "/v1/title", "/healthz", "/readyz", "/metrics"] {
             assert!(doc["paths"][p].is_object(), "{p} missing");
         }
 

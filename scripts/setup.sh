@@ -21,6 +21,12 @@ command -v git >/dev/null 2>&1 || missing="$missing git"
 # The terminal-title test runs hcpx under a pseudo-terminal with `script`.
 command -v script >/dev/null 2>&1 || missing="$missing bsdutils"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3 python3-pip"
+# The PostgreSQL store's tests start a throwaway server (tests/integration/pg.rs): Debian's server binaries
+# land in /usr/lib/postgresql/<version>/bin, whatever the version; psql is the client the harness queries with.
+# Under root (CI) the tests run the server as the `postgres` user this package creates.
+if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || ! command -v psql >/dev/null 2>&1; then
+  missing="$missing postgresql"
+fi
 if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing
 fi

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use hcpx::runtime::Runtime;
-use hcpx::serve::{serve, AccessLog, ServeConfig};
+use hcpx::serve::{serve, AccessLog, Metrics, ServeConfig};
 use hcpx::store::Store;
 
 fn fail(message: &str) -> ExitCode {
@@ -36,6 +36,7 @@ fn flags() -> Result<Flags, String> {
             // The store is chosen where every face chooses it (`Store::open_default`), from HCP_STORE.
             "--store" => std::env::set_var("HCP_STORE", value()?),
             "--grace-ms" => f.cfg.grace = std::time::Duration::from_millis(number(value()?)? as u64),
+            "--drain-ms" => f.cfg.drain = std::time::Duration::from_millis(number(value()?)? as u64),
             _ => return Err(format!("unexpected argument {flag:?}; run `hcpx serve --help`")),
         }
     }
@@ -67,7 +68,8 @@ fn main() -> ExitCode {
     if let Err(e) = store.principals() {
         return fail(&format!("{e}; the server would refuse every token"));
     }
-    let runtime = Arc::new(Runtime::new(store).with_max_calls(f.max_calls));
+    let metrics = Arc::new(Metrics::new());
+    let runtime = Arc::new(Runtime::new(store).with_max_calls(f.max_calls).with_observer(metrics.clone()));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
@@ -79,7 +81,7 @@ fn main() -> ExitCode {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(f.listen.clone());
         // The one line a supervisor (or a test) waits for: where the server listens.
         let _ = writeln!(std::io::stderr().lock(), "hcpx serve: listening on http://{addr}");
-        serve(listener, runtime, f.cfg, AccessLog::stderr(), stop_signal()).await
+        serve(listener, runtime, metrics, f.cfg, AccessLog::stderr(), stop_signal()).await
     });
     match ran {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,8 @@ pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
         a.max_calls.to_string(),
         "--max-body-bytes".into(),
         a.max_body_bytes.to_string(),
+        "--drain-ms".into(),
+        a.drain_ms.to_string(),
     ];
     for h in &a.allow_hosts {
         args.extend(["--allow-host".to_string(), h.clone()]);

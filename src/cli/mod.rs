@@ -218,6 +218,10 @@ pub struct ServeArgs {
     /// The store every replica shares: a postgres:// URL (default: HCP_STORE, else the files under HCP_HOME).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// After SIGTERM, keep serving this many milliseconds with `/readyz` answering 503, so a load balancer
+    /// stops sending calls before the server stops taking connections.
+    #[arg(long, default_value_t = 0)]
+    pub drain_ms: u64,
 }
 
 /// `hcpx principal …`.

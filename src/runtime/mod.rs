@@ -46,6 +46,20 @@ pub struct Runtime {
     /// At most this many calls at once (0: no limit); past it a call is `busy`.
     max_calls: usize,
     in_flight: Arc<AtomicUsize>,
+    /// Told of every call `exec_async` answers (`hcpx serve`'s metrics).
+    observer: Option<Arc<dyn CallObserver>>,
+}
+
+/// Told of each call the async exec path answers (the served faces, HTTP and MCP over HTTP), after it ended:
+/// who, what, the result and how long it took. Called on the caller's task, so it must be cheap (atomics).
+pub trait CallObserver: Send + Sync {
+    fn observed(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        out: &ResultEnvelope,
+        took: std::time::Duration,
+    );
 }
 
 /// What one call brings with it beyond its envelope. A served runtime serves many projects, or none: the
@@ -102,7 +116,14 @@ impl Runtime {
             layouts: Mutex::new(HashMap::new()),
             max_calls: 0,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            observer: None,
         }
+    }
+
+    /// Tells `observer` of every call `exec_async` answers.
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Runtime {
+        self.observer = Some(observer);
+        self
     }
 
     /// Runs at most `n` calls at once (0: no limit); a call past the limit is refused with `busy` before
@@ -187,17 +208,31 @@ impl Runtime {
         env: Envelope,
         ctx: CallContext,
     ) -> ResultEnvelope {
+        let started = std::time::Instant::now();
+        let out = self.exec_async_unobserved(&principal, &env, ctx).await;
+        if let Some(o) = &self.observer {
+            o.observed(&principal, &env, &out, started.elapsed());
+        }
+        out
+    }
+
+    async fn exec_async_unobserved(
+        self: &Arc<Self>,
+        principal: &Principal,
+        env: &Envelope,
+        ctx: CallContext,
+    ) -> ResultEnvelope {
         if tokio::runtime::Handle::try_current().is_err() {
             // Awaited outside tokio: there is no runtime to hand anything to, so the call blocks here.
-            return self.exec_in(&principal, &env, &ctx);
+            return self.exec_in(principal, env, &ctx);
         }
         // Dropped before the call ends (a client that went away), this stops the command.
         let guard = crate::model::CancelOnDrop::new(ctx.cancel.clone());
-        let out = match self.admit(&principal, &env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
+        let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
                 let ran = admitted.adapter.run_async(admitted.job.clone()).await;
-                self.finish(&principal, &env, admitted, ran)
+                self.finish(principal, env, admitted, ran)
             }
             // The bootstrap pack's reports may load a composite, which blocks: on the blocking pool, holding
             // the call's slot.

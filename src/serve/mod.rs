@@ -1,12 +1,14 @@
 //! `hcpx serve`: the activated packs over HTTP for a hosted runtime — the JSON API under `/v1`, the MCP face
-//! over Streamable HTTP at `/mcp`, `/healthz` and `/openapi.json`. Every route but `/healthz` and
-//! `/openapi.json` needs a bearer token from `principals.json`; the handlers only authenticate and build an
-//! envelope, the pipeline decides the rest.
+//! over Streamable HTTP at `/mcp`, `/healthz`, `/readyz`, `/metrics` and `/openapi.json`. Every route but
+//! `/healthz`, `/readyz` and `/openapi.json` needs a bearer token from `principals.json`; the handlers only
+//! authenticate and build an envelope, the pipeline decides the rest.
 
 mod auth;
 mod log;
 mod mcp_http;
+mod metrics;
 mod openapi;
+mod ops;
 mod routes;
 mod sense;
 
@@ -14,12 +16,14 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::runtime::Runtime;
 
 pub use log::AccessLog;
+pub use metrics::Metrics;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -30,11 +34,49 @@ pub struct ServeConfig {
     pub allow_hosts: Vec<String>,
     /// How long in-flight calls may take to finish after a shutdown signal before the server stops anyway.
     pub grace: Duration,
+    /// How long the server keeps serving after a shutdown signal, `/readyz` answering 503 meanwhile, so a load
+    /// balancer sees it go and sends it no more; then it stops taking connections.
+    pub drain: Duration,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        ServeConfig { max_body_bytes: 1024 * 1024, allow_hosts: Vec::new(), grace: Duration::from_secs(65) }
+        ServeConfig {
+            max_body_bytes: 1024 * 1024,
+            allow_hosts: Vec::new(),
+            grace: Duration::from_secs(65),
+            drain: Duration::ZERO,
+        }
+    }
+}
+
+/// Where a server is in its life, for `/readyz`.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    loaded: AtomicBool,
+    draining: AtomicBool,
+}
+
+impl Readiness {
+    /// The server has loaded what it needs (`serve` marks it once the activated packs are loaded).
+    pub fn mark_loaded(&self) {
+        self.loaded.store(true, Ordering::SeqCst);
+    }
+
+    /// The server is shutting down: `/readyz` answers 503 from now on.
+    pub fn mark_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether it has loaded what it needs and is not shutting down.
+    pub fn ready(&self) -> Result<(), &'static str> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err("the server is shutting down");
+        }
+        if !self.loaded.load(Ordering::SeqCst) {
+            return Err("the server is still loading its packs");
+        }
+        Ok(())
     }
 }
 
@@ -44,11 +86,24 @@ pub(crate) struct App {
     pub log: AccessLog,
     /// Cancelled when the server begins to shut down: open Sense streams end so they do not hold it.
     pub shutdown: ShutdownToken,
+    /// What `/metrics` reports; the runtime records into it (`Runtime::with_observer`).
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
+}
+
+/// What a router is built from besides the runtime and its config.
+pub struct Parts {
+    pub log: AccessLog,
+    pub shutdown: ShutdownToken,
+    /// The metrics the runtime records into (give the same to `Runtime::with_observer`).
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
 }
 
 /// The whole HTTP face over `runtime`, as an axum router (tests and embedders mount it themselves).
-pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, log: AccessLog, shutdown: ShutdownToken) -> Router {
-    let app = Arc::new(App { runtime: runtime.clone(), log, shutdown: shutdown.clone() });
+pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router {
+    let Parts { log, shutdown, metrics, readiness } = parts;
+    let app = Arc::new(App { runtime: runtime.clone(), log, shutdown: shutdown.clone(), metrics, readiness });
     let authed = Router::new()
         .route("/v1/exec", post(routes::exec))
         .route("/v1/exec/{pack_id}/{verb_key}", post(routes::exec_command))
@@ -62,10 +117,12 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, log: AccessLog, shutdown
         .route("/v1/doctor", get(routes::doctor))
         .route("/v1/sense", get(sense::watch))
         .route("/v1/sense/{pack}/{ref}", post(sense::emit))
+        .route("/metrics", get(ops::metrics))
         .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
     Router::new()
-        .route("/healthz", get(routes::healthz))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
         .route("/openapi.json", get(openapi::document))
         .merge(authed)
         .fallback(routes::not_found)
@@ -86,20 +143,33 @@ pub enum ServeError {
     Serve(String),
 }
 
-/// Serves on `listener` until `stop` resolves, then stops taking connections, lets in-flight calls finish
-/// (at most `cfg.grace`), and returns.
+/// Serves on `listener` until `stop` resolves, then answers `/readyz` with 503 for `cfg.drain` while it keeps
+/// serving, stops taking connections, lets in-flight calls finish (at most `cfg.grace`), and returns.
+/// `metrics` should be the observer `runtime` was built with (`Runtime::with_observer`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     runtime: Arc<Runtime>,
+    metrics: Arc<Metrics>,
     cfg: ServeConfig,
     log: AccessLog,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let shutdown = ShutdownToken::new();
-    let app = router(runtime, &cfg, log, shutdown.clone());
+    let readiness = Arc::new(Readiness::default());
+    let parts = Parts { log, shutdown: shutdown.clone(), metrics, readiness: readiness.clone() };
+    let app = router(runtime.clone(), &cfg, parts);
+    // Ready once the activated packs are loaded (the first calls then find them warm), off the async workers.
+    let loaded = readiness.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = runtime.activated_packs();
+        loaded.mark_loaded();
+    });
     let begun = shutdown.clone();
+    let drain = cfg.drain;
     let signal = async move {
         stop.await;
+        readiness.mark_draining();
+        tokio::time::sleep(drain).await;
         begun.cancel();
     };
     let server = axum::serve(listener, app).with_graceful_shutdown(signal);

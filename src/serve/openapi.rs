@@ -29,7 +29,28 @@ pub(crate) async fn document(State(app): State<Arc<App>>) -> Response {
 /// The document for the packs activated in `runtime`'s store.
 pub fn build(runtime: &Runtime) -> Value {
     let mut paths = Map::new();
-    paths.insert("/healthz".into(), json!({ "get": public_op("healthz", "The server answers.", "Health") }));
+    let mut health = public_op("healthz", "Whether the store answers.", "Health");
+    health["responses"]["503"] = health_answer("The store does not answer");
+    paths.insert("/healthz".into(), json!({ "get": health }));
+    let mut ready = public_op(
+        "readyz",
+        "Whether to send this server traffic: its packs are loaded, the store answers, it is not shutting down.",
+        "Health",
+    );
+    ready["responses"]["503"] =
+        health_answer("Not ready: loading, shutting down, or the store does not answer");
+    paths.insert("/readyz".into(), json!({ "get": ready }));
+    let mut metrics = op(
+        "metrics",
+        "Calls, denials, latency, calls in flight and the store's pool in the Prometheus text format; operators only.",
+        None,
+        &[],
+        "Any",
+        &[200, 401, 403],
+    );
+    metrics["responses"]["200"] = json!({ "description": "The Prometheus text exposition (format 0.0.4)",
+        "content": { "text/plain": { "schema": { "type": "string" } } } });
+    paths.insert("/metrics".into(), json!({ "get": metrics }));
     paths
         .insert("/openapi.json".into(), json!({ "get": public_op("openapi", "This document.", "Document") }));
     let commands = commands(runtime);
@@ -109,7 +130,7 @@ pub fn build(runtime: &Runtime) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": { "title": "hcpx", "version": env!("CARGO_PKG_VERSION"),
-            "description": "The activated HCP packs of this runtime. Every route but /healthz and /openapi.json needs `Authorization: Bearer TOKEN`." },
+            "description": "The activated HCP packs of this runtime. Every route but /healthz, /readyz and /openapi.json needs `Authorization: Bearer TOKEN`." },
         "security": [{ "bearer": [] }],
         "paths": paths,
         "components": {
@@ -270,6 +291,12 @@ fn op(
     o
 }
 
+/// A `Health` answer with another status.
+fn health_answer(description: &str) -> Value {
+    json!({ "description": description,
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Health" } } } })
+}
+
 fn public_op(id: &str, summary: &str, answer: &str) -> Value {
     let mut o = op(id, summary, None, &[], answer, &[200]);
     o["security"] = json!([]);
@@ -343,7 +370,8 @@ fn schemas() -> Value {
             "properties": { "ok": { "const": false }, "code": { "enum": codes }, "error": { "type": "string" } },
         },
         "Health": {
-            "type": "object", "required": ["ok"], "properties": { "ok": { "type": "boolean" }, "status": { "type": "string" } },
+            "type": "object", "required": ["ok", "store"],
+            "properties": { "ok": { "type": "boolean" }, "store": { "type": "string" }, "error": { "type": "string" } },
         },
         "Any": { "type": "object", "required": ["ok"], "properties": { "ok": { "type": "boolean" } } },
         "Document": { "type": "object" },

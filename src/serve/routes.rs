@@ -147,11 +147,6 @@ pub(crate) async fn exec_command(
     run(&app, who, Envelope::new(&pack_id, &verb_key, args), &headers).await
 }
 
-/// `GET /healthz`: the server answers. No token needed; it says nothing of packs or tenants.
-pub(crate) async fn healthz() -> Response {
-    ok_json(json!({ "ok": true, "status": "ok" }))
-}
-
 /// `GET /v1/packs`.
 pub(crate) async fn packs(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
     match app.runtime.list() {

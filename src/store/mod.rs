@@ -63,9 +63,13 @@ pub struct Store {
 /// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
+    /// Connections open now.
     pub size: usize,
+    /// Of those, idle.
     pub idle: usize,
+    /// The most the pool opens.
     pub max: usize,
+    /// Callers waiting for a connection.
     pub waiting: usize,
 }
 
@@ -138,7 +142,8 @@ impl Store {
             Some(db) => db.health(),
             None => {
                 fs::read_dir(&self.home).map_err(|e| StoreError::io(&self.home, e))?;
-                self.read_json::<serde_json::Value>("state.json").map(|_| ())
+                // Through the same cached, typed read every call makes: cheap while the file is unchanged.
+                self.state().map(|_| ())
             }
         }
     }

@@ -230,6 +230,9 @@ pub struct Home {
     /// Where the probe bin records its runs: in `marks/`, the one directory outside its own that `install`
     /// grants the pack in sandbox.json (a wrap is confined to its working directory and TMPDIR).
     pub marker: PathBuf,
+    /// What every hcpx this Home runs gets in its environment besides `HCP_HOME`: the store it uses
+    /// (`HCP_STORE`, `HCP_SEAL_KEY_FILE`) when it is not the files under `HCP_HOME`.
+    pub store_env: Vec<(String, String)>,
 }
 
 impl Home {
@@ -238,7 +241,43 @@ impl Home {
         let marks = t.join("marks");
         fs::create_dir_all(&marks).expect("mkdir marks");
         let marker = marks.join("marker");
-        Home { t, marker }
+        Home { t, marker, store_env: Vec::new() }
+    }
+
+    /// A Home whose hcpx runs keep their store in a fresh PostgreSQL database of the test cluster
+    /// (tests/integration/pg.rs), credentials sealed with a new random 32-byte key in the temp dir. Check
+    /// `crate::pg::unavailable()` first.
+    pub fn postgres() -> Home {
+        use std::io::Read;
+        let mut h = Home::new();
+        let url = crate::pg::fresh_database();
+        let mut key = [0u8; 32];
+        fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)).expect("random key");
+        let key_file = h.t.join("seal.key");
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f =
+                fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&key_file).expect("key");
+            f.write_all(&key).expect("write key");
+        }
+        h.store_env = vec![
+            ("HCP_STORE".into(), url),
+            ("HCP_SEAL_KEY_FILE".into(), key_file.to_str().expect("utf8").into()),
+        ];
+        h
+    }
+
+    /// The store environment as `hcpx_with` takes it.
+    pub fn store_env(&self) -> Vec<(&str, &str)> {
+        self.store_env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+
+    /// Runs hcpx with the store environment, then `env`, and optional stdin.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+        let mut all = self.store_env();
+        all.extend_from_slice(env);
+        hcpx_with(self.t.path(), args, &all, stdin)
     }
 
     /// The directory of the marker, writable by installed packs.
@@ -252,11 +291,20 @@ impl Home {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        hcpx(self.t.path(), args)
+        self.run_with(args, &[], None)
     }
 
     pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        hcpx_with(self.t.path(), args, env, None)
+        self.run_with(args, env, None)
+    }
+
+    /// The audit log as `hcpx audit --json` reads it from whichever store this is: one compact JSON record per
+    /// line, as the file store writes them.
+    pub fn audit_log(&self) -> String {
+        let out = self.run(&["audit", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "hcpx audit: {}", String::from_utf8_lossy(&out.stderr));
+        let v = stdout_json(&out);
+        v["records"].as_array().expect("records").iter().map(|r| format!("{r}\n")).collect()
     }
 
     /// `hcpx exec ID VERB --json -- words…` → (exit code, envelope).
@@ -298,9 +346,32 @@ impl Home {
     pub fn write_store(&self, rel: &str, body: &str) {
         std::fs::create_dir_all(self.store()).expect("mkdir");
         let path = self.store().join(rel);
+        // A PostgreSQL store keeps its documents as rows (the paths the file store would use): read and written
+        // there, the change announced as hcpx announces it.
+        let db = self.store_env.iter().find(|(k, _)| k == "HCP_STORE").map(|(_, v)| v.clone());
+        let read = |path: &Path| -> Option<String> {
+            match &db {
+                Some(url) => {
+                    let sql = format!("SELECT body FROM hcpx_documents WHERE path = $hcpx${rel}$hcpx$");
+                    Some(crate::pg::cluster().psql(crate::pg::database_of(url), &sql))
+                        .filter(|s| !s.is_empty())
+                }
+                None => fs::read_to_string(path).ok(),
+            }
+        };
+        let write = |path: &Path, text: &str| match &db {
+            Some(url) => {
+                let sql = format!(
+                    "INSERT INTO hcpx_documents (path, body) VALUES ($hcpx${rel}$hcpx$, $hcpx${text}$hcpx$)
+                     ON CONFLICT (path) DO UPDATE SET body = EXCLUDED.body, sealed = NULL, updated_at = now();
+                     SELECT pg_notify('hcpx', 'doc')"
+                );
+                crate::pg::cluster().psql(crate::pg::database_of(url), &sql);
+            }
+            None => fs::write(path, text).expect("write"),
+        };
         if rel == "sandbox.json" {
-            let old: Option<Value> =
-                fs::read_to_string(&path).ok().and_then(|s| serde_json::from_str(&s).ok());
+            let old: Option<Value> = read(&path).and_then(|s| serde_json::from_str(&s).ok());
             if let (Some(Value::Object(mut old)), Ok(Value::Object(new))) =
                 (old, serde_json::from_str::<Value>(body))
             {
@@ -316,11 +387,11 @@ impl Home {
                         }
                     }
                 }
-                fs::write(&path, Value::Object(old).to_string()).expect("write");
+                write(&path, &Value::Object(old).to_string());
                 return;
             }
         }
-        std::fs::write(path, body).expect("write");
+        write(&path, body);
     }
 }
 

@@ -31,6 +31,7 @@ mod render;
 mod robustness;
 mod sense;
 mod serve;
+mod serve_ops;
 mod serve_path;
 mod store;
 mod store_pg;

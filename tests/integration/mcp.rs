@@ -42,6 +42,7 @@ pub(crate) fn client(h: &Home, script: &str, args: &[&str]) -> Value {
         .arg(env!("CARGO_BIN_EXE_hcpx"))
         .arg(h.store())
         .args(args)
+        .envs(h.store_env())
         .current_dir(h.t.path())
         .output()
         .expect("python3 (scripts/setup.sh installs the mcp package)");
@@ -129,7 +130,7 @@ pub(crate) fn check_session(h: &Home, r: &Value, tok: &str) {
     assert!(crate::escape::survivors(tok).is_empty(), "a cancelled call left its processes running");
 
     // The write was audited with the MCP invoker.
-    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    let audit = h.audit_log();
     assert!(
         audit.lines().any(|l| l.contains("\"invoker\":\"mcp\"") && l.contains("\"verb_key\":\"transfer\"")),
         "{audit}"
@@ -187,7 +188,7 @@ pub(crate) fn check_elicitation(h: &Home, r: &Value) {
     assert_eq!(r["refused"]["is_error"], true);
     assert_eq!(r["refused"]["structured"]["code"], "confirm_required");
     // One payment only: the refused call never ran.
-    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
+    let audit = h.audit_log();
     let paid = audit
         .lines()
         .filter(|l| l.contains("\"verb_key\":\"transfer\"") && l.contains("\"ok\":true"))

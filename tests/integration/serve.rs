@@ -11,6 +11,30 @@ use std::time::{Duration, Instant};
 
 use crate::helpers::{repo, stdout_json, Fixture, Home};
 
+/// A test over the file store (its name unchanged) and the same test over a fresh PostgreSQL database (named
+/// `…_postgres`; skipped with a reason where no PostgreSQL is installed, a failure under `CI=true`).
+macro_rules! on_both_stores {
+    ($(#[doc = $doc:literal])* fn $files:ident / $postgres:ident ($h:ident) $body:block) => {
+        $(#[doc = $doc])*
+        #[test]
+        fn $files() {
+            let $h = crate::helpers::Home::new();
+            $body
+        }
+
+        $(#[doc = $doc])*
+        #[test]
+        fn $postgres() {
+            if crate::pg::unavailable() {
+                return;
+            }
+            let $h = crate::helpers::Home::postgres();
+            $body
+        }
+    };
+}
+pub(crate) use on_both_stores;
+
 /// A running `hcpx serve` on a free loopback port; killed when dropped.
 pub struct Server {
     child: Child,
@@ -25,6 +49,7 @@ impl Server {
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(flags)
             .env("HCP_HOME", h.store())
+            .envs(h.store_env())
             .current_dir(h.t.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -76,13 +101,13 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
-    fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on the child we spawned and have not reaped.
         unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
-    fn terminate(&mut self) -> Option<i32> {
+    pub(crate) fn terminate(&mut self) -> Option<i32> {
         self.signal(libc::SIGTERM);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(60) {
@@ -122,6 +147,20 @@ pub fn request_with(
     body: Option<&[u8]>,
     extra: &[(&str, &str)],
 ) -> (u16, String, Value) {
+    let (status, head, body) = request_raw(addr, method, path, token, body, extra);
+    let value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"));
+    (status, head, value)
+}
+
+/// `request_with` whose body is text → (status, lowercased head, body).
+pub fn request_raw(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&[u8]>,
+    extra: &[(&str, &str)],
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let body = body.unwrap_or_default();
@@ -147,8 +186,7 @@ pub fn request_with(
     let text = String::from_utf8_lossy(&raw).to_string();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP answer: {text:?}"));
     let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("status");
-    let value = serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"));
-    (status, head.to_lowercase(), value)
+    (status, head.to_lowercase(), body.to_string())
 }
 
 /// `hcpx principal add ID --tenant T --grant …` → the token.
@@ -175,133 +213,133 @@ fn install_repo_packs(h: &Home, packs: &[&str]) {
 
 const ALL: &[&str] = &["verb.exec.read:*", "verb.exec.write:*"];
 
-#[test]
-fn every_endpoint_answers_a_bearer_principal() {
-    let h = Home::new();
-    install_repo_packs(&h, &["transit-composite", "ledger"]);
-    let alice = principal(&h, "alice", "acme", ALL, false);
-    let ops = principal(&h, "ops", "acme", &[], true);
-    let s = Server::start(&h, &[]);
+on_both_stores! {
+    fn every_endpoint_answers_a_bearer_principal / every_endpoint_answers_a_bearer_principal_postgres (h) {
+        install_repo_packs(&h, &["transit-composite", "ledger"]);
+        let alice = principal(&h, "alice", "acme", ALL, false);
+        let ops = principal(&h, "ops", "acme", &[], true);
+        let s = Server::start(&h, &[]);
 
-    let (st, _, v) = s.call("GET", "/healthz", None, None);
-    assert_eq!((st, v["ok"].as_bool()), (200, Some(true)));
+        let (st, _, v) = s.call("GET", "/healthz", None, None);
+        assert_eq!((st, v["ok"].as_bool()), (200, Some(true)));
 
-    // The document lists the fixed routes and one path per activated command, with its argument schema.
-    let (st, _, doc) = s.call("GET", "/openapi.json", None, None);
-    assert_eq!((st, doc["openapi"].as_str()), (200, Some("3.1.0")));
-    let plan = &doc["paths"]["/v1/exec/transit-composite/plan"]["post"];
-    let schema = &plan["requestBody"]["content"]["application/json"]["schema"];
-    assert_eq!(schema["required"], json!(["from", "to"]), "{plan}");
-    assert!(doc["paths"]["/v1/exec/ledger/transfer"].is_object());
-    for p in ["/v1/exec", "/v1/packs", "/v1/packs/{id}/availability", "/v1/title", "/healthz"] {
-        assert!(doc["paths"][p].is_object(), "{p} missing");
-    }
+        // The document lists the fixed routes and one path per activated command, with its argument schema.
+        let (st, _, doc) = s.call("GET", "/openapi.json", None, None);
+        assert_eq!((st, doc["openapi"].as_str()), (200, Some("3.1.0")));
+        let plan = &doc["paths"]["/v1/exec/transit-composite/plan"]["post"];
+        let schema = &plan["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(schema["required"], json!(["from", "to"]), "{plan}");
+        assert!(doc["paths"]["/v1/exec/ledger/transfer"].is_object());
+        for p in ["/v1/exec", "/v1/packs", "/v1/packs/{id}/availability", "/v1/title", "/healthz", "/readyz", "/metrics"] {
+            assert!(doc["paths"][p].is_object(), "{p} missing");
+        }
 
-    let (st, v) = s.get("/v1/packs", &alice);
-    assert_eq!(st, 200);
-    assert_eq!(v["packs"].as_array().unwrap().len(), 2, "{v}");
-    let (st, v) = s.get("/v1/packs/ledger", &alice);
-    assert_eq!((st, v["pack"]["id"].as_str()), (200, Some("ledger")));
-    // Where a pack was installed from names the host's paths: for operators only.
-    assert!(v["pack"].get("source").is_none(), "{v}");
-    let (_, v) = s.get("/v1/packs", &alice);
-    assert!(v["packs"].as_array().unwrap().iter().all(|p| p.get("source").is_none()), "{v}");
-    let (_, v) = s.get("/v1/packs/ledger", &ops);
-    assert!(v["pack"]["source"].as_str().unwrap().ends_with("packs/ledger"), "{v}");
-    let (st, v) = s.get("/v1/packs/nope", &alice);
-    assert_eq!((st, v["code"].as_str()), (404, Some("unknown_pack")));
-    let (st, v) = s.get("/v1/packs/transit-composite/availability", &alice);
-    assert_eq!(st, 200, "{v}");
-    assert_eq!(v["availability"]["runnable"], true, "{v}");
-    let (st, v) = s.get("/v1/packs/ledger/commands", &alice);
-    assert_eq!(st, 200);
-    let transfer = v["commands"].as_array().unwrap().iter().find(|c| c["verb_key"] == "transfer").unwrap();
-    assert_eq!(transfer["args"]["required"], json!(["amount", "payee"]));
-    let (st, v) = s.get("/v1/packs/ledger/skill", &alice);
-    assert!(st == 200 && v["lead"].as_str().unwrap().contains("ledger"), "{v}");
-    let (st, v) = s.get("/v1/packs/ledger/skill?full=true", &alice);
-    assert!(st == 200 && v["text"].as_str().unwrap().contains("## "), "{v}");
+        let (st, v) = s.get("/v1/packs", &alice);
+        assert_eq!(st, 200);
+        assert_eq!(v["packs"].as_array().unwrap().len(), 2, "{v}");
+        let (st, v) = s.get("/v1/packs/ledger", &alice);
+        assert_eq!((st, v["pack"]["id"].as_str()), (200, Some("ledger")));
+        // Where a pack was installed from names the host's paths: for operators only.
+        assert!(v["pack"].get("source").is_none(), "{v}");
+        let (_, v) = s.get("/v1/packs", &alice);
+        assert!(v["packs"].as_array().unwrap().iter().all(|p| p.get("source").is_none()), "{v}");
+        let (_, v) = s.get("/v1/packs/ledger", &ops);
+        assert!(v["pack"]["source"].as_str().unwrap().ends_with("packs/ledger"), "{v}");
+        let (st, v) = s.get("/v1/packs/nope", &alice);
+        assert_eq!((st, v["code"].as_str()), (404, Some("unknown_pack")));
+        let (st, v) = s.get("/v1/packs/transit-composite/availability", &alice);
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["availability"]["runnable"], true, "{v}");
+        let (st, v) = s.get("/v1/packs/ledger/commands", &alice);
+        assert_eq!(st, 200);
+        let transfer = v["commands"].as_array().unwrap().iter().find(|c| c["verb_key"] == "transfer").unwrap();
+        assert_eq!(transfer["args"]["required"], json!(["amount", "payee"]));
+        let (st, v) = s.get("/v1/packs/ledger/skill", &alice);
+        assert!(st == 200 && v["lead"].as_str().unwrap().contains("ledger"), "{v}");
+        let (st, v) = s.get("/v1/packs/ledger/skill?full=true", &alice);
+        assert!(st == 200 && v["text"].as_str().unwrap().contains("## "), "{v}");
 
-    let (st, v) = s.get("/v1/title?pack_id=transit-composite&verb_key=plan&args=%7B%22from%22%3A%22A%22%2C%22to%22%3A%22B%22%7D", &alice);
-    assert_eq!((st, v["title"].as_str()), (200, Some("Planning a trip from A to B")), "{v}");
-    let body = json!({ "pack_id": "transit-composite", "verb_key": "plan", "args": { "from": "A", "to": "B" }, "result": { "optionId": "opt-9" } });
-    let (st, v) = s.post("/v1/title", &alice, &body);
-    assert_eq!((st, v["title"].as_str()), (200, Some("Planned A to B: opt-9")), "{v}");
+        let (st, v) = s.get("/v1/title?pack_id=transit-composite&verb_key=plan&args=%7B%22from%22%3A%22A%22%2C%22to%22%3A%22B%22%7D", &alice);
+        assert_eq!((st, v["title"].as_str()), (200, Some("Planning a trip from A to B")), "{v}");
+        let body = json!({ "pack_id": "transit-composite", "verb_key": "plan", "args": { "from": "A", "to": "B" }, "result": { "optionId": "opt-9" } });
+        let (st, v) = s.post("/v1/title", &alice, &body);
+        assert_eq!((st, v["title"].as_str()), (200, Some("Planned A to B: opt-9")), "{v}");
 
-    // The envelope in, the result envelope out; and the same call on its own path.
-    let env =
-        json!({ "pack_id": "transit-composite", "verb_key": "plan", "args": { "from": "A", "to": "B" } });
-    let (st, v) = s.post("/v1/exec", &alice, &env);
-    assert_eq!((st, v["result"]["optionId"].as_str()), (200, Some("opt-1")), "{v}");
-    let (st, v) = s.post("/v1/exec/transit-composite/plan", &alice, &json!({ "from": "A", "to": "B" }));
-    assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
-    // A denial carries its code and the status the one table gives it.
-    let (st, v) = s.post("/v1/exec/transit-composite/plan", &alice, &json!({ "from": "A" }));
-    assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
-    let (st, v) = s.post("/v1/exec/ledger/transfer", &alice, &json!({ "amount": "1", "payee": "p" }));
-    assert_eq!((st, v["code"].as_str()), (428, Some("confirm_required")), "{v}");
-    assert_eq!(v["preview"]["title"], "Pay p");
-    let (st, _, v) = s.call("POST", "/v1/exec", Some(&alice), Some(b"{not json"));
-    assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
+        // The envelope in, the result envelope out; and the same call on its own path.
+        let env =
+            json!({ "pack_id": "transit-composite", "verb_key": "plan", "args": { "from": "A", "to": "B" } });
+        let (st, v) = s.post("/v1/exec", &alice, &env);
+        assert_eq!((st, v["result"]["optionId"].as_str()), (200, Some("opt-1")), "{v}");
+        let (st, v) = s.post("/v1/exec/transit-composite/plan", &alice, &json!({ "from": "A", "to": "B" }));
+        assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
+        // A denial carries its code and the status the one table gives it.
+        let (st, v) = s.post("/v1/exec/transit-composite/plan", &alice, &json!({ "from": "A" }));
+        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
+        let (st, v) = s.post("/v1/exec/ledger/transfer", &alice, &json!({ "amount": "1", "payee": "p" }));
+        assert_eq!((st, v["code"].as_str()), (428, Some("confirm_required")), "{v}");
+        assert_eq!(v["preview"]["title"], "Pay p");
+        let (st, _, v) = s.call("POST", "/v1/exec", Some(&alice), Some(b"{not json"));
+        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
 
-    // The audit rows of the caller's tenant: the gated write, with invoker http.
-    let (st, v) = s.get("/v1/audit", &alice);
-    assert_eq!(st, 200);
-    let rows = v["records"].as_array().unwrap();
-    assert!(
-        rows.iter().any(|r| r["verb_key"] == "transfer"
-            && r["invoker"] == "http"
-            && r["principal"] == "alice"
-            && r["tenant"] == "acme"),
-        "{v}"
-    );
+        // The audit rows of the caller's tenant: the gated write, with invoker http.
+        let (st, v) = s.get("/v1/audit", &alice);
+        assert_eq!(st, 200);
+        let rows = v["records"].as_array().unwrap();
+        assert!(
+            rows.iter().any(|r| r["verb_key"] == "transfer"
+                && r["invoker"] == "http"
+                && r["principal"] == "alice"
+                && r["tenant"] == "acme"),
+            "{v}"
+        );
 
-    // The doctor is for operators.
-    let (st, v) = s.get("/v1/doctor", &alice);
-    assert_eq!((st, v["code"].as_str()), (403, Some("denied")), "{v}");
-    let (st, v) = s.get("/v1/doctor", &ops);
-    assert_eq!(st, 200, "{v}");
-    assert!(v["checks"].is_array());
+        // The doctor is for operators.
+        let (st, v) = s.get("/v1/doctor", &alice);
+        assert_eq!((st, v["code"].as_str()), (403, Some("denied")), "{v}");
+        let (st, v) = s.get("/v1/doctor", &ops);
+        assert_eq!(st, 200, "{v}");
+        assert!(v["checks"].is_array());
 
-    let (st, v) = s.get("/v1/nothing-here", &alice);
-    assert_eq!(st, 404, "{v}");
+        let (st, v) = s.get("/v1/nothing-here", &alice);
+        assert_eq!(st, 404, "{v}");
 
-    // The access log has a line per request, and never an argument, a token or a body.
-    let log = s.log();
-    assert!(log.lines().filter(|l| l.contains("\"path\":\"/v1/exec\"")).count() >= 2, "{log}");
-    assert!(log.contains("\"principal\":\"alice\"") && log.contains("\"tenant\":\"acme\""), "{log}");
-    for secret in [alice.as_str(), ops.as_str(), "opt-9", "\"from\"", "Pay p"] {
-        assert!(!log.contains(secret), "the access log holds {secret:?}:\n{log}");
+        // The access log has a line per request, and never an argument, a token or a body.
+        let log = s.log();
+        assert!(log.lines().filter(|l| l.contains("\"path\":\"/v1/exec\"")).count() >= 2, "{log}");
+        assert!(log.contains("\"principal\":\"alice\"") && log.contains("\"tenant\":\"acme\""), "{log}");
+        for secret in [alice.as_str(), ops.as_str(), "opt-9", "\"from\"", "Pay p"] {
+            assert!(!log.contains(secret), "the access log holds {secret:?}:\n{log}");
+        }
     }
 }
 
-#[test]
-fn no_token_a_wrong_token_and_a_removed_principal_are_refused_before_anything_runs() {
-    let h = Home::new();
-    let f = crate::helpers::probe_fixture(&h.marker);
-    h.install(&f, "probe");
-    let good = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &[]);
-    let env = json!({ "pack_id": "probe", "verb_key": "look" }).to_string();
-    for token in [None, Some("not-a-token"), Some("")] {
-        let (st, head, v) = s.call("POST", "/v1/exec", token, Some(env.as_bytes()));
-        assert_eq!((st, v["code"].as_str()), (401, Some("denied")), "{token:?}: {v}");
-        assert!(head.contains("www-authenticate: bearer"), "{head}");
+on_both_stores! {
+    fn no_token_a_wrong_token_and_a_removed_principal_are_refused_before_anything_runs / no_token_a_wrong_token_and_a_removed_principal_are_refused_before_anything_runs_postgres (h) {
+        let f = crate::helpers::probe_fixture(&h.marker);
+        h.install(&f, "probe");
+        let good = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &[]);
+        let env = json!({ "pack_id": "probe", "verb_key": "look" }).to_string();
+        for token in [None, Some("not-a-token"), Some("")] {
+            let (st, head, v) = s.call("POST", "/v1/exec", token, Some(env.as_bytes()));
+            assert_eq!((st, v["code"].as_str()), (401, Some("denied")), "{token:?}: {v}");
+            assert!(head.contains("www-authenticate: bearer"), "{head}");
+        }
+        // Other routes too, and MCP.
+        for path in ["/v1/packs", "/v1/audit", "/mcp"] {
+            let (st, _, _) = s.call("GET", path, None, None);
+            assert_eq!(st, 401, "{path}");
+        }
+        assert_eq!(h.runs(), 0, "a refused call ran the command");
+        let (st, v) = s.post("/v1/exec", &good, &json!({ "pack_id": "probe", "verb_key": "look" }));
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(h.runs(), 1);
+        // Removed: the token stops working at once, with the server still running.
+        assert_eq!(h.run(&["principal", "rm", "alice"]).status.code(), Some(0));
+        let (st, _) = s.post("/v1/exec", &good, &json!({ "pack_id": "probe", "verb_key": "look" }));
+        assert_eq!(st, 401);
+        assert_eq!(h.runs(), 1);
     }
-    // Other routes too, and MCP.
-    for path in ["/v1/packs", "/v1/audit", "/mcp"] {
-        let (st, _, _) = s.call("GET", path, None, None);
-        assert_eq!(st, 401, "{path}");
-    }
-    assert_eq!(h.runs(), 0, "a refused call ran the command");
-    let (st, v) = s.post("/v1/exec", &good, &json!({ "pack_id": "probe", "verb_key": "look" }));
-    assert_eq!(st, 200, "{v}");
-    assert_eq!(h.runs(), 1);
-    // Removed: the token stops working at once, with the server still running.
-    assert_eq!(h.run(&["principal", "rm", "alice"]).status.code(), Some(0));
-    let (st, _) = s.post("/v1/exec", &good, &json!({ "pack_id": "probe", "verb_key": "look" }));
-    assert_eq!(st, 401);
-    assert_eq!(h.runs(), 1);
 }
 
 /// A wrap that needs a credential field and keeps state in its private workspace: `save` writes a file
@@ -325,72 +363,62 @@ fn tenant_pack(h: &Home) {
     h.install(&f, "vault");
 }
 
-#[test]
-fn tenants_never_reach_each_others_workspace_credentials_or_audit_rows() {
-    let h = Home::new();
-    tenant_pack(&h);
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let b = principal(&h, "bob", "beta", ALL, false);
-    // acme's credential, set by the operator for that tenant only.
-    let out = crate::helpers::hcpx_with(
-        h.t.path(),
-        &["credential", "set", "vault", "token", "--tenant", "acme"],
-        &[],
-        Some("acme-secret-value"),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let s = Server::start(&h, &[]);
+on_both_stores! {
+    fn tenants_never_reach_each_others_workspace_credentials_or_audit_rows / tenants_never_reach_each_others_workspace_credentials_or_audit_rows_postgres (h) {
+        tenant_pack(&h);
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let b = principal(&h, "bob", "beta", ALL, false);
+        // acme's credential, set by the operator for that tenant only.
+        let out = h.run_with(&["credential", "set", "vault", "token", "--tenant", "acme"], &[], Some("acme-secret-value"));
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let s = Server::start(&h, &[]);
 
-    let (st, v) = s.post("/v1/exec/vault/save", &a, &json!({}));
-    assert_eq!(st, 200, "{v}");
-    assert_eq!(v["result"]["len"], 17, "acme's call got its credential: {v}");
-    let (st, v) = s.post("/v1/exec/vault/peek", &a, &json!({}));
-    assert_eq!((st, v["result"]["files"].as_str()), (200, Some("note.txt ")), "{v}");
+        let (st, v) = s.post("/v1/exec/vault/save", &a, &json!({}));
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(v["result"]["len"], 17, "acme's call got its credential: {v}");
+        let (st, v) = s.post("/v1/exec/vault/peek", &a, &json!({}));
+        assert_eq!((st, v["result"]["files"].as_str()), (200, Some("note.txt ")), "{v}");
 
-    // beta: no credential of acme's, and none of its files.
-    let (st, v) = s.post("/v1/exec/vault/peek", &b, &json!({}));
-    assert_eq!((st, v["code"].as_str()), (424, Some("binding_failed")), "{v}");
-    assert!(v["error"].as_str().unwrap().contains("--tenant beta"), "{v}");
-    let out = crate::helpers::hcpx_with(
-        h.t.path(),
-        &["credential", "set", "vault", "token", "--tenant", "beta"],
-        &[],
-        Some("b"),
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let (st, v) = s.post("/v1/exec/vault/peek", &b, &json!({}));
-    assert_eq!(st, 200, "{v}");
-    assert_eq!((v["result"]["files"].as_str(), v["result"]["len"].as_i64()), (Some(""), Some(1)), "{v}");
-    // The local user (the CLI) sees neither tenant's credential nor files.
-    let (code, v) = h.exec("vault", "peek", &[]);
-    assert_eq!((code, v["code"].as_str()), (1, Some("binding_failed")), "{v}");
-    assert!(!h.store().join("workspaces/vault/note.txt").exists());
+        // beta: no credential of acme's, and none of its files.
+        let (st, v) = s.post("/v1/exec/vault/peek", &b, &json!({}));
+        assert_eq!((st, v["code"].as_str()), (424, Some("binding_failed")), "{v}");
+        assert!(v["error"].as_str().unwrap().contains("--tenant beta"), "{v}");
+        let out = h.run_with(&["credential", "set", "vault", "token", "--tenant", "beta"], &[], Some("b"));
+        assert_eq!(out.status.code(), Some(0));
+        let (st, v) = s.post("/v1/exec/vault/peek", &b, &json!({}));
+        assert_eq!(st, 200, "{v}");
+        assert_eq!((v["result"]["files"].as_str(), v["result"]["len"].as_i64()), (Some(""), Some(1)), "{v}");
+        // The local user (the CLI) sees neither tenant's credential nor files.
+        let (code, v) = h.exec("vault", "peek", &[]);
+        assert_eq!((code, v["code"].as_str()), (1, Some("binding_failed")), "{v}");
+        assert!(!h.store().join("workspaces/vault/note.txt").exists());
 
-    // An envelope naming another tenant is no way in: the field does not exist.
-    let (st, v) =
-        s.post("/v1/exec", &b, &json!({ "pack_id": "vault", "verb_key": "peek", "tenant": "acme" }));
-    assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
+        // An envelope naming another tenant is no way in: the field does not exist.
+        let (st, v) =
+            s.post("/v1/exec", &b, &json!({ "pack_id": "vault", "verb_key": "peek", "tenant": "acme" }));
+        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{v}");
 
-    // Audit rows: each tenant sees its own.
-    let (_, v) = s.get("/v1/audit", &b);
-    assert!(v["records"].as_array().unwrap().iter().all(|r| r["tenant"] == "beta"), "{v}");
-    let (_, v) = s.get("/v1/audit", &a);
-    let rows = v["records"].as_array().unwrap();
-    assert!(!rows.is_empty() && rows.iter().all(|r| r["tenant"] == "acme"), "{v}");
-    assert!(!s.log().contains("acme-secret-value"));
+        // Audit rows: each tenant sees its own.
+        let (_, v) = s.get("/v1/audit", &b);
+        assert!(v["records"].as_array().unwrap().iter().all(|r| r["tenant"] == "beta"), "{v}");
+        let (_, v) = s.get("/v1/audit", &a);
+        let rows = v["records"].as_array().unwrap();
+        assert!(!rows.is_empty() && rows.iter().all(|r| r["tenant"] == "acme"), "{v}");
+        assert!(!s.log().contains("acme-secret-value"));
+    }
 }
 
-#[test]
-fn a_served_runtime_refuses_project_mode_commands_with_no_project() {
-    let h = Home::new();
-    let mut f = crate::helpers::probe_fixture(&h.marker);
-    f.surface["wrap"]["workspace"] = json!({ "mode": "project" });
-    h.install(&f, "probe");
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &[]);
-    let (st, v) = s.post("/v1/exec/probe/look", &a, &json!({}));
-    assert_eq!((st, v["code"].as_str()), (409, Some("no_project")), "{v}");
-    assert_eq!(h.runs(), 0);
+on_both_stores! {
+    fn a_served_runtime_refuses_project_mode_commands_with_no_project / a_served_runtime_refuses_project_mode_commands_with_no_project_postgres (h) {
+        let mut f = crate::helpers::probe_fixture(&h.marker);
+        f.surface["wrap"]["workspace"] = json!({ "mode": "project" });
+        h.install(&f, "probe");
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &[]);
+        let (st, v) = s.post("/v1/exec/probe/look", &a, &json!({}));
+        assert_eq!((st, v["code"].as_str()), (409, Some("no_project")), "{v}");
+        assert_eq!(h.runs(), 0);
+    }
 }
 
 /// A wrap whose one read takes `secs` seconds.
@@ -409,108 +437,116 @@ fn sleepy(h: &Home, secs: u32) {
     h.install(&f, "sleepy");
 }
 
-#[test]
-fn the_body_limit_and_the_concurrency_limit_answer_before_anything_runs() {
-    let h = Home::new();
-    sleepy(&h, 3);
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &["--max-body-bytes", "2048", "--max-calls", "1"]);
-    let big = json!({ "pack_id": "sleepy", "verb_key": "nap", "args": { "pad": "x".repeat(10_000) } });
-    let (st, v) = s.post("/v1/exec", &a, &big);
-    assert_eq!((st, v["code"].as_str()), (413, Some("invalid_args")), "{v}");
+on_both_stores! {
+    fn the_body_limit_and_the_concurrency_limit_answer_before_anything_runs / the_body_limit_and_the_concurrency_limit_answer_before_anything_runs_postgres (h) {
+        sleepy(&h, 3);
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &["--max-body-bytes", "2048", "--max-calls", "1"]);
+        let big = json!({ "pack_id": "sleepy", "verb_key": "nap", "args": { "pad": "x".repeat(10_000) } });
+        let (st, v) = s.post("/v1/exec", &a, &big);
+        assert_eq!((st, v["code"].as_str()), (413, Some("invalid_args")), "{v}");
 
-    let addr = s.addr.clone();
-    let tok = a.clone();
-    let first =
-        std::thread::spawn(move || request(&addr, "POST", "/v1/exec/sleepy/nap", Some(&tok), Some(b"{}")));
-    // The first call holds the one slot for about 3 s; a second one meanwhile is busy.
-    std::thread::sleep(Duration::from_millis(1000));
-    let (st, head, v) = s.call("POST", "/v1/exec/sleepy/nap", Some(&a), Some(b"{}"));
-    assert_eq!((st, v["code"].as_str()), (503, Some("busy")), "{v}");
-    assert!(head.contains("retry-after: 1"), "{head}");
-    let (st, _, v) = first.join().unwrap();
-    assert_eq!((st, v["result"]["napped"].as_bool()), (200, Some(true)), "{v}");
-    // The slot is free again.
-    let (st, v) = s.post("/v1/exec/sleepy/nap", &a, &json!({}));
-    assert_eq!(st, 200, "{v}");
+        let addr = s.addr.clone();
+        let tok = a.clone();
+        let first =
+            std::thread::spawn(move || request(&addr, "POST", "/v1/exec/sleepy/nap", Some(&tok), Some(b"{}")));
+        // The first call holds the one slot for about 3 s; a second one meanwhile is busy.
+        std::thread::sleep(Duration::from_millis(1000));
+        let (st, head, v) = s.call("POST", "/v1/exec/sleepy/nap", Some(&a), Some(b"{}"));
+        assert_eq!((st, v["code"].as_str()), (503, Some("busy")), "{v}");
+        assert!(head.contains("retry-after: 1"), "{head}");
+        let (st, _, v) = first.join().unwrap();
+        assert_eq!((st, v["result"]["napped"].as_bool()), (200, Some(true)), "{v}");
+        // The slot is free again.
+        let (st, v) = s.post("/v1/exec/sleepy/nap", &a, &json!({}));
+        assert_eq!(st, 200, "{v}");
+    }
 }
 
-#[test]
-fn sigterm_lets_the_call_in_flight_finish_then_stops() {
-    let h = Home::new();
-    sleepy(&h, 2);
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let mut s = Server::start(&h, &[]);
-    let addr = s.addr.clone();
-    let tok = a.clone();
-    let call =
-        std::thread::spawn(move || request(&addr, "POST", "/v1/exec/sleepy/nap", Some(&tok), Some(b"{}")));
-    std::thread::sleep(Duration::from_millis(700));
-    let code = s.terminate();
-    let (st, _, v) = call.join().unwrap();
-    assert_eq!((st, v["result"]["napped"].as_bool()), (200, Some(true)), "the call in flight was cut: {v}");
-    assert_eq!(code, Some(0), "{}", s.log());
-    assert!(TcpStream::connect(&s.addr).is_err(), "still listening after SIGTERM");
+on_both_stores! {
+    fn sigterm_lets_the_call_in_flight_finish_then_stops / sigterm_lets_the_call_in_flight_finish_then_stops_postgres (h) {
+        sleepy(&h, 2);
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let mut s = Server::start(&h, &[]);
+        let addr = s.addr.clone();
+        let tok = a.clone();
+        let call =
+            std::thread::spawn(move || request(&addr, "POST", "/v1/exec/sleepy/nap", Some(&tok), Some(b"{}")));
+        std::thread::sleep(Duration::from_millis(700));
+        let code = s.terminate();
+        let (st, _, v) = call.join().unwrap();
+        assert_eq!((st, v["result"]["napped"].as_bool()), (200, Some(true)), "the call in flight was cut: {v}");
+        assert_eq!(code, Some(0), "{}", s.log());
+        assert!(TcpStream::connect(&s.addr).is_err(), "still listening after SIGTERM");
+    }
 }
 
-#[test]
-fn an_agent_host_reaches_the_same_tools_over_streamable_http() {
-    let h = Home::new();
-    let tok = crate::escape::token();
-    crate::mcp::slow_pack(&h, &tok);
-    install_repo_packs(&h, &["ledger", "transit-composite"]);
-    let alice = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &[]);
-    let url = format!("http://{}/mcp", s.addr);
-    let r =
-        crate::mcp::client(&h, "client.py", &[repo().join("packs/transit").to_str().unwrap(), &url, &alice]);
-    crate::mcp::check_session(&h, &r, &tok);
-    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
-    assert!(
-        audit.lines().any(|l| l.contains("\"invoker\":\"mcp\"")
-            && l.contains("\"principal\":\"alice\"")
-            && l.contains("\"tenant\":\"acme\"")),
-        "{audit}"
-    );
+on_both_stores! {
+    fn an_agent_host_reaches_the_same_tools_over_streamable_http / an_agent_host_reaches_the_same_tools_over_streamable_http_postgres (h) {
+        let tok = crate::escape::token();
+        crate::mcp::slow_pack(&h, &tok);
+        install_repo_packs(&h, &["ledger", "transit-composite"]);
+        let alice = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &[]);
+        let url = format!("http://{}/mcp", s.addr);
+        let r =
+            crate::mcp::client(&h, "client.py", &[repo().join("packs/transit").to_str().unwrap(), &url, &alice]);
+        crate::mcp::check_session(&h, &r, &tok);
+        let audit = h.audit_log();
+        assert!(
+            audit.lines().any(|l| l.contains("\"invoker\":\"mcp\"")
+                && l.contains("\"principal\":\"alice\"")
+                && l.contains("\"tenant\":\"acme\"")),
+            "{audit}"
+        );
+        // The calls over /mcp are counted with the HTTP ones, under invoker mcp.
+        let ops = principal(&h, "ops", "acme", &[], true);
+        let (st, _, text) = request_raw(&s.addr, "GET", "/metrics", Some(&ops), None, &[]);
+        assert_eq!(st, 200, "{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("hcp_calls_total{invoker=\"mcp\",")),
+            "{text}"
+        );
+    }
 }
 
-#[test]
-fn schemathesis_finds_no_failure_against_the_openapi_document() {
-    let h = Home::new();
-    install_repo_packs(&h, &["transit-composite", "transit", "ledger"]);
-    let token =
-        principal(&h, "st", "acme", &["verb.exec.read:*", "verb.exec.write:*", "pack.connect:*"], false);
-    let s = Server::start(&h, &[]);
-    // Bounded: a fixed number of examples per operation, deterministic, each request under 30 s.
-    let out = Command::new("python3")
-        .args(["-m", "schemathesis.cli", "--config-file"])
-        .arg(repo().join("tests/http/schemathesis.toml"))
-        .args([
-            "run",
-            &format!("http://{}/openapi.json", s.addr),
-            "-H",
-            &format!("Authorization: Bearer {token}"),
-        ])
-        .args([
-            "--checks",
-            "all",
-            "-n",
-            "25",
-            "--generation-deterministic",
-            "--request-timeout",
-            "30",
-            "--no-color",
-        ])
-        .current_dir(h.t.path())
-        .output()
-        .expect("python3 -m schemathesis.cli (scripts/setup.sh installs schemathesis)");
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "schemathesis found failures:\n{report}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(report.contains("passed"), "{report}");
+on_both_stores! {
+    fn schemathesis_finds_no_failure_against_the_openapi_document / schemathesis_finds_no_failure_against_the_openapi_document_postgres (h) {
+        install_repo_packs(&h, &["transit-composite", "transit", "ledger"]);
+        let token =
+            principal(&h, "st", "acme", &["verb.exec.read:*", "verb.exec.write:*", "pack.connect:*"], false);
+        let s = Server::start(&h, &[]);
+        // Bounded: a fixed number of examples per operation, deterministic, each request under 30 s.
+        let out = Command::new("python3")
+            .args(["-m", "schemathesis.cli", "--config-file"])
+            .arg(repo().join("tests/http/schemathesis.toml"))
+            .args([
+                "run",
+                &format!("http://{}/openapi.json", s.addr),
+                "-H",
+                &format!("Authorization: Bearer {token}"),
+            ])
+            .args([
+                "--checks",
+                "all",
+                "-n",
+                "25",
+                "--generation-deterministic",
+                "--request-timeout",
+                "30",
+                "--no-color",
+            ])
+            .current_dir(h.t.path())
+            .output()
+            .expect("python3 -m schemathesis.cli (scripts/setup.sh installs schemathesis)");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "schemathesis found failures:\n{report}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(report.contains("passed"), "{report}");
+    }
 }
 
 /// The status line of a raw MCP `initialize` POST to `/mcp` naming `host`.
@@ -528,60 +564,60 @@ fn mcp_initialize_status(addr: &str, host: &str, token: &str) -> String {
     String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string()
 }
 
-#[test]
-fn mcp_over_http_answers_only_the_hosts_it_serves() {
-    let h = Home::new();
-    install_repo_packs(&h, &["transit-composite"]);
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &["--allow-host", "hcp.internal"]);
-    // A page that rebinds its own name to 127.0.0.1 sends its own Host: refused before MCP runs.
-    assert!(mcp_initialize_status(&s.addr, "evil.example", &a).contains(" 403 "));
-    assert!(mcp_initialize_status(&s.addr, &s.addr, &a).contains(" 200 "));
-    assert!(mcp_initialize_status(&s.addr, "hcp.internal", &a).contains(" 200 "));
+on_both_stores! {
+    fn mcp_over_http_answers_only_the_hosts_it_serves / mcp_over_http_answers_only_the_hosts_it_serves_postgres (h) {
+        install_repo_packs(&h, &["transit-composite"]);
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &["--allow-host", "hcp.internal"]);
+        // A page that rebinds its own name to 127.0.0.1 sends its own Host: refused before MCP runs.
+        assert!(mcp_initialize_status(&s.addr, "evil.example", &a).contains(" 403 "));
+        assert!(mcp_initialize_status(&s.addr, &s.addr, &a).contains(" 200 "));
+        assert!(mcp_initialize_status(&s.addr, "hcp.internal", &a).contains(" 200 "));
+    }
 }
 
-#[test]
-fn a_request_can_give_its_call_less_time_than_the_operator_allows() {
-    let h = Home::new();
-    sleepy(&h, 5);
-    let a = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &[]);
-    let started = Instant::now();
-    let (st, _, v) = request_with(
-        &s.addr,
-        "POST",
-        "/v1/exec/sleepy/nap",
-        Some(&a),
-        Some(b"{}"),
-        &[("Hcp-Timeout-Ms", "400")],
-    );
-    assert_eq!((st, v["code"].as_str()), (504, Some("timeout")), "{v}");
-    assert!(started.elapsed() < Duration::from_secs(4), "the call ran past its own deadline");
-    for bad in ["0", "soon", "-1"] {
+on_both_stores! {
+    fn a_request_can_give_its_call_less_time_than_the_operator_allows / a_request_can_give_its_call_less_time_than_the_operator_allows_postgres (h) {
+        sleepy(&h, 5);
+        let a = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &[]);
+        let started = Instant::now();
         let (st, _, v) = request_with(
             &s.addr,
             "POST",
             "/v1/exec/sleepy/nap",
             Some(&a),
             Some(b"{}"),
-            &[("Hcp-Timeout-Ms", bad)],
+            &[("Hcp-Timeout-Ms", "400")],
         );
-        assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{bad}: {v}");
+        assert_eq!((st, v["code"].as_str()), (504, Some("timeout")), "{v}");
+        assert!(started.elapsed() < Duration::from_secs(4), "the call ran past its own deadline");
+        for bad in ["0", "soon", "-1"] {
+            let (st, _, v) = request_with(
+                &s.addr,
+                "POST",
+                "/v1/exec/sleepy/nap",
+                Some(&a),
+                Some(b"{}"),
+                &[("Hcp-Timeout-Ms", bad)],
+            );
+            assert_eq!((st, v["code"].as_str()), (400, Some("invalid_args")), "{bad}: {v}");
+        }
     }
 }
 
-#[test]
-fn a_confirm_gated_write_over_http_asks_the_person_and_runs_only_on_approval() {
-    let h = Home::new();
-    install_repo_packs(&h, &["ledger"]);
-    let alice = principal(&h, "alice", "acme", ALL, false);
-    let s = Server::start(&h, &[]);
-    let url = format!("http://{}/mcp", s.addr);
-    let r = crate::mcp::client(&h, "elicit.py", &[&url, &alice]);
-    crate::mcp::check_elicitation(&h, &r);
-    let audit = std::fs::read_to_string(h.store().join("audit.log")).unwrap();
-    assert!(
-        audit.lines().all(|l| l.contains("\"principal\":\"alice\"") && l.contains("\"invoker\":\"mcp\"")),
-        "{audit}"
-    );
+on_both_stores! {
+    fn a_confirm_gated_write_over_http_asks_the_person_and_runs_only_on_approval / a_confirm_gated_write_over_http_asks_the_person_and_runs_only_on_approval_postgres (h) {
+        install_repo_packs(&h, &["ledger"]);
+        let alice = principal(&h, "alice", "acme", ALL, false);
+        let s = Server::start(&h, &[]);
+        let url = format!("http://{}/mcp", s.addr);
+        let r = crate::mcp::client(&h, "elicit.py", &[&url, &alice]);
+        crate::mcp::check_elicitation(&h, &r);
+        let audit = h.audit_log();
+        assert!(
+            audit.lines().all(|l| l.contains("\"principal\":\"alice\"") && l.contains("\"invoker\":\"mcp\"")),
+            "{audit}"
+        );
+    }
 }

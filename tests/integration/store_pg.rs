@@ -24,7 +24,10 @@ pub struct PgStore {
 impl PgStore {
     /// A fresh database and key; `None` (the test returns) when PostgreSQL is not installed outside CI.
     pub fn new() -> Option<PgStore> {
-        let url = crate::pg::fresh_database()?;
+        if crate::pg::unavailable() {
+            return None;
+        }
+        let url = crate::pg::fresh_database();
         let t = TestDir::new();
         let key = t.join("seal.key");
         write_key(&key, 1);
@@ -68,12 +71,7 @@ impl PgStore {
 
     /// Runs SQL through `psql` against the test database; its output.
     pub fn psql(&self, sql: &str) -> String {
-        let out = Command::new(crate::pg::bin("psql"))
-            .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", &self.url, "-c", sql])
-            .output()
-            .expect("psql");
-        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).to_string()
+        crate::pg::cluster().psql(crate::pg::database_of(&self.url), sql)
     }
 }
 
@@ -184,7 +182,7 @@ fn the_database_dump_holds_no_credential_and_no_bearer_token() {
     let token =
         db.ok("a", &["principal", "add", "alice", "--tenant", "acme"])["token"].as_str().unwrap().to_string();
 
-    let dump = Command::new(crate::pg::bin("pg_dump"))
+    let dump = Command::new(crate::pg::cluster().bin("pg_dump"))
         .args(["--data-only", "-d", &db.url])
         .output()
         .expect("pg_dump");

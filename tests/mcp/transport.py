@@ -10,7 +10,12 @@ from mcp.client.streamable_http import create_mcp_http_client, streamable_http_c
 
 def env_for(home):
     """The environment `hcpx mcp` runs with: the test's store and nothing of the caller's."""
-    return {"HCP_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    env = {"HCP_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    # The store the test chose (the PostgreSQL one, tests/integration/helpers.rs `Home::postgres`) goes along.
+    for k in ("HCP_STORE", "HCP_SEAL_KEY_FILE"):
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    return env
 
 
 def open_transport(hcpx, home, url=None, token=None):

@@ -255,7 +255,9 @@ impl Db {
             // and that crash fails the write's own audit line too (the write is then reported failed).
             tx.batch_execute("SET LOCAL synchronous_commit TO OFF").await.map_err(|e| db_error(&shown, e))?;
             let st = tx
-                .prepare_cached("INSERT INTO hcpx_audit_intents (replica, record) VALUES ($1, $2) RETURNING id")
+                .prepare_cached(
+                    "INSERT INTO hcpx_audit_intents (replica, record) VALUES ($1, $2) RETURNING id",
+                )
                 .await
                 .map_err(|e| db_error(&shown, e))?;
             let id: i64 = tx.query_one(&st, &[&me, &text]).await.map_err(|e| db_error(&shown, e))?.get(0);

@@ -1,0 +1,226 @@
+//! `GET /metrics`: what a served runtime has done, in the Prometheus text format — calls by invoker, pack,
+//! command and code, denials by code, a call latency histogram, the calls in flight and the store's pool. Every
+//! call the async exec path answers (HTTP and MCP over HTTP) is recorded once, by `Runtime`'s observer hook,
+//! with atomics: a read lock on the label table (a write lock only the first time a label set is seen), never a
+//! lock per call.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use crate::model::{Code, Envelope, Principal, ResultEnvelope};
+use crate::runtime::CallObserver;
+use crate::store::PoolStats;
+
+/// The latency buckets' upper bounds, in seconds: 0.5 ms to 10 s.
+const BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Past this many label sets, new ones are counted under `_other`: a caller's made-up pack or command names
+/// cannot grow the table without bound.
+const MAX_SERIES: usize = 4096;
+
+/// A label value standing for a name the runtime does not know (an unknown pack or command).
+const UNKNOWN: &str = "_unknown";
+const OTHER: &str = "_other";
+
+/// One call's labels: invoker, pack, command, code (`ok` for a success).
+type CallKey = (&'static str, String, String, &'static str);
+
+/// The counters `/metrics` reports; shared by the runtime (which records) and the handler (which renders).
+pub struct Metrics {
+    calls: RwLock<HashMap<CallKey, Arc<AtomicU64>>>,
+    /// Indexed like `Code::NAMES`.
+    denials: Vec<AtomicU64>,
+    /// Cumulative counts per bucket are made when rendered; here each call lands in exactly one slot (the last
+    /// is `+Inf`).
+    buckets: Vec<AtomicU64>,
+    sum_nanos: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+/// Whether a code is a refusal of the call (the pipeline said no, or the server is full), as opposed to a
+/// command that ran and failed, or a caller that went away.
+fn is_denial(code: Code) -> bool {
+    let http = code.status().http;
+    code == Code::Busy || ((400..500).contains(&http) && code != Code::Cancelled)
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        Metrics {
+            calls: RwLock::new(HashMap::new()),
+            denials: Code::NAMES.iter().map(|_| AtomicU64::new(0)).collect(),
+            buckets: (0..=BUCKETS.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one call.
+    pub fn record(&self, invoker: &'static str, pack: &str, verb: &str, code: Option<Code>, took: Duration) {
+        let (pack, verb) = match code {
+            Some(Code::UnknownPack) => (UNKNOWN, UNKNOWN),
+            Some(Code::NoPolicy) => (pack, UNKNOWN),
+            _ => (pack, verb),
+        };
+        let code_label = code.map_or("ok", Code::as_str);
+        self.call_counter(invoker, pack, verb, code_label).fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = code.filter(|c| is_denial(*c)) {
+            if let Some(i) = Code::NAMES.iter().position(|n| *n == c.as_str()) {
+                self.denials[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let secs = took.as_secs_f64();
+        let slot = BUCKETS.iter().position(|b| secs <= *b).unwrap_or(BUCKETS.len());
+        self.buckets[slot].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// The counter of one label set, made the first time it is seen.
+    fn call_counter(
+        &self,
+        invoker: &'static str,
+        pack: &str,
+        verb: &str,
+        code: &'static str,
+    ) -> Arc<AtomicU64> {
+        let key = (invoker, pack.to_string(), verb.to_string(), code);
+        if let Ok(table) = self.calls.read() {
+            if let Some(c) = table.get(&key) {
+                return c.clone();
+            }
+        }
+        let mut table = match self.calls.write() {
+            Ok(t) => t,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let key = if table.len() >= MAX_SERIES && !table.contains_key(&key) {
+            (invoker, OTHER.to_string(), OTHER.to_string(), code)
+        } else {
+            key
+        };
+        table.entry(key).or_default().clone()
+    }
+
+    /// The text exposition (format 0.0.4), with the calls in flight and the store's pool as they are now.
+    pub fn render(&self, in_flight: usize, store_kind: &str, pool: Option<PoolStats>) -> String {
+        let mut out = String::with_capacity(4096);
+        out.push_str(
+            "# HELP hcp_calls_total Calls answered, by invoker, pack, command and code (ok for a success).\n",
+        );
+        out.push_str("# TYPE hcp_calls_total counter\n");
+        let mut rows: Vec<(CallKey, u64)> = match self.calls.read() {
+            Ok(t) => t.iter().map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed))).collect(),
+            Err(_) => Vec::new(),
+        };
+        rows.sort();
+        for ((invoker, pack, verb, code), n) in rows {
+            let _ = writeln!(
+                out,
+                "hcp_calls_total{{invoker=\"{}\",pack=\"{}\",verb=\"{}\",code=\"{}\"}} {n}",
+                escape(invoker),
+                escape(&pack),
+                escape(&verb),
+                escape(code)
+            );
+        }
+        out.push_str("# HELP hcp_denials_total Calls refused before or instead of running, by code.\n");
+        out.push_str("# TYPE hcp_denials_total counter\n");
+        for (name, n) in Code::NAMES.iter().zip(&self.denials) {
+            let _ = writeln!(out, "hcp_denials_total{{code=\"{name}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        out.push_str("# HELP hcp_call_duration_seconds How long calls took, from admission to result.\n");
+        out.push_str("# TYPE hcp_call_duration_seconds histogram\n");
+        let mut cumulative = 0u64;
+        for (i, slot) in self.buckets.iter().enumerate() {
+            cumulative += slot.load(Ordering::Relaxed);
+            let le = BUCKETS.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+            let _ = writeln!(out, "hcp_call_duration_seconds_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "hcp_call_duration_seconds_sum {sum}");
+        // The count is the `+Inf` bucket's, so a scrape never sees the two disagree.
+        let _ = writeln!(out, "hcp_call_duration_seconds_count {cumulative}");
+        out.push_str("# HELP hcp_calls_in_flight Calls running now.\n# TYPE hcp_calls_in_flight gauge\n");
+        let _ = writeln!(out, "hcp_calls_in_flight {in_flight}");
+        if let Some(p) = pool {
+            let store = escape(store_kind);
+            for (name, help, v) in [
+                ("hcp_store_pool_connections", "Connections the store's pool holds open.", p.size),
+                ("hcp_store_pool_idle", "Of those, idle.", p.idle),
+                ("hcp_store_pool_max", "The most connections the pool opens.", p.max),
+                ("hcp_store_pool_waiting", "Callers waiting for a connection.", p.waiting),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{store=\"{store}\"}} {v}"
+                );
+            }
+        }
+        out
+    }
+}
+
+impl CallObserver for Metrics {
+    fn observed(&self, principal: &Principal, env: &Envelope, out: &ResultEnvelope, took: Duration) {
+        self.record(principal.invoker.as_str(), &env.pack_id, &env.verb_key, out.code, took);
+    }
+}
+
+/// A label value as the text format wants it: `\`, `"` and newlines escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_denials_and_latency_add_up_in_the_exposition() {
+        let m = Metrics::new();
+        m.record("http", "ledger", "list", None, Duration::from_micros(300));
+        m.record("http", "ledger", "list", None, Duration::from_millis(3));
+        m.record("mcp", "ledger", "transfer", Some(Code::ConfirmRequired), Duration::from_millis(20));
+        m.record("http", "no\"pe", "x", Some(Code::UnknownPack), Duration::from_secs(30));
+        m.record("http", "ledger", "list", Some(Code::ExitNonzero), Duration::from_millis(1));
+        let text = m.render(2, "files", None);
+        for line in [
+            "hcp_calls_total{invoker=\"http\",pack=\"ledger\",verb=\"list\",code=\"ok\"} 2",
+            "hcp_calls_total{invoker=\"mcp\",pack=\"ledger\",verb=\"transfer\",code=\"confirm_required\"} 1",
+            "hcp_calls_total{invoker=\"http\",pack=\"_unknown\",verb=\"_unknown\",code=\"unknown_pack\"} 1",
+            "hcp_denials_total{code=\"confirm_required\"} 1",
+            "hcp_denials_total{code=\"unknown_pack\"} 1",
+            "hcp_denials_total{code=\"exit_nonzero\"} 0",
+            "hcp_call_duration_seconds_bucket{le=\"0.0005\"} 1",
+            "hcp_call_duration_seconds_bucket{le=\"0.001\"} 2",
+            "hcp_call_duration_seconds_bucket{le=\"0.005\"} 3",
+            "hcp_call_duration_seconds_bucket{le=\"10\"} 4",
+            "hcp_call_duration_seconds_bucket{le=\"+Inf\"} 5",
+            "hcp_call_duration_seconds_count 5",
+            "hcp_calls_in_flight 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        assert!(!text.contains("hcp_store_pool"), "no pool for the file store");
+        let pool = PoolStats { size: 3, idle: 1, max: 16, waiting: 0 };
+        assert!(m.render(0, "postgres", Some(pool)).contains("hcp_store_pool_max{store=\"postgres\"} 16"));
+    }
+
+    #[test]
+    fn made_up_names_cannot_grow_the_table_without_bound() {
+        let m = Metrics::new();
+        for i in 0..(MAX_SERIES + 50) {
+            m.record("http", "ledger", &format!("v{i}"), Some(Code::Denied), Duration::ZERO);
+        }
+        assert!(m.calls.read().unwrap().len() <= MAX_SERIES + 1);
+        assert!(m.render(0, "files", None).contains("verb=\"_other\",code=\"denied\"} 50"));
+    }
+}

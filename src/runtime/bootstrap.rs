@@ -207,7 +207,7 @@ impl Runtime {
             Ok(out) => out,
             Err(d) => d.into_envelope(BOOTSTRAP_ID, verb),
         };
-        self.audit(principal, env, cmd.operation, &env.args, None, out)
+        self.audit(principal, env, cmd.operation, &env.args, None, out, None)
     }
 
     fn bootstrap_answer(

@@ -28,7 +28,7 @@ impl Runtime {
             self.record_link(principal, &job.pack, &out);
         }
         let project = project_of(&job.pack, job.project_dir.as_deref());
-        self.audit_after(principal, env, job.row.operation, &admitted.given, project, out, admitted.intent)
+        self.audit(principal, env, job.row.operation, &admitted.given, project, out, admitted.intent)
     }
 
     /// Before step 6 of a write: the store records what is about to run (the PostgreSQL store; the file store
@@ -62,23 +62,11 @@ impl Runtime {
         }
     }
 
-    /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log. A write
-    /// that cannot be audited is reported as failed: never an unrecorded write.
-    pub(super) fn audit(
-        &self,
-        principal: &Principal,
-        env: &Envelope,
-        operation: Operation,
-        args: &Map<String, Value>,
-        project: Option<&std::path::Path>,
-        out: ResultEnvelope,
-    ) -> ResultEnvelope {
-        self.audit_after(principal, env, operation, args, project, out, None)
-    }
-
-    /// [`Runtime::audit`], clearing the write's intent in the same commit as its line.
+    /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log, clearing
+    /// its intent (`Runtime::intend`) in the same commit. A write that cannot be audited is reported as failed:
+    /// never an unrecorded write.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn audit_after(
+    pub(super) fn audit(
         &self,
         principal: &Principal,
         env: &Envelope,

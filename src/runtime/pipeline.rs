@@ -152,6 +152,7 @@ impl Runtime {
                     &r.given(),
                     project,
                     out,
+                    None,
                 )))
             }
         }

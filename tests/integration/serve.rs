@@ -45,12 +45,18 @@ pub struct Server {
 
 impl Server {
     pub fn start(h: &Home, flags: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
             .args(flags)
             .env("HCP_HOME", h.store())
             .envs(h.store_env())
-            .current_dir(h.t.path())
+            .current_dir(h.t.path());
+        Server::launch(cmd)
+    }
+
+    /// Starts `cmd` (an `hcpx serve` already given its flags and environment) and waits for its address.
+    pub fn launch(mut cmd: Command) -> Server {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -99,6 +105,12 @@ impl Server {
 
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// SIGKILL: no shutdown, no flush; waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     pub(crate) fn signal(&self, sig: i32) {

@@ -6,9 +6,8 @@
 
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use crate::store_pg::{write_pack, PgStore};
 
 /// One `hcpx serve` replica with its own home (its local cache) on the shared database.
 pub struct Replica {
-    child: Child,
+    server: crate::serve::Server,
     pub addr: String,
     pub home: PathBuf,
     url: String,
@@ -31,54 +30,29 @@ impl Replica {
     }
 
     fn spawn(home: PathBuf, url: String, key: PathBuf) -> Replica {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--max-calls", "64", "--store", &url])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--max-calls", "64", "--store", &url])
             .env("HCP_HOME", home.join("hcp-home"))
             .env("HCP_SEAL_KEY_FILE", &key)
             .env_remove("HCP_STORE")
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn hcpx serve");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("a first line").expect("utf8");
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .unwrap_or_else(|| panic!("hcpx serve did not start: {first}"))
-            .trim()
-            .to_string();
-        // Keep draining the access log so the replica never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
-        Replica { child, addr, home, url, key }
+            .current_dir(&home);
+        let server = crate::serve::Server::launch(cmd);
+        Replica { addr: server.addr.clone(), server, home, url, key }
     }
 
     pub fn post(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
-        let (s, _, v) =
-            crate::serve::request(&self.addr, "POST", path, Some(token), Some(body.to_string().as_bytes()));
-        (s, v)
+        self.server.post(path, token, body)
     }
 
     /// SIGKILL: no shutdown, no flush, nothing it held released but by the kernel and the database.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.server.kill();
     }
 
     /// The same replica (same home) started again, on a new port.
     pub fn restart(&mut self) {
         self.kill();
-        let again = Replica::spawn(self.home.clone(), self.url.clone(), self.key.clone());
-        *self = again;
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        *self = Replica::spawn(self.home.clone(), self.url.clone(), self.key.clone());
     }
 }
 

@@ -128,7 +128,7 @@ pub fn describe_mismatch(c: &Ctx, h: &mut Hits) {
             file,
             "",
             format!("the component cannot say which commands it implements: {why}"),
-            "make the guest's `describe()` return the name of every command in surface.json without failing, rebuild the component, and check again",
+            format!("make the guest's `describe()` return the name of every command in surface.json without failing, {}, and check again", super::guest::rebuild(c.lang)),
         ),
         Ok(names) => {
             let missing: Vec<String> =
@@ -139,7 +139,7 @@ pub fn describe_mismatch(c: &Ctx, h: &mut Hits) {
                     file,
                     "",
                     format!("the component's describe() does not list {} (it lists {listed}), so the runtime refuses every call of this pack", missing.join(", ")),
-                    format!("implement {} in the guest and return {} from `describe()`, then rebuild the component; or remove {} from surface.json, policy.json and HARNESS.md", missing.join(", "), if missing.len() == 1 { "it" } else { "them" }, if missing.len() == 1 { "it" } else { "them" }),
+                    format!("implement {} in the guest and return {} from `describe()`, then {}; or remove {} from surface.json, policy.json and HARNESS.md", missing.join(", "), if missing.len() == 1 { "it" } else { "them" }, super::guest::rebuild(c.lang), if missing.len() == 1 { "it" } else { "them" }),
                 );
             }
         }

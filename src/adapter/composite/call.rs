@@ -226,7 +226,7 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
     match e.downcast_ref::<Trap>() {
         Some(Trap::StackOverflow) => AdapterResult::fail(
             Code::AdapterFailed,
-            "the component failed: it exhausted its call stack (recursion too deep or endless); the runtime goes on",
+            "the component failed: it exhausted its call stack (recursion too deep or endless)",
         ),
         Some(Trap::UnreachableCodeReached) => AdapterResult::fail(
             Code::AdapterFailed,

@@ -67,7 +67,7 @@ pub enum Command {
     /// Scaffold a pack from a CLI on PATH (reads its `--help`).
     #[command(after_help = examples::WRAP)]
     Wrap(WrapArgs),
-    /// Scaffold a new pack: a composite (a Rust guest built to a WASI component) or a wrap of a CLI on PATH.
+    /// Scaffold a new pack: a composite (a Rust, Python or JavaScript guest built to a WASI component) or a wrap of a CLI on PATH.
     New(NewArgs),
     /// Lint a pack and copy it into the store.
     #[command(after_help = examples::INSTALL)]
@@ -318,8 +318,8 @@ pub struct NewArgs {
     /// With `wrap`: the CLI on PATH to wrap, by name.
     #[arg(long, required_if_eq("kind", "wrap"))]
     pub bin: Option<String>,
-    /// With `composite`: the language of the component's guest.
-    #[arg(long, value_enum, default_value = "rust")]
+    /// With `composite`: the language of the component's guest (default: rust).
+    #[arg(long, value_enum, default_value = "rust", hide_default_value = true)]
     pub lang: LangArg,
 }
 
@@ -337,7 +337,7 @@ pub enum LangArg {
 /// The kinds `hcpx new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NewKindArg {
-    /// Commands run in-process in a WASI component built from a Rust guest crate inside the pack.
+    /// Commands run in-process in a WASI component built from a guest inside the pack (see --lang).
     Composite,
     /// Commands run a CLI on PATH.
     Wrap,

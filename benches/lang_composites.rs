@@ -55,8 +55,8 @@ fn bench(c: &mut Criterion) {
     for (lang, id) in [("rust", packs[0]), ("python", packs[1]), ("js", packs[2])] {
         let env = Envelope::new(id, "plan", args.clone());
         assert!(rt.exec(&principal, &env).ok, "warm-up call of {id}");
-        let component =
-            Component::from_file(engine, repo.join("packs").join(id).join("adapter.wasm")).expect("component");
+        let component = Component::from_file(engine, repo.join("packs").join(id).join("adapter.wasm"))
+            .expect("component");
         let pre = CompositePre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
         group.bench_function(format!("{lang}: bare wasmtime instantiate+call"), |b| {
             b.iter(|| {

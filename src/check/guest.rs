@@ -47,8 +47,12 @@ pub fn exec_fn(lang: Option<GuestLang>) -> &'static str {
 /// How a guest in `lang` writes a log line (the envelope's stderr).
 pub fn log_how(lang: Option<GuestLang>) -> &'static str {
     match lang {
-        Some(GuestLang::Python) => "`host.log(host.Level.INFO, ...)` (`from wit_world.imports import host`; `print` goes nowhere)",
-        Some(GuestLang::Js) => "`log('info', ...)` (`import { log } from 'hcp:adapter/host@0.1.0'`; `console.log` goes nowhere)",
+        Some(GuestLang::Python) => {
+            "`host.log(host.Level.INFO, ...)` (`from wit_world.imports import host`; `print` goes nowhere)"
+        }
+        Some(GuestLang::Js) => {
+            "`log('info', ...)` (`import { log } from 'hcp:adapter/host@0.1.0'`; `console.log` goes nowhere)"
+        }
         _ => "`hcp::adapter::host::log`",
     }
 }

@@ -404,9 +404,16 @@ pub fn silent_failure(c: &Ctx, h: &mut Hits) {
             ptr(r),
             format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error),
             if composite(c) {
-                format!("end `{}` with a message that says what went wrong and what to do: {}", r.verb, guest::err_how(c.lang))
+                format!(
+                    "end `{}` with a message that says what went wrong and what to do: {}",
+                    r.verb,
+                    guest::err_how(c.lang)
+                )
             } else {
-                format!("make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds", r.verb)
+                format!(
+                    "make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds",
+                    r.verb
+                )
             },
         );
     }

@@ -34,7 +34,10 @@ pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
             ))
         }
         (NewKindArg::Wrap, Some(_)) if a.lang != LangArg::Rust => {
-            return Ok(fail(p, "--lang is for `hcpx new composite`; a wrap runs a CLI on PATH, so drop --lang"))
+            return Ok(fail(
+                p,
+                "--lang is for `hcpx new composite`; a wrap runs a CLI on PATH, so drop --lang",
+            ))
         }
         (NewKindArg::Wrap, Some(bin)) => new_wrap(&a.dir, bin, a.id.as_deref()),
         (NewKindArg::Wrap, None) => {
@@ -57,10 +60,7 @@ pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
         s.commands.join(", ")
     ));
     if let Some(build) = &s.build {
-        p.message(&format!(
-            "next: {build}   ({}, written to adapter.wasm)",
-            build_words(s.lang)
-        ));
+        p.message(&format!("next: {build}   ({}, written to adapter.wasm)", build_words(s.lang)));
     }
     for line in s.next.iter().skip(usize::from(s.build.is_some())) {
         p.message(&format!("next: {line}"));

@@ -18,7 +18,11 @@ use hcpx::store::Store;
 const LANGS: [&str; 2] = ["py", "js"];
 
 fn built(p: PathBuf) -> PathBuf {
-    assert!(p.exists(), "{} is not built: run scripts/build-lang-guests.sh (scripts/test.sh does)", p.display());
+    assert!(
+        p.exists(),
+        "{} is not built: run scripts/build-lang-guests.sh (scripts/test.sh does)",
+        p.display()
+    );
     p
 }
 
@@ -157,7 +161,10 @@ fn python_and_javascript_guests_that_loop_allocate_or_recurse_end_cleanly_and_th
         // 1 GiB asked of a 64 MiB cap (the default): the limiter refuses the growth, the call traps.
         let out = call(&rt, &id, "bomb", json!({}));
         assert_eq!((out.ok, out.code), (false, Some(Code::AdapterFailed)), "{lang}: {out:?}");
-        assert!(out.error.as_deref().unwrap().contains("exceeded its memory cap of 64 MiB"), "{lang}: {out:?}");
+        assert!(
+            out.error.as_deref().unwrap().contains("exceeded its memory cap of 64 MiB"),
+            "{lang}: {out:?}"
+        );
         assert!(call(&rt, &id, "ok", json!({})).ok, "{lang} after bomb");
 
         // Recursion the language guards (RecursionError, InternalError) escapes `exec`: the call traps.
@@ -207,7 +214,11 @@ fn a_large_component_compiles_once_and_later_processes_read_the_cache() {
         let written = fs::metadata(&cwasm[0]).unwrap().modified().unwrap();
         let (rc, env) = h.exec(&id, "status", &[]);
         assert_eq!((rc, env["ok"].as_bool()), (0, Some(true)), "{env}");
-        assert_eq!(fs::metadata(&cwasm[0]).unwrap().modified().unwrap(), written, "{lang}: the cache was rewritten");
+        assert_eq!(
+            fs::metadata(&cwasm[0]).unwrap().modified().unwrap(),
+            written,
+            "{lang}: the cache was rewritten"
+        );
     }
 }
 
@@ -215,7 +226,13 @@ fn a_large_component_compiles_once_and_later_processes_read_the_cache() {
 #[test]
 fn check_advice_names_the_python_and_javascript_way_to_fix() {
     for (lang, log, json_how, err_how, build) in [
-        ("py", "from wit_world.imports import host", "json.dumps", "componentize_py_types.Err", "componentize-py"),
+        (
+            "py",
+            "from wit_world.imports import host",
+            "json.dumps",
+            "componentize_py_types.Err",
+            "componentize-py",
+        ),
         ("js", "hcp:adapter/host@0.1.0", "JSON.stringify", "throw a string", "componentize-js"),
     ] {
         let h = Home::new();
@@ -228,7 +245,10 @@ fn check_advice_names_the_python_and_javascript_way_to_fix() {
         };
         let (r010, r002, r001) = (fix("R010"), fix("R002"), fix("R001"));
         assert!(r010.contains(log) && !r010.contains("quiet flag"), "{lang}: {r010}");
-        assert!(r002.contains(json_how) && r002.contains(build) && !r002.contains("serde_json"), "{lang}: {r002}");
+        assert!(
+            r002.contains(json_how) && r002.contains(build) && !r002.contains("serde_json"),
+            "{lang}: {r002}"
+        );
         assert!(r001.contains(err_how) && r001.contains(build), "{lang}: {r001}");
     }
 }

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 (cd guest-adapters && cargo build --release --locked --target wasm32-wasip2)
 cp guest-adapters/target/wasm32-wasip2/release/transit_composite.wasm packs/transit-composite/adapter.wasm
+bash scripts/build-lang-guests.sh
 echo "built guests; packs/transit-composite/adapter.wasm refreshed"

@@ -27,6 +27,10 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3 python3-pip"
 if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || ! command -v psql >/dev/null 2>&1; then
   missing="$missing postgresql"
 fi
+# The Python and JavaScript composites build with toolchains their build.sh installs from a lock file: into a
+# virtual environment (python3 -m venv) and with `npm ci`.
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$missing python3-venv"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing
 fi

@@ -6,6 +6,9 @@ bash scripts/setup.sh
 # The composite guests, built from source; the tests use these builds (and check the example's
 # committed component against its build).
 (cd guest-adapters && cargo build --release --locked --target wasm32-wasip2)
+# The Python and JavaScript composites (packs/transit-py, packs/transit-js, the misbehaving test guests), built
+# from their lock files with their packs' build.sh; the toolchains are kept in the temp dir between runs.
+bash scripts/build-lang-guests.sh
 # What this kernel enforces (the escape suite skips, with a printed reason, what it does not).
 cargo build --locked --quiet
 HCP_HOME="$(mktemp -d)" target/debug/hcpx doctor 2>&1 | grep '^[a-z]* *sandbox ' || true

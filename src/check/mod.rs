@@ -3,6 +3,7 @@
 
 mod agent;
 mod evals;
+mod guest;
 mod init;
 mod manifest;
 mod policy;
@@ -104,6 +105,8 @@ pub struct Ctx<'a> {
     pub evals: Option<&'a EvalReport>,
     /// What a composite's component says it implements (`describe()`), or why it could not say.
     pub described: Option<&'a Result<Vec<String>, String>>,
+    /// The language of a composite's guest, when its component names its toolchain: fixes name its own way.
+    pub lang: Option<crate::scaffold::new::GuestLang>,
 }
 
 /// How `hcpx check` runs.
@@ -234,8 +237,14 @@ fn check_pack(
         skipped.push("eval layer: --no-eval".into());
     }
     drop(trial);
-    let ctx =
-        Ctx { dir, pack, probes: probes.as_deref(), evals: evals.as_ref(), described: described.as_ref() };
+    let ctx = Ctx {
+        dir,
+        pack,
+        probes: probes.as_deref(),
+        evals: evals.as_ref(),
+        described: described.as_ref(),
+        lang: guest::sniff(pack),
+    };
     (rules::run_all(&ctx), probes, evals)
 }
 

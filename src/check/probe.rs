@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use super::{Ctx, Hits};
+use super::{guest, Ctx, Hits};
 use crate::eval::{approx_tokens, output_of, todo_arg};
 use crate::model::diagnostic::pointer;
 use crate::model::Code;
@@ -267,7 +267,7 @@ pub fn probe_failed(c: &Ctx, h: &mut Hits) {
             h.push(SURFACE, "/wrap/json_flag", format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), format!("the runtime appends `{flag}` from wrap.json_flag (`--json` when it is not set), and the CLI refuses it: set \"json_flag\" in wrap to the CLI's own JSON flag, or to [] when it has none"));
             continue;
         }
-        h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), if composite(c) { format!("fix the component's `exec` for `{}` so the read succeeds with these arguments (then rebuild adapter.wasm), or correct the examples (or first eval case) that supply them", r.verb) } else { format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb) });
+        h.push(SURFACE, ptr(r), format!("`{}` fails when an agent calls it with {}: {}", r.verb, Value::Object(r.args.clone()), first_line(&r.error)), if composite(c) { format!("fix {} for `{}` so the read succeeds with these arguments (then {}), or correct the examples (or first eval case) that supply them{}", guest::exec_fn(c.lang), r.verb, guest::rebuild(c.lang), if r.code == Some(Code::AdapterFailed) { format!("; to refuse bad input, {}", guest::err_how(c.lang)) } else { String::new() }) } else { format!("fix `{}`.cli so the read succeeds with these arguments, or correct the examples (or first eval case) that supply them", r.verb) });
     }
 }
 
@@ -279,9 +279,14 @@ pub fn not_json(c: &Ctx, h: &mut Hits) {
         .collect();
     let Some(first) = text.first() else { return };
     let fix = if composite(c) {
-        "return a JSON document from the component's `exec` for these commands (serde_json on the guest side), then rebuild adapter.wasm"
+        format!(
+            "return a JSON document from {} for these commands ({}), then {}",
+            guest::exec_fn(c.lang),
+            guest::json_how(c.lang),
+            guest::rebuild(c.lang)
+        )
     } else {
-        "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text"
+        "select the CLI's JSON output in each command's cli[] (`--json`, `-o json`, `--format=json`) or set wrap.json_flag; where the CLI has none, say in HARNESS.md how to read its text".to_string()
     };
     h.push(
         SURFACE,
@@ -399,9 +404,16 @@ pub fn silent_failure(c: &Ctx, h: &mut Hits) {
             ptr(r),
             format!("`{}` fails with {} and no message, so an agent cannot act on it", r.verb, r.error),
             if composite(c) {
-                format!("return an `err` with a message that says what went wrong and what to do from the component's `exec` for `{}`", r.verb)
+                format!(
+                    "end `{}` with a message that says what went wrong and what to do: {}",
+                    r.verb,
+                    guest::err_how(c.lang)
+                )
             } else {
-                format!("make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds", r.verb)
+                format!(
+                    "make the CLI say what went wrong on stderr, or fix `{}`.cli so the read succeeds",
+                    r.verb
+                )
             },
         );
     }
@@ -415,7 +427,7 @@ pub fn stderr_on_success(c: &Ctx, h: &mut Hits) {
             ptr(r),
             format!("`{}` succeeds but writes to stderr: {:?}", r.verb, first_line(&r.stderr)),
             if composite(c) {
-                format!("the component's host.log lines are `{}`'s stderr: on success, log only what a person must see, and put the rest in the JSON it returns", r.verb)
+                format!("the component's host.log lines are `{}`'s stderr: on success, log with {} only what a person must see, and put the rest in the JSON it returns", r.verb, guest::log_how(c.lang))
             } else {
                 format!("pass the CLI's quiet flag in `{}`.cli if the message is noise", r.verb)
             },

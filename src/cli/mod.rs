@@ -68,7 +68,7 @@ pub enum Command {
     /// Scaffold a pack from a CLI on PATH (reads its `--help`).
     #[command(after_help = examples::WRAP)]
     Wrap(WrapArgs),
-    /// Scaffold a new pack: a composite (a Rust guest built to a WASI component) or a wrap of a CLI on PATH.
+    /// Scaffold a new pack: a composite (a Rust, Python or JavaScript guest built to a WASI component) or a wrap of a CLI on PATH.
     New(NewArgs),
     /// Lint a pack and copy it into the store.
     #[command(after_help = examples::INSTALL)]
@@ -347,11 +347,13 @@ pub struct WrapArgs {
     pub id: Option<String>,
 }
 
-/// `hcpx new composite|wrap DIR [--id ID] [--bin BIN]`.
+/// `hcpx new composite|wrap DIR [--id ID] [--bin BIN] [--lang rust|python|js]`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   hcpx new composite greeter          a pack whose commands run in a WASI component built from greeter/guest
   greeter/build.sh                    build the component (cargo, wasm32-wasip2) into greeter/adapter.wasm
+  hcpx new composite greeter --lang python   the same pack, its guest in Python (componentize-py)
+  hcpx new composite greeter --lang js       the same pack, its guest in JavaScript (componentize-js)
   hcpx check greeter --probe --strict
   hcpx new wrap gitpack --bin git     a wrap of `git`, its template commands left as writes to classify")]
 pub struct NewArgs {
@@ -366,12 +368,26 @@ pub struct NewArgs {
     /// With `wrap`: the CLI on PATH to wrap, by name.
     #[arg(long, required_if_eq("kind", "wrap"))]
     pub bin: Option<String>,
+    /// With `composite`: the language of the component's guest (default: rust).
+    #[arg(long, value_enum, default_value = "rust", hide_default_value = true)]
+    pub lang: LangArg,
+}
+
+/// The languages `hcpx new composite` writes a guest in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LangArg {
+    /// A Rust crate, built with cargo for wasm32-wasip2.
+    Rust,
+    /// A Python module, built with componentize-py.
+    Python,
+    /// A JavaScript module, built with componentize-js.
+    Js,
 }
 
 /// The kinds `hcpx new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NewKindArg {
-    /// Commands run in-process in a WASI component built from a Rust guest crate inside the pack.
+    /// Commands run in-process in a WASI component built from a guest inside the pack (see --lang).
     Composite,
     /// Commands run a CLI on PATH.
     Wrap,

@@ -1,17 +1,42 @@
 //! `hcpx new KIND DIR`: scaffolds a composite or a wrap pack, then prints the commands that take it to a check.
 
-use super::{exit, fail, NewArgs, NewKindArg};
+use super::{exit, fail, LangArg, NewArgs, NewKindArg};
 use crate::output::Printer;
-use hcpx::scaffold::new::{new_composite, new_wrap};
+use hcpx::scaffold::new::{new_composite, new_wrap, GuestLang};
+
+impl From<LangArg> for GuestLang {
+    fn from(l: LangArg) -> GuestLang {
+        match l {
+            LangArg::Rust => GuestLang::Rust,
+            LangArg::Python => GuestLang::Python,
+            LangArg::Js => GuestLang::Js,
+        }
+    }
+}
+
+/// What `build.sh` does, said once after `hcpx new composite`.
+fn build_words(lang: Option<GuestLang>) -> &'static str {
+    match lang {
+        Some(GuestLang::Python) => "componentize-py of guest/app.py, pinned in guest/requirements.txt",
+        Some(GuestLang::Js) => "componentize-js of guest/app.js, pinned in guest/package-lock.json",
+        _ => "cargo build of guest/ for wasm32-wasip2",
+    }
+}
 
 /// Runs `hcpx new`.
 pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
     let made = match (a.kind, a.bin.as_deref()) {
-        (NewKindArg::Composite, None) => new_composite(&a.dir, a.id.as_deref()),
+        (NewKindArg::Composite, None) => new_composite(&a.dir, a.id.as_deref(), a.lang.into()),
         (NewKindArg::Composite, Some(bin)) => {
             return Ok(fail(
                 p,
                 &format!("--bin {bin} is for `hcpx new wrap`; a composite runs no CLI, so drop --bin"),
+            ))
+        }
+        (NewKindArg::Wrap, Some(_)) if a.lang != LangArg::Rust => {
+            return Ok(fail(
+                p,
+                "--lang is for `hcpx new composite`; a wrap runs a CLI on PATH, so drop --lang",
             ))
         }
         (NewKindArg::Wrap, Some(bin)) => new_wrap(&a.dir, bin, a.id.as_deref()),
@@ -35,9 +60,7 @@ pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
         s.commands.join(", ")
     ));
     if let Some(build) = &s.build {
-        p.message(&format!(
-            "next: {build}   (cargo build of guest/ for wasm32-wasip2, copied to adapter.wasm)"
-        ));
+        p.message(&format!("next: {build}   ({}, written to adapter.wasm)", build_words(s.lang)));
     }
     for line in s.next.iter().skip(usize::from(s.build.is_some())) {
         p.message(&format!("next: {line}"));

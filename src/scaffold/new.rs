@@ -1,6 +1,7 @@
-//! `hcpx new`: the on-ramp for a pack author. A composite scaffold is a pack whose component is built from a Rust
-//! guest crate inside it, with the `hcp:adapter` WIT vendored so the crate builds anywhere; a wrap scaffold is
-//! `hcpx wrap`'s, with its template commands left as writes for a person to classify.
+//! `hcpx new`: the on-ramp for a pack author. A composite scaffold is a pack whose component is built from a guest
+//! inside it (a Rust crate, a Python module or a JavaScript module), with the `hcp:adapter` WIT vendored and the
+//! toolchain pinned so it builds anywhere; a wrap scaffold is `hcpx wrap`'s, with its template commands left as
+//! writes for a person to classify.
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,28 @@ const GUEST_LIB: &str = include_str!("templates/guest-lib.rs.tmpl");
 const BUILD_SH: &str = include_str!("templates/build.sh");
 const PROOF_SH: &str = include_str!("templates/proof.sh");
 const HARNESS: &str = include_str!("templates/HARNESS.md");
+const PY_APP: &str = include_str!("templates/python/app.py");
+const PY_BUILD_SH: &str = include_str!("templates/python/build.sh");
+/// The pinned Python toolchain (componentize-py), shared with the repository's Python guests.
+pub const PY_REQUIREMENTS: &str = include_str!("templates/python/requirements.txt");
+const JS_APP: &str = include_str!("templates/js/app.js");
+const JS_BUILD_SH: &str = include_str!("templates/js/build.sh");
+/// The pinned JavaScript toolchain (componentize-js), shared with the repository's JavaScript guests.
+pub const JS_PACKAGE: &str = include_str!("templates/js/package.json");
+/// The lock file of that toolchain: `npm ci` installs exactly these versions.
+pub const JS_LOCK: &str = include_str!("templates/js/package-lock.json");
+
+/// The language a composite's guest is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestLang {
+    /// A crate built with cargo for wasm32-wasip2 (wit-bindgen).
+    Rust,
+    /// A module built with componentize-py (CPython for WASI, pre-initialised).
+    Python,
+    /// A module built with componentize-js (SpiderMonkey for WASI, pre-initialised).
+    Js,
+}
 
 /// What `hcpx new` can scaffold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -58,6 +81,9 @@ pub struct NewPack {
     pub files: Vec<String>,
     /// The commands the pack declares.
     pub commands: Vec<String>,
+    /// The language of the component's guest (composites).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<GuestLang>,
     /// The command that builds the component (composites).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub build: Option<String>,
@@ -195,24 +221,45 @@ fn composite_evals() -> Value {
     })
 }
 
+/// The guest's files for `lang`: the build script, the source, the pinned toolchain, and the WIT.
+fn guest_files(lang: GuestLang, id: &str, name: &str) -> Vec<(&'static str, String, bool)> {
+    let mut files = match lang {
+        GuestLang::Rust => vec![
+            ("build.sh", fill(BUILD_SH, id, name), true),
+            ("guest/Cargo.toml", fill(GUEST_CARGO, id, name), false),
+            ("guest/Cargo.lock", GUEST_LOCK.to_string(), false),
+            ("guest/src/lib.rs", fill(GUEST_LIB, id, name), false),
+        ],
+        GuestLang::Python => vec![
+            ("build.sh", fill(PY_BUILD_SH, id, name), true),
+            ("guest/app.py", fill(PY_APP, id, name), false),
+            ("guest/requirements.txt", PY_REQUIREMENTS.to_string(), false),
+        ],
+        GuestLang::Js => vec![
+            ("build.sh", fill(JS_BUILD_SH, id, name), true),
+            ("guest/app.js", fill(JS_APP, id, name), false),
+            ("guest/package.json", JS_PACKAGE.to_string(), false),
+            ("guest/package-lock.json", JS_LOCK.to_string(), false),
+        ],
+    };
+    files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+    files
+}
+
 /// Writes a composite pack into `dir` (new or empty): the three files, evals, proof and build scripts, and the
-/// guest crate with its WIT. The component itself is built by `build.sh`.
-pub fn new_composite(dir: &Path, id: Option<&str>) -> Result<NewPack, NewError> {
+/// guest in `lang` with its WIT and pinned toolchain. The component itself is built by `build.sh`.
+pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<NewPack, NewError> {
     let id = pack_id(dir, id)?;
     fresh(dir)?;
     let name = display_name(&id);
-    let files: Vec<(&str, String, bool)> = vec![
+    let mut files: Vec<(&str, String, bool)> = vec![
         ("surface.json", pretty(&composite_surface(&id, &name)), false),
         ("policy.json", pretty(&composite_policy(&id)), false),
         ("HARNESS.md", fill(HARNESS, &id, &name), false),
         ("hcp.eval.json", pretty(&composite_evals()), false),
         ("proof.sh", fill(PROOF_SH, &id, &name), true),
-        ("build.sh", fill(BUILD_SH, &id, &name), true),
-        ("guest/Cargo.toml", fill(GUEST_CARGO, &id, &name), false),
-        ("guest/Cargo.lock", GUEST_LOCK.to_string(), false),
-        ("guest/src/lib.rs", fill(GUEST_LIB, &id, &name), false),
-        ("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false),
     ];
+    files.extend(guest_files(lang, &id, &name));
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     for (rel, text, exe) in &files {
         write(dir, rel, text, *exe)?;
@@ -224,6 +271,7 @@ pub fn new_composite(dir: &Path, id: Option<&str>) -> Result<NewPack, NewError> 
         dir: dir.display().to_string(),
         files: files.iter().map(|(rel, _, _)| rel.to_string()).collect(),
         commands: vec!["greet".into(), "count".into()],
+        lang: Some(lang),
         build: Some(format!("{d}/build.sh")),
         next: vec![format!("{d}/build.sh"), format!("hcpx check {d} --probe --strict")],
     })
@@ -248,6 +296,7 @@ pub fn new_wrap(dir: &Path, bin: &str, id: Option<&str>) -> Result<NewPack, NewE
         dir: dir.display().to_string(),
         files,
         commands: s.commands,
+        lang: None,
         build: None,
         next: vec![format!("hcpx check {d} --agent"), format!("hcpx check {d} --probe --strict")],
     })

@@ -10,6 +10,7 @@ mod bootstrap;
 mod check;
 mod cli;
 mod composite;
+mod composite_lang;
 mod connect;
 mod conventions;
 mod docs;

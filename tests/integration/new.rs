@@ -193,3 +193,92 @@ fn new_refuses_a_directory_that_is_not_empty_and_names_the_fix() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("pass --id"));
 }
+
+/// `hcpx new composite --lang python|js`: the same pack, its guest in Python or JavaScript, built with the pinned
+/// toolchain (installed by build.sh from the lock file it ships), scores 100 under `--probe --strict` with no
+/// edits, runs once installed, and its proof passes.
+#[test]
+fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
+    for (lang, source, lock) in [
+        ("python", "guest/app.py", "guest/requirements.txt"),
+        ("js", "guest/app.js", "guest/package-lock.json"),
+    ] {
+        let t = TestDir::new();
+        let pack = t.join("greeter");
+        let out = hcpx(t.path(), &["new", "composite", pack.to_str().unwrap(), "--lang", lang, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let made = stdout_json(&out);
+        assert_eq!(
+            (made["new"]["lang"].as_str(), made["new"]["commands"].clone()),
+            (Some(lang), json!(["greet", "count"]))
+        );
+        let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
+        assert_eq!(wit, fs::read_to_string(repo().join("wit/adapter.wit")).unwrap());
+        assert!(pack.join(source).is_file() && pack.join(lock).is_file(), "{lang}");
+        // The example packs are built with the same toolchain pins and the same build script.
+        let example = repo().join(if lang == "js" { "packs/transit-js" } else { "packs/transit-py" });
+        assert_eq!(
+            fs::read_to_string(pack.join(lock)).unwrap(),
+            fs::read_to_string(example.join(lock)).unwrap()
+        );
+        assert_eq!(
+            fs::read_to_string(pack.join("build.sh")).unwrap().replace("greeter", "ID"),
+            fs::read_to_string(example.join("build.sh"))
+                .unwrap()
+                .replace(example.file_name().unwrap().to_str().unwrap(), "ID"),
+            "{lang}: build.sh"
+        );
+
+        let started = Instant::now();
+        let out = Command::new("bash").arg(pack.join("build.sh")).output().unwrap();
+        assert!(out.status.success(), "{lang} build.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        eprintln!("{lang} guest build: {:.1} s", started.elapsed().as_secs_f64());
+        // The build leaves nothing in the pack but adapter.wasm.
+        let mut guest: Vec<String> = fs::read_dir(pack.join("guest"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        guest.sort();
+        let want: Vec<&str> = if lang == "js" {
+            vec!["app.js", "package-lock.json", "package.json", "wit"]
+        } else {
+            vec!["app.py", "requirements.txt", "wit"]
+        };
+        assert_eq!(guest, want, "{lang}");
+
+        let (exit, report) = check(&t, &pack);
+        assert_eq!((exit, report["score"].as_u64()), (0, Some(100)), "{lang}: {report}");
+        assert_eq!(
+            (report["errors"].as_u64(), report["warnings"].as_u64()),
+            (Some(0), Some(0)),
+            "{lang}: {report}"
+        );
+        assert_eq!(report["evals"]["passed"], 3, "{lang}: {report}");
+
+        let p = pack.to_str().unwrap();
+        assert_eq!(hcpx(t.path(), &["install", p]).status.code(), Some(0));
+        assert_eq!(hcpx(t.path(), &["activate", "greeter"]).status.code(), Some(0));
+        let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "greet", "--json", "--", "name= Ada "]));
+        assert_eq!(env["result"], json!({ "name": "Ada", "greeting": "Hello, Ada!" }), "{lang}: {env}");
+        let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "count", "two  words", "--json"]));
+        assert_eq!(
+            env["result"],
+            json!({ "phrase": "two  words", "characters": 10, "words": 2 }),
+            "{lang}: {env}"
+        );
+        let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "greet", "--json", "--", "name= "]));
+        assert_eq!(
+            (env["code"].as_str(), env["error"].as_str()),
+            (Some("exit_nonzero"), Some("name is blank; pass a value such as name=\"Ada\"")),
+            "{lang}: {env}"
+        );
+
+        let proof = Command::new("bash")
+            .arg(pack.join("proof.sh"))
+            .env("HCPX", env!("CARGO_BIN_EXE_hcpx"))
+            .env_remove("HCP_HOME")
+            .output()
+            .unwrap();
+        assert!(proof.status.success(), "{lang}: {}", String::from_utf8_lossy(&proof.stderr));
+    }
+}

@@ -221,9 +221,24 @@ fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> Adapte
             format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"),
         );
     }
-    let text = format!("{e:#}");
-    let first = text.lines().next().unwrap_or("trap").to_string();
-    AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
+    // The trap itself, not the backtrace wasmtime puts first: that is all a Python or JavaScript guest's
+    // failure says (their exceptions end in `unreachable`, their deep recursion in an exhausted stack).
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::StackOverflow) => AdapterResult::fail(
+            Code::AdapterFailed,
+            "the component failed: it exhausted its call stack (recursion too deep or endless)",
+        ),
+        Some(Trap::UnreachableCodeReached) => AdapterResult::fail(
+            Code::AdapterFailed,
+            "the component failed: it reached `unreachable` (a Rust panic, or an exception a Python or JavaScript guest did not turn into an `err`)",
+        ),
+        Some(trap) => AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {trap}")),
+        None => {
+            let text = format!("{e:#}");
+            let first = text.lines().next().unwrap_or("trap").to_string();
+            AdapterResult::fail(Code::AdapterFailed, format!("the component failed: {first}"))
+        }
+    }
 }
 
 /// Resolves once `cancel` is set, looking every 20 ms.

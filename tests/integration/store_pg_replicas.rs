@@ -193,28 +193,24 @@ fn three_replicas_lose_nothing_when_one_is_killed_mid_run() {
     }
     db.ok("admin", &["principal", "revoke", "dave", "verb.exec.read:*"]);
     let revoked = Instant::now();
+    let dave_reads = |a: &str| {
+        let body = plan.to_string();
+        crate::serve::request(a, "POST", "/v1/exec/transit-db/plan", Some(&dave), Some(body.as_bytes())).0
+    };
+    // How soon each replica refused him (for the log), then the bound itself: a call that starts a second
+    // after the revoke is refused by every replica, however slow the calls are on a loaded machine.
+    let mut seen = Vec::new();
     for a in &now {
-        loop {
-            let (st, _, _) = crate::serve::request(
-                a,
-                "POST",
-                "/v1/exec/transit-db/plan",
-                Some(&dave),
-                Some(plan.to_string().as_bytes()),
-            );
-            if st == 403 {
-                break;
-            }
-            assert!(
-                revoked.elapsed() < Duration::from_secs(1),
-                "replica {a} still served dave {:?} after the revoke",
-                revoked.elapsed()
-            );
+        while revoked.elapsed() < Duration::from_secs(1) && dave_reads(a) != 403 {
             std::thread::sleep(Duration::from_millis(10));
         }
+        seen.push(revoked.elapsed());
     }
-    let all_refused = revoked.elapsed();
-    assert!(all_refused < Duration::from_secs(1), "{all_refused:?}");
+    std::thread::sleep(Duration::from_secs(1).saturating_sub(revoked.elapsed()));
+    for a in &now {
+        assert_eq!(dave_reads(a), 403, "replica {a} still served dave a second after the revoke");
+    }
+    let all_refused = seen.iter().max().copied().unwrap_or_default();
 
     for w in workers {
         w.join().unwrap();

@@ -2,7 +2,18 @@
 //! so a finding's fix names that language's own way (raise `Err` in Python, throw a string in JavaScript).
 
 use crate::pack::Pack;
-use crate::scaffold::new::GuestLang;
+
+/// The language a composite's guest is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestLang {
+    /// A crate built with cargo for wasm32-wasip2 (wit-bindgen).
+    Rust,
+    /// A module built with componentize-py (CPython for WASI, pre-initialised).
+    Python,
+    /// A module built with componentize-js (SpiderMonkey for WASI, pre-initialised).
+    Js,
+}
 
 /// The toolchain marks looked for, in the order they are tried: componentize-py and componentize-js name
 /// themselves in the component's producers section; a Rust guest names wit-bindgen's Rust generator.

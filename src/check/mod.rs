@@ -3,7 +3,7 @@
 
 mod agent;
 mod evals;
-mod guest;
+pub mod guest;
 mod init;
 mod manifest;
 mod policy;
@@ -106,7 +106,7 @@ pub struct Ctx<'a> {
     /// What a composite's component says it implements (`describe()`), or why it could not say.
     pub described: Option<&'a Result<Vec<String>, String>>,
     /// The language of a composite's guest, when its component names its toolchain: fixes name its own way.
-    pub lang: Option<crate::scaffold::new::GuestLang>,
+    pub lang: Option<guest::GuestLang>,
 }
 
 /// How `hcpx check` runs.

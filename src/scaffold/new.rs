@@ -30,17 +30,8 @@ pub const JS_PACKAGE: &str = include_str!("templates/js/package.json");
 /// The lock file of that toolchain: `npm ci` installs exactly these versions.
 pub const JS_LOCK: &str = include_str!("templates/js/package-lock.json");
 
-/// The language a composite's guest is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GuestLang {
-    /// A crate built with cargo for wasm32-wasip2 (wit-bindgen).
-    Rust,
-    /// A module built with componentize-py (CPython for WASI, pre-initialised).
-    Python,
-    /// A module built with componentize-js (SpiderMonkey for WASI, pre-initialised).
-    Js,
-}
+// The guest languages are check's (it reads them from a component); scaffolding writes them.
+pub use crate::check::guest::GuestLang;
 
 /// What `hcpx new` can scaffold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

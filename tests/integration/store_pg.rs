@@ -75,6 +75,18 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// `transit-db` installed and activated from home `a`, and the token of Principal alice (tenant acme, every read).
+    pub fn serving_alice(&self) -> String {
+        let pack = write_pack(self.t.path());
+        self.ok("a", &["install", pack.to_str().unwrap()]);
+        self.ok("a", &["activate", "transit-db"]);
+        let added =
+            self.ok("a", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.read:*"]);
+        added["token"].as_str().unwrap().to_string()
+    }
+}
+
 pub fn write_key(path: &Path, byte: u8) {
     use std::os::unix::fs::OpenOptionsExt;
     let mut f =
@@ -111,14 +123,7 @@ pub fn write_pack(dir: &Path) -> PathBuf {
 #[test]
 fn what_one_home_writes_in_the_database_every_other_home_reads() {
     let Some(db) = PgStore::new() else { return };
-    let pack = write_pack(db.t.path());
-    db.ok("a", &["install", pack.to_str().unwrap()]);
-    db.ok("a", &["activate", "transit-db"]);
-    let token = db.ok("a", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.read:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = db.serving_alice();
     assert_eq!(token.len(), 64);
     let out = db.run_with("a", &["credential", "set", "github", "token"], &[], Some("gh-secret-value"));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -377,14 +382,7 @@ pub fn via_port(url: &str, port: u16) -> String {
 #[test]
 fn a_replica_without_its_database_answers_503_and_never_reads_local_files() {
     let Some(db) = PgStore::new() else { return };
-    let pack = write_pack(db.t.path());
-    db.ok("a", &["install", pack.to_str().unwrap()]);
-    db.ok("a", &["activate", "transit-db"]);
-    let token = db.ok("a", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.read:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = db.serving_alice();
     let port: u16 = db.url.rsplit_once(':').unwrap().1.split('/').next().unwrap().parse().unwrap();
     let cut = Cut::to(port);
     let url = via_port(&db.url, cut.port);

@@ -137,10 +137,7 @@ impl Store {
             let aside = self.path(&format!("{AUDIT}.unchained"));
             std::fs::rename(&p, &aside).map_err(|e| StoreError::io(&p, e))?;
         }
-        let mut seed = [0u8; 32];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut seed))
-            .map_err(|e| StoreError::io(std::path::Path::new("/dev/urandom"), e))?;
+        let seed = super::random_bytes::<32>()?;
         let genesis = sha256_hex(&seed);
         Ok(AuditHead { head: genesis.clone(), genesis, lines: 0, rotated: 0 })
     }
@@ -149,7 +146,7 @@ impl Store {
     pub fn audit_head(&self) -> Result<Option<AuditHead>, StoreError> {
         if let Some(db) = &self.db {
             let local = super::principals::LOCAL_TENANT;
-            return Ok(db.audit_chains(Some(local))?.into_iter().next().map(|c| c.head));
+            return db.audit_head(local);
         }
         self.read_json(HEAD)
     }

@@ -390,6 +390,15 @@ pub fn write_atomic(target: &Path, bytes: &[u8], mode: u32) -> std::io::Result<(
     File::open(dir)?.sync_all()
 }
 
+/// `N` random bytes from the kernel: tokens, the audit genesis, seal nonces, replica ids.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], StoreError> {
+    use std::io::Read;
+    let path = Path::new("/dev/urandom");
+    let mut bytes = [0u8; N];
+    File::open(path).and_then(|mut f| f.read_exact(&mut bytes)).map_err(|e| StoreError::io(path, e))?;
+    Ok(bytes)
+}
+
 /// A name unique to this process and call: `prefix-<pid>-<nanos>-<counter>`.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

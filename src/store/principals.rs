@@ -137,12 +137,7 @@ fn hex32(s: &str) -> Option<[u8; 32]> {
 
 /// A new bearer token: 32 random bytes from the kernel, as 64 hex digits.
 pub fn new_token() -> Result<String, StoreError> {
-    use std::io::Read;
-    let path = std::path::Path::new("/dev/urandom");
-    let mut bytes = [0u8; 32];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| StoreError::io(path, e))?;
+    let bytes = super::random_bytes::<32>()?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 

@@ -67,7 +67,7 @@ fn parse_line(path: &Path, n: usize, line: &str) -> Result<SenseEvent, StoreErro
 
 impl Store {
     /// The tenant's event log, relative to the store.
-    fn sense_log(&self, tenant: &str) -> Result<PathBuf, StoreError> {
+    pub(crate) fn sense_log(&self, tenant: &str) -> Result<PathBuf, StoreError> {
         Ok(self.tenant_dir(tenant)?.join("sense").join("events.jsonl"))
     }
 

@@ -22,11 +22,7 @@ pub struct Chain {
 }
 
 pub(crate) fn new_genesis() -> Result<String, StoreError> {
-    use std::io::Read;
-    let mut seed = [0u8; 32];
-    let p = std::path::Path::new("/dev/urandom");
-    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut seed)).map_err(|e| StoreError::io(p, e))?;
-    Ok(sha256_hex(&seed))
+    Ok(sha256_hex(&crate::store::random_bytes::<32>()?))
 }
 
 /// One append waiting for the next batch.
@@ -277,6 +273,24 @@ impl Db {
             }
             .map_err(|e| db_error(&shown, e))?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// `tenant`'s head alone (no lines read), when its chain was started.
+    pub fn audit_head(&self, tenant: &str) -> Result<Option<AuditHead>, StoreError> {
+        let (pool, shown, tenant) = (self.pool(), self.shown().to_string(), tenant.to_string());
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let row = c
+                .query_opt("SELECT genesis, lines, head FROM hcpx_audit_heads WHERE tenant = $1", &[&tenant])
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            Ok(row.map(|h| AuditHead {
+                genesis: h.get(0),
+                lines: h.get::<_, i64>(1) as u64,
+                head: h.get(2),
+                rotated: 0,
+            }))
         })
     }
 

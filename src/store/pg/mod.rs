@@ -68,14 +68,6 @@ impl Drop for Db {
     }
 }
 
-fn random4() -> Result<[u8; 4], StoreError> {
-    use std::io::Read;
-    let p = std::path::Path::new("/dev/urandom");
-    let mut b = [0u8; 4];
-    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut b)).map_err(|e| StoreError::io(p, e))?;
-    Ok(b)
-}
-
 /// `url` with its password replaced, safe to print.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return "postgres://…".into() };
@@ -124,7 +116,7 @@ impl Db {
             .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))?;
         let live = Arc::new(Live::default());
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
-        let replica = (u32::from_le_bytes(random4()?) >> 1) as i32;
+        let replica = (u32::from_le_bytes(crate::store::random_bytes::<4>()?) >> 1) as i32;
         let db =
             Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender, replica };
         db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;

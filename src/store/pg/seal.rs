@@ -82,7 +82,7 @@ impl Sealer {
 
     /// Seals the document at `path`.
     pub fn seal(&self, path: &str, plain: &[u8]) -> Result<Sealed, StoreError> {
-        let nonce = random_nonce()?;
+        let nonce = crate::store::random_bytes::<24>()?;
         let bytes = self
             .cipher
             .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad: &aad(path) })
@@ -125,14 +125,6 @@ fn parse_key(raw: &[u8]) -> Option<[u8; 32]> {
         *o = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
-}
-
-fn random_nonce() -> Result<[u8; 24], StoreError> {
-    use std::io::Read;
-    let path = Path::new("/dev/urandom");
-    let mut n = [0u8; 24];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut n)).map_err(|e| StoreError::io(path, e))?;
-    Ok(n)
 }
 
 /// Whether the document at `path` holds credentials (sealed in the database).

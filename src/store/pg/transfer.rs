@@ -9,7 +9,7 @@
 //! are appended to their tenants' chains.
 
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::Db;
 use crate::store::audit::AuditHead;
@@ -26,14 +26,6 @@ pub struct Moved {
     pub packs: usize,
     pub audit_lines: usize,
     pub sense_events: usize,
-}
-
-fn sense_rel(tenant: &str) -> PathBuf {
-    if tenant == LOCAL_TENANT {
-        PathBuf::from("sense/events.jsonl")
-    } else {
-        Path::new("tenants").join(tenant).join("sense/events.jsonl")
-    }
 }
 
 fn write(dir: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
@@ -97,7 +89,7 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
             text.push_str(&line);
             text.push('\n');
         }
-        write(dir, &sense_rel(&tenant).to_string_lossy(), text.as_bytes(), 0o600)?;
+        write(dir, &out.sense_log(&tenant)?.to_string_lossy(), text.as_bytes(), 0o600)?;
         moved.sense_events += events.len();
     }
     Ok(moved)
@@ -227,11 +219,14 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         db.audit_append(&crate::store::audit::AuditRecord { prev: None, ..rec }, None)?;
         moved.audit_lines += 1;
     }
-    let mut sense_logs = vec![(LOCAL_TENANT.to_string(), dir.join(sense_rel(LOCAL_TENANT)))];
+    let mut sense_logs = vec![(LOCAL_TENANT.to_string(), dir.join(src.sense_log(LOCAL_TENANT)?))];
     if let Ok(entries) = std::fs::read_dir(dir.join("tenants")) {
         for e in entries.flatten() {
             let t = e.file_name().to_string_lossy().to_string();
-            sense_logs.push((t.clone(), dir.join(sense_rel(&t))));
+            // A directory whose name no tenant can have is not a tenant's; it is skipped, never joined.
+            if let Ok(rel) = src.sense_log(&t) {
+                sense_logs.push((t, dir.join(rel)));
+            }
         }
     }
     for (tenant, path) in sense_logs {

@@ -26,7 +26,7 @@ fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&tmp.path().join("home")).expect("store");
     store.install(&repo.join("packs/transit-composite")).expect("install");
-    store.set_activated(&["transit-composite".to_string()], true).expect("activate");
+    store.set_activated(&["transit-composite".to_string()], true, None).expect("activate");
     let rt = Arc::new(Runtime::new(store));
     let principal = Principal::local(Grants::All, Invoker::Json);
     let args = json!({ "from": "A", "to": "B" }).as_object().cloned().expect("object");
@@ -149,7 +149,7 @@ fn bench(c: &mut Criterion) {
     std::fs::set_permissions(pack.join("bin/trivial"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     rt.store().install(&pack).expect("install trivial");
-    rt.store().set_activated(&["trivial".to_string()], true).expect("activate");
+    rt.store().set_activated(&["trivial".to_string()], true, None).expect("activate");
     let ping = Envelope::new("trivial", "ping", serde_json::Map::new());
     assert!(rt.exec(&principal, &ping).ok, "warm-up ping");
     let installed = rt.store().pack_dir("trivial");

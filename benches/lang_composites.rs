@@ -31,7 +31,7 @@ fn bench(c: &mut Criterion) {
         assert!(wasm.exists(), "{} is missing: run scripts/build-lang-guests.sh", wasm.display());
         store.install(&repo.join("packs").join(p)).expect("install");
     }
-    store.set_activated(&packs.map(String::from), true).expect("activate");
+    store.set_activated(&packs.map(String::from), true, None).expect("activate");
     let rt = Runtime::new(store);
     let principal = Principal::local(Grants::All, Invoker::Json);
     let args = json!({ "from": "A", "to": "B" }).as_object().cloned().expect("object");

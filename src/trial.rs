@@ -154,7 +154,7 @@ impl Trial {
     ) -> Result<Store, TrialError> {
         let store = Store::open(home)?;
         store.install(dir)?;
-        store.set_activated(std::slice::from_ref(&pack.id), true)?;
+        store.set_activated(std::slice::from_ref(&pack.id), true, None)?;
         let mut sandbox = SandboxConfig {
             timeout_ms: Some(timeout_ms),
             allow: Vec::new(),

@@ -9,8 +9,9 @@ pub const WRAP: &str =
 pub const INSTALL: &str =
     "Examples:\n  hcpx install ./mypack\n  hcpx install ./mypack-fork --replace --keep-workspace";
 pub const UNINSTALL: &str = "Examples:\n  hcpx uninstall ledger";
-pub const ACTIVATE: &str = "Examples:\n  hcpx activate ledger\n  hcpx activate ledger transit";
-pub const DEACTIVATE: &str = "Examples:\n  hcpx deactivate ledger";
+pub const ACTIVATE: &str =
+    "Examples:\n  hcpx activate ledger\n  hcpx activate ledger transit\n  hcpx activate ledger --tenant acme";
+pub const DEACTIVATE: &str = "Examples:\n  hcpx deactivate ledger\n  hcpx deactivate ledger --tenant acme";
 pub const LIST: &str = "Examples:\n  hcpx list\n  hcpx list --json";
 pub const AVAILABILITY: &str = "Examples:\n  hcpx availability ledger\n  hcpx availability hcp-cli --json";
 pub const COMMANDS: &str =

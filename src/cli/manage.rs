@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{exit, fail, open_store, BinsArgs, IdArgs, IdsArgs};
+use super::{exit, fail, open_store, ActivateArgs, BinsArgs, IdArgs};
 use crate::output::Printer;
 use hcpx::runtime::Runtime;
 use hcpx::store::packs::InstallError;
@@ -100,15 +100,39 @@ pub fn uninstall(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// `hcpx activate ID…` / `hcpx deactivate ID…`.
-pub fn set_activated(p: &Printer, a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
-    match open_store()?.set_activated(&a.ids, on) {
+/// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
+pub fn set_activated(p: &Printer, a: &ActivateArgs, on: bool) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    match store.set_activated(&a.ids, on, a.tenant.as_deref()) {
         Ok(()) => {
             let key = if on { "activated" } else { "deactivated" };
             if p.json {
-                p.json_doc(&json!({ "ok": true, key: a.ids }));
-            } else {
-                p.message(&format!("{key} {}", a.ids.join(", ")));
+                p.json_doc(&json!({ "ok": true, key: a.ids, "tenant": a.tenant }));
+                return Ok(exit::OK);
+            }
+            match &a.tenant {
+                Some(t) => p.message(&format!("{key} {} for tenant {t}", a.ids.join(", "))),
+                None => p.message(&format!("{key} {}", a.ids.join(", "))),
+            }
+            // A store-wide change leaves the tenants that chose otherwise as they are: say which.
+            if a.tenant.is_none() {
+                if let Ok(state) = store.state() {
+                    for id in &a.ids {
+                        let other: Vec<&str> = state.packs.get(id).map_or(Vec::new(), |s| {
+                            s.tenants.iter().filter(|(_, v)| **v != on).map(|(t, _)| t.as_str()).collect()
+                        });
+                        if !other.is_empty() {
+                            let flip = if on { "activate" } else { "deactivate" };
+                            let who = match other.as_slice() {
+                                [one] => format!("tenant {one} keeps its own choice"),
+                                many => format!("tenants {} keep their own choice", many.join(", ")),
+                            };
+                            p.message(&format!(
+                                "{who} for {id}; change it with `hcpx {flip} {id} --tenant TENANT`"
+                            ));
+                        }
+                    }
+                }
             }
             Ok(exit::OK)
         }
@@ -118,7 +142,7 @@ pub fn set_activated(p: &Printer, a: &IdsArgs, on: bool) -> anyhow::Result<u8> {
 
 /// `hcpx list`: renders the runtime's list report (the same one `hcp.list` returns).
 pub fn list(p: &Printer) -> anyhow::Result<u8> {
-    let report = match Runtime::new(open_store()?).list() {
+    let report = match Runtime::new(open_store()?).list(None) {
         Ok(r) => r,
         Err(d) => return Ok(fail(p, &d.message)),
     };
@@ -136,7 +160,7 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
                     r.id.clone(),
                     r.name.clone().unwrap_or_else(|| "-".into()),
                     r.kind.map_or("?", |k| k.as_str()).to_string(),
-                    if r.activated { "yes" } else { "no" }.to_string(),
+                    activation_cell(r),
                     r.commands.to_string(),
                     r.installed_at.clone(),
                     r.source.clone(),
@@ -151,6 +175,18 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// The ACTIVATED cell: the store-wide choice, then the tenants that chose otherwise (`no (yes: acme)`).
+fn activation_cell(r: &hcpx::runtime::report::PackRow) -> String {
+    let base = if r.activated { "yes" } else { "no" };
+    let other: Vec<&str> =
+        r.tenants.iter().filter(|(_, on)| **on != r.activated).map(|(t, _)| t.as_str()).collect();
+    if other.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base} ({}: {})", if r.activated { "no" } else { "yes" }, other.join(", "))
+    }
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.

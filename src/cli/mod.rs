@@ -78,10 +78,10 @@ pub enum Command {
     Uninstall(IdArgs),
     /// Activate installed packs.
     #[command(after_help = examples::ACTIVATE)]
-    Activate(IdsArgs),
+    Activate(ActivateArgs),
     /// Deactivate packs.
     #[command(after_help = examples::DEACTIVATE)]
-    Deactivate(IdsArgs),
+    Deactivate(ActivateArgs),
     /// Installed packs and their state.
     #[command(after_help = examples::LIST)]
     List,
@@ -413,12 +413,16 @@ pub struct IdArgs {
     pub id: String,
 }
 
-/// Pack ids.
+/// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
 #[derive(Debug, clap::Args)]
-pub struct IdsArgs {
+pub struct ActivateArgs {
     /// Pack ids.
     #[arg(required = true)]
     pub ids: Vec<String>,
+    /// Only for this tenant (`local`, or the tenant of a Principal); without it, for every tenant that made
+    /// no choice of its own.
+    #[arg(long)]
+    pub tenant: Option<String>,
 }
 
 /// `hcpx commands ID [VERB]`.

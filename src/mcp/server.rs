@@ -16,7 +16,7 @@ use super::call::{call, ToolAnswer};
 use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
-use crate::store::principals::Authenticated;
+use crate::store::principals::{Authenticated, LOCAL_TENANT};
 
 /// How often the store is looked at for packs installed, activated or removed while the server runs.
 const WATCH_EVERY: Duration = Duration::from_millis(300);
@@ -49,7 +49,7 @@ impl HcpServer {
 
     /// The `hcp` tool: it may run writes, so it is annotated as the strongest of them.
     fn hcp_tool(&self) -> Tool {
-        let open_world = self.tools().values().any(|t| t.hints.open_world);
+        let open_world = self.tools(None).values().any(|t| t.hints.open_world);
         let annotations = ToolAnnotations::with_title("HCP packs".to_string())
             .read_only(false)
             .destructive(true)
@@ -64,9 +64,19 @@ impl HcpServer {
         .with_annotations(annotations)
     }
 
-    /// The tools as they are now (the store is read each time, so an install shows at once).
-    fn tools(&self) -> BTreeMap<String, ToolSpec> {
-        activated_tools(&self.runtime)
+    /// The tools as they are now for `tenant` (`None`: any tenant's), read from the store each time, so an
+    /// install shows at once.
+    fn tools(&self, tenant: Option<&str>) -> BTreeMap<String, ToolSpec> {
+        activated_tools(&self.runtime, tenant)
+    }
+
+    /// The tenant of a request: the Principal its bearer token authenticated over HTTP, else the local one.
+    fn tenant_of(&self, context: &RequestContext<RoleServer>) -> String {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Authenticated>())
+            .map_or_else(|| LOCAL_TENANT.to_string(), |who| who.principal.tenant.clone())
     }
 }
 
@@ -106,12 +116,13 @@ impl ServerHandler for HcpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         if self.single_tool {
             return Ok(ListToolsResult::with_all_items(vec![self.hcp_tool()]));
         }
-        Ok(ListToolsResult::with_all_items(self.tools().values().map(to_mcp_tool).collect()))
+        let tenant = self.tenant_of(&context);
+        Ok(ListToolsResult::with_all_items(self.tools(Some(&tenant)).values().map(to_mcp_tool).collect()))
     }
 
     /// Once a client is initialized (over stdio or in one HTTP session), a change to the set of tools is
@@ -124,7 +135,7 @@ impl ServerHandler for HcpServer {
         if self.single_tool {
             return (name == super::single::TOOL).then(|| self.hcp_tool());
         }
-        self.tools().get(name).map(to_mcp_tool)
+        self.tools(None).get(name).map(to_mcp_tool)
     }
 
     async fn call_tool(
@@ -135,7 +146,7 @@ impl ServerHandler for HcpServer {
         if self.single_tool {
             return self.call_hcp(request, context).await;
         }
-        let tools = self.tools();
+        let tools = self.tools(Some(&self.tenant_of(&context)));
         let Some(tool) = tools.get(request.name.as_ref()) else {
             return Err(McpError::invalid_params(
                 format!(
@@ -311,11 +322,11 @@ async fn watch_tools(server: HcpServer, peer: Peer<RoleServer>) {
         s.runtime.store().state().ok().map(|st| {
             st.packs
                 .iter()
-                .map(|(id, p)| (id.clone(), p.activated, p.installed_at.clone()))
+                .map(|(id, p)| (id.clone(), p.activated, p.tenants.clone(), p.installed_at.clone()))
                 .collect::<Vec<_>>()
         })
     };
-    let names = |s: &HcpServer| s.tools().into_keys().collect::<Vec<_>>();
+    let names = |s: &HcpServer| s.tools(None).into_keys().collect::<Vec<_>>();
     let (mut seen_installs, mut seen_names) = (installs(&server), names(&server));
     loop {
         tokio::time::sleep(WATCH_EVERY).await;

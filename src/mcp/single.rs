@@ -44,7 +44,7 @@ pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, 
         Err(d) => refused(d),
     };
     match (verb, rest) {
-        ("list", "") => report(runtime.list().map(|r| json!(r))),
+        ("list", "") => report(runtime.list(Some(&principal.tenant)).map(|r| json!(r))),
         ("commands", pack) if one_word(pack) => report(runtime.commands(pack).map(|r| json!(r))),
         ("skill", pack) if one_word(pack) => report(runtime.skill(pack, false).map(|r| json!(r))),
         ("exec", rest) => {

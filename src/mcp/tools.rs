@@ -99,10 +99,10 @@ pub fn pack_tools(pack: &Pack) -> Vec<ToolSpec> {
 
 /// Every tool of every activated pack, by name. Two commands whose names would collide (`a.b` and `a_b`)
 /// both get the digest suffix, so neither shadows the other.
-pub fn activated_tools(runtime: &Runtime) -> BTreeMap<String, ToolSpec> {
+pub fn activated_tools(runtime: &Runtime, tenant: Option<&str>) -> BTreeMap<String, ToolSpec> {
     let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
     // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
-    let all: Vec<ToolSpec> = runtime.activated_packs().iter().flat_map(|p| pack_tools(p)).collect();
+    let all: Vec<ToolSpec> = runtime.activated_packs(tenant).iter().flat_map(|p| pack_tools(p)).collect();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for t in &all {
         *count.entry(t.name.clone()).or_default() += 1;

@@ -61,7 +61,7 @@ impl Runtime {
         }
         let store = self.store();
         let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned());
-        let activated = record.as_ref().is_some_and(|r| r.activated);
+        let activated = record.as_ref().is_some_and(|r| r.activated_for(&principal.tenant));
         let pack = match store.load_pack(pack_id) {
             Ok(p) => p,
             Err(e) => {
@@ -74,7 +74,7 @@ impl Runtime {
         }
         let installed = pack.is_some();
         if installed && !activated {
-            notes.activated = Some(format!("activate it with `hcpx activate {pack_id}`"));
+            notes.activated = Some(super::fix::activate_fix(pack_id, &principal.tenant));
         }
         let (mut bound, mut runnable) = (false, false);
         if let Some(pack) = &pack {

@@ -228,7 +228,7 @@ impl Runtime {
         let pack_id = text_arg(&args, "pack_id");
         let result = match verb {
             "hcp.doctor" => json!(self.doctor(principal)),
-            "hcp.list" => json!(self.list()?),
+            "hcp.list" => json!(self.list(Some(&principal.tenant))?),
             "hcp.availability" => json!(self.availability(principal, &pack_id)),
             "hcp.commands" => {
                 let one = args.get("verb_key").and_then(Value::as_str);

@@ -38,7 +38,7 @@ impl Runtime {
         words: &[String],
         ctx: &CallContext,
     ) -> Result<DryRun, Denial> {
-        let r = self.resolve(env, ArgsInput::Words(words))?;
+        let r = self.resolve(principal, env, ArgsInput::Words(words))?;
         let checked = checked(principal, env, &r)?;
         let gate = confirm_gate(&r, &checked);
         let binding = self.mint_binding(principal, &r, &checked)?;

@@ -37,12 +37,23 @@ pub fn no_command_in(pack: &Pack, verb: &str) -> Denial {
     no_command(&pack.id, verb, pack.commands.keys().chain(pass).map(String::as_str))
 }
 
-/// `not_activated`: names the activate command.
-pub fn not_activated(pack_id: &str) -> Denial {
-    Denial::new(
-        Code::NotActivated,
-        format!("pack {pack_id} not activated; activate it with `hcpx activate {pack_id}`"),
-    )
+/// `not_activated`: names the activate command (for a served tenant, the one its operator runs).
+pub fn not_activated(pack_id: &str, tenant: &str) -> Denial {
+    let message = if tenant == crate::store::principals::LOCAL_TENANT {
+        format!("pack {pack_id} not activated; {}", activate_fix(pack_id, tenant))
+    } else {
+        format!("pack {pack_id} not activated for tenant {tenant}; {}", activate_fix(pack_id, tenant))
+    };
+    Denial::new(Code::NotActivated, message)
+}
+
+/// How a pack gets activated for `tenant`: the local user runs it; a served tenant's operator does.
+pub fn activate_fix(pack_id: &str, tenant: &str) -> String {
+    if tenant == crate::store::principals::LOCAL_TENANT {
+        format!("activate it with `hcpx activate {pack_id}`")
+    } else {
+        format!("its operator activates it with `hcpx activate {pack_id} --tenant {tenant}`")
+    }
 }
 
 /// `denied` for a missing capability: the local Principal's fix is a `hcpx grant` line (grants.json); a served

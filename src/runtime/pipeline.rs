@@ -127,7 +127,7 @@ impl Runtime {
         if pack_id == bootstrap::BOOTSTRAP_ID {
             return Admission::Bootstrap(slot);
         }
-        let r = match self.resolve(env, input) {
+        let r = match self.resolve(principal, env, input) {
             Ok(r) => r,
             Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
         };
@@ -217,7 +217,12 @@ impl Runtime {
     }
 
     /// Step 1: resolve the pack and the command's Policy row (a named command's, or the pass-through row).
-    pub(super) fn resolve<'a>(&self, env: &Envelope, input: ArgsInput<'a>) -> Result<Resolved<'a>, Denial> {
+    pub(super) fn resolve<'a>(
+        &self,
+        principal: &Principal,
+        env: &Envelope,
+        input: ArgsInput<'a>,
+    ) -> Result<Resolved<'a>, Denial> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
         let unknown = || fix::unknown_pack(pack_id, state.packs.keys().map(String::as_str));
@@ -248,7 +253,7 @@ impl Runtime {
             verb: verb.to_string(),
             pass_through,
             row,
-            activated: record.activated,
+            activated: record.activated_for(&principal.tenant),
             component_sha256: record.component_sha256.clone(),
             args,
         })
@@ -329,18 +334,18 @@ fn run_adapter(a: &Admitted<'_>, hooks: &dyn ExecHooks) -> AdapterResult {
 /// Steps 1 (end) to 3 and the argument check, in that order: what a call and a dry run both pass before the
 /// confirm gate.
 pub(super) fn checked(principal: &Principal, env: &Envelope, r: &Resolved<'_>) -> Result<Checked, Denial> {
-    ensure_activated(r)?;
+    ensure_activated(principal, r)?;
     authenticate(env, r)?;
     assert_capability(principal, r)?;
     check_arguments(r)
 }
 
-/// Step 1 (end): the pack is activated on this store.
-fn ensure_activated(r: &Resolved<'_>) -> Result<(), Denial> {
+/// Step 1 (end): the pack is activated on this store, for the Principal's tenant.
+fn ensure_activated(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
     if r.activated {
         Ok(())
     } else {
-        Err(fix::not_activated(&r.pack.id))
+        Err(fix::not_activated(&r.pack.id, &principal.tenant))
     }
 }
 
@@ -442,12 +447,18 @@ mod tests {
     #[test]
     fn step_1_refuses_a_pack_that_is_not_activated() {
         let mut r = resolved("status", json!({}));
-        assert!(ensure_activated(&r).is_ok());
+        let local = Principal { tenant: "local".into(), ..principal(Grants::All) };
+        assert!(ensure_activated(&local, &r).is_ok());
         r.activated = false;
-        let d = ensure_activated(&r).unwrap_err();
+        let d = ensure_activated(&local, &r).unwrap_err();
         assert_eq!(
             (d.code, d.message.as_str()),
             (Code::NotActivated, "pack ledger not activated; activate it with `hcpx activate ledger`")
+        );
+        let d = ensure_activated(&principal(Grants::All), &r).unwrap_err();
+        assert_eq!(
+            d.message,
+            "pack ledger not activated for tenant t; its operator activates it with `hcpx activate ledger --tenant t`"
         );
     }
 

@@ -48,6 +48,10 @@ pub struct PackRow {
     pub name: Option<String>,
     pub kind: Option<AdapterKind>,
     pub activated: bool,
+    /// The tenants that chose otherwise than the store (`hcpx activate ID --tenant T`); in the operator's view
+    /// only.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tenants: std::collections::BTreeMap<String, bool>,
     pub commands: usize,
     pub source: String,
     pub installed_at: String,
@@ -207,8 +211,9 @@ impl Runtime {
     }
 
     /// Every installed pack, loaded (through the runtime's per-install cache, as a call loads it) to report its
-    /// name, kind and commands, or why it does not load.
-    pub fn list(&self) -> Result<ListReport, Denial> {
+    /// name, kind and commands, or why it does not load. With a tenant, `activated` is that tenant's; without
+    /// one (the operator's view) it is the store's, and each tenant's own choices are listed.
+    pub fn list(&self, tenant: Option<&str>) -> Result<ListReport, Denial> {
         let state = self.store().state().map_err(|e| Denial::new(Code::AdapterFailed, e.to_string()))?;
         let packs = state
             .packs
@@ -223,7 +228,8 @@ impl Runtime {
                     id: id.clone(),
                     name,
                     kind,
-                    activated: st.activated,
+                    activated: tenant.map_or(st.activated, |t| st.activated_for(t)),
+                    tenants: if tenant.is_none() { st.tenants.clone() } else { Default::default() },
                     commands,
                     source: st.source.clone(),
                     installed_at: st.installed_at.clone(),
@@ -234,14 +240,17 @@ impl Runtime {
         Ok(ListReport { ok: true, packs })
     }
 
-    /// Every activated pack that loads, through the per-install cache: what the MCP tools and the OpenAPI
-    /// document list.
-    pub fn activated_packs(&self) -> Vec<Arc<crate::pack::Pack>> {
+    /// Every pack activated for `tenant` (`None`: for any tenant) that loads, through the per-install cache:
+    /// what the MCP tools and the OpenAPI document list.
+    pub fn activated_packs(&self, tenant: Option<&str>) -> Vec<Arc<crate::pack::Pack>> {
         let Ok(state) = self.store().state() else { return Vec::new() };
         state
             .packs
             .iter()
-            .filter(|(_, st)| st.activated)
+            .filter(|(_, st)| match tenant {
+                Some(t) => st.activated_for(t),
+                None => st.activated || st.tenants.values().any(|on| *on),
+            })
             .filter_map(|(id, st)| self.pack(id, st).ok().flatten())
             .collect()
     }

@@ -89,10 +89,15 @@ impl Runtime {
                 format!("denied: {DEGRADED} is announced by the runtime itself when a Binding of {pack_id} fails; an upstream cannot push it"),
             ));
         }
-        let activated =
-            self.store.state().map_err(store_failed)?.packs.get(pack_id).is_some_and(|p| p.activated);
+        let activated = self
+            .store
+            .state()
+            .map_err(store_failed)?
+            .packs
+            .get(pack_id)
+            .is_some_and(|p| p.activated_for(&principal.tenant));
         if !activated {
-            return Err(fix::not_activated(pack_id));
+            return Err(fix::not_activated(pack_id, &principal.tenant));
         }
         if !principal.grants.allows(Capability::SenseAnnounce, pack_id, reference) {
             return Err(missing_announce(principal, Some(pack_id)));

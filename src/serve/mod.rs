@@ -161,7 +161,7 @@ pub async fn serve(
     // Ready once the activated packs are loaded (the first calls then find them warm), off the async workers.
     let loaded = readiness.clone();
     tokio::task::spawn_blocking(move || {
-        let _ = runtime.activated_packs();
+        let _ = runtime.activated_packs(None);
         loaded.mark_loaded();
     });
     let begun = shutdown.clone();

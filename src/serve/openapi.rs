@@ -233,7 +233,7 @@ fn wrap_text_rules(props: &mut Map<String, Value>, c: &crate::pack::Command, wra
 /// Every command of every activated pack.
 fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
     let mut out = Vec::new();
-    for pack in runtime.activated_packs() {
+    for pack in runtime.activated_packs(None) {
         for c in pack.commands.values() {
             let mut args = c.args.schema().as_object().cloned().unwrap_or_default();
             args.insert("type".into(), json!("object"));

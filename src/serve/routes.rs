@@ -149,7 +149,7 @@ pub(crate) async fn exec_command(
 
 /// `GET /v1/packs`.
 pub(crate) async fn packs(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
-    match app.runtime.list() {
+    match app.runtime.list(Some(&who.principal.tenant)) {
         Ok(list) => {
             let rows: Vec<Value> = list.packs.into_iter().map(|r| row_for(r, who.operator)).collect();
             ok_json(json!({ "ok": true, "packs": rows }))
@@ -184,7 +184,7 @@ pub(crate) async fn pack(
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
     let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
-    match app.runtime.list() {
+    match app.runtime.list(Some(&who.principal.tenant)) {
         Ok(list) => match list.packs.into_iter().find(|p| p.id == id) {
             Some(row) => ok_json(json!({ "ok": true, "pack": row_for(row, who.operator) })),
             None => denial(&unknown(&id)),

@@ -4,6 +4,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,17 @@ pub struct PackState {
     /// changed after install (a wrap rewriting its own policy.json, say) is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_sha256: Option<String>,
+    /// Per-tenant activation, overriding `activated` for the tenants it names (`hcpx activate ID --tenant T`):
+    /// a hosted runtime shares one install between tenants that each choose what they run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tenants: BTreeMap<String, bool>,
+}
+
+impl PackState {
+    /// Whether the pack is activated for `tenant`: its own choice where it made one, else the store's.
+    pub fn activated_for(&self, tenant: &str) -> bool {
+        self.tenants.get(tenant).copied().unwrap_or(self.activated)
+    }
 }
 
 /// At most this many bytes of an installed pack are hashed; past it the digest cannot match.
@@ -242,8 +254,16 @@ impl Store {
             return Err(StoreError::io(&target, e).into());
         }
         // A pack from another source starts deactivated, and without the old pack's workspace unless asked.
-        let deactivated = other.is_some() && state.packs.get(&id).is_some_and(|p| p.activated);
-        let activated = other.is_none() && state.packs.get(&id).is_some_and(|p| p.activated);
+        // Each tenant's own choice goes with the activation: kept for the same source, gone for another.
+        let before = state.packs.get(&id);
+        let deactivated =
+            other.is_some() && before.is_some_and(|p| p.activated || p.tenants.values().any(|on| *on));
+        let activated = other.is_none() && before.is_some_and(|p| p.activated);
+        let tenants = if other.is_none() {
+            before.map(|p| p.tenants.clone()).unwrap_or_default()
+        } else {
+            BTreeMap::new()
+        };
         let mut workspace_removed = false;
         if other.is_some() && !matches!(replace, Replace::Yes { keep_workspace: true }) {
             let ws = self.path("workspaces").join(&id);
@@ -271,6 +291,7 @@ impl Store {
                 activated,
                 component_sha256,
                 files_sha256: Some(files_sha256.clone()),
+                tenants,
             },
         );
         self.write_json(STATE, &state)?;
@@ -341,10 +362,20 @@ impl Store {
         Ok(())
     }
 
-    /// Sets the activation of every pack in `ids`; all must be installed, or nothing changes.
-    pub fn set_activated(&self, ids: &[String], activated: bool) -> Result<(), StoreError> {
+    /// Sets the activation of every pack in `ids`, for every tenant without a choice of its own (`tenant`
+    /// `None`) or for one tenant, which must be `local` or the tenant of a Principal; all packs must be
+    /// installed, or nothing changes.
+    pub fn set_activated(
+        &self,
+        ids: &[String],
+        activated: bool,
+        tenant: Option<&str>,
+    ) -> Result<(), StoreError> {
         for id in ids {
             check_id(id)?;
+        }
+        if let Some(t) = tenant {
+            self.check_tenant(t)?;
         }
         let _lock = self.lock()?;
         let mut state = self.state_locked()?;
@@ -353,10 +384,38 @@ impl Store {
         }
         for id in ids {
             if let Some(p) = state.packs.get_mut(id) {
-                p.activated = activated;
+                match tenant {
+                    None => p.activated = activated,
+                    Some(t) => {
+                        p.tenants.insert(t.to_string(), activated);
+                    }
+                }
             }
         }
         self.write_json(STATE, &state)
+    }
+
+    /// A tenant an activation may name: `local` (the CLI's) or one a Principal belongs to, so a typo is refused
+    /// rather than recorded for nobody.
+    fn check_tenant(&self, tenant: &str) -> Result<(), StoreError> {
+        use super::principals::LOCAL_TENANT;
+        if tenant == LOCAL_TENANT {
+            return Ok(());
+        }
+        let principals = self.principals()?;
+        let mut known: Vec<&str> = vec![LOCAL_TENANT];
+        if let Some(list) = principals.as_deref() {
+            known.extend(list.rows().iter().map(|r| r.tenant.as_str()));
+        }
+        if known.contains(&tenant) {
+            return Ok(());
+        }
+        let near = crate::model::suggest::closest(tenant, known.iter().copied())
+            .map(|n| format!("did you mean `{n}`? "))
+            .unwrap_or_default();
+        Err(StoreError::Refused(format!(
+            "no Principal belongs to tenant {tenant:?}; {near}add one first with `hcpx principal add NAME --tenant {tenant}`"
+        )))
     }
 }
 

@@ -37,5 +37,6 @@ mod serve_path;
 mod store;
 mod store_pg;
 mod store_pg_replicas;
+mod tenants;
 mod titles;
 mod wire;

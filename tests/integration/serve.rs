@@ -215,7 +215,7 @@ pub fn principal(h: &Home, id: &str, tenant: &str, grants: &[&str], operator: bo
     stdout_json(&out)["token"].as_str().unwrap().to_string()
 }
 
-fn install_repo_packs(h: &Home, packs: &[&str]) {
+pub(crate) fn install_repo_packs(h: &Home, packs: &[&str]) {
     for p in packs {
         let out = h.run(&["install", repo().join("packs").join(p).to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -223,7 +223,7 @@ fn install_repo_packs(h: &Home, packs: &[&str]) {
     assert_eq!(h.run(&[&["activate"][..], packs].concat()).status.code(), Some(0));
 }
 
-const ALL: &[&str] = &["verb.exec.read:*", "verb.exec.write:*"];
+pub(crate) const ALL: &[&str] = &["verb.exec.read:*", "verb.exec.write:*"];
 
 on_both_stores! {
     fn every_endpoint_answers_a_bearer_principal / every_endpoint_answers_a_bearer_principal_postgres (h) {

@@ -657,9 +657,14 @@ pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
 }
 
-/// The operator's `sandbox.json` (defaults when there is none), read without creating the store: `hcpx check`
-/// and `hcpx eval` try a pack under the grants and kernel settings the operator gave it.
+/// The operator's `sandbox.json` (defaults when there is none), read without creating a file store: `hcpx
+/// check` and `hcpx eval` try a pack under the grants and kernel settings the operator gave it. With
+/// `HCP_STORE` naming a database, it is that database's document, as every replica reads it.
 pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> {
+    if std::env::var("HCP_STORE").is_ok_and(|s| !matches!(s.trim(), "" | "files")) {
+        let store = Store::open_default().map_err(|e| e.to_string())?.one_shot();
+        return store.sandbox().map(|s| (*s).clone()).map_err(|e| e.to_string());
+    }
     let path = Store::default_home().join("sandbox.json");
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)

@@ -17,9 +17,9 @@ fn the_example_packs_pass_their_evals() {
     assert!(!h.store().join("packs").exists(), "eval never touches the user's store");
 }
 
-#[test]
-fn failing_slow_text_and_verbose_commands_fail_their_cases() {
-    let h = Home::new();
+crate::serve::on_both_stores! {
+    /// On the PostgreSQL store the operator's grant is its `sandbox.json` document, as every replica reads it.
+    fn failing_slow_text_and_verbose_commands_fail_their_cases / failing_slow_text_and_verbose_commands_fail_their_cases_postgres (h) {
     let mut f = probe_fixture(&h.marker);
     f.files[0].1 = format!(
         "#!/bin/sh\necho ran >> '{}'\ncase \"$1\" in\n  look) echo '{{\"ok\":true,\"where\":\"here\"}}' ;;\n  echo) case \"$2\" in\n    slow) sleep 5 ;;\n    text) echo 'plain words' ;;\n    big) head -c 40000 /dev/zero | tr '\\0' x ;;\n    *) echo 'it broke' >&2; exit 2 ;;\n  esac ;;\nesac\n",
@@ -65,6 +65,7 @@ fn failing_slow_text_and_verbose_commands_fail_their_cases() {
     let s = String::from_utf8_lossy(&text.stdout);
     assert!(s.contains("PASS passes") && s.contains("FAIL not json: expected JSON output, got text"), "{s}");
     assert!(s.contains("probe: 2 of 7 case(s) passed"), "{s}");
+}
 }
 
 #[test]

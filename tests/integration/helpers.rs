@@ -349,6 +349,11 @@ impl Home {
         // A PostgreSQL store keeps its documents as rows (the paths the file store would use): read and written
         // there, the change announced as hcpx announces it.
         let db = self.store_env.iter().find(|(k, _)| k == "HCP_STORE").map(|(_, v)| v.clone());
+        if db.is_some() {
+            // The schema is there before any row is written (a fresh database has none until hcpx opens it).
+            let out = self.run(&["store", "migrate"]);
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        }
         let read = |path: &Path| -> Option<String> {
             match &db {
                 Some(url) => {

@@ -47,7 +47,7 @@ impl Runtime {
         let project = project_of(&job.pack, job.project_dir.as_deref());
         let rec =
             record(principal, env, Operation::Write, &admitted.given, project, false, Some(Code::Cancelled));
-        match self.store.audit_intent(&rec) {
+        match blocking_section(|| self.store.audit_intent(&rec)) {
             Ok(id) => {
                 admitted.intent = id;
                 Ok(())
@@ -80,7 +80,7 @@ impl Runtime {
             return out;
         }
         let rec = record(principal, env, operation, args, project, out.ok, out.code);
-        match self.store.append_audit_after(&rec, intent) {
+        match blocking_section(|| self.store.append_audit_after(&rec, intent)) {
             Ok(()) => out,
             Err(e) if out.ok => {
                 let mut o = out;
@@ -211,5 +211,17 @@ mod tests {
         assert_eq!(out.title.as_deref(), Some("Paid 2.80 to demo-transit"));
         let text = serde_json::to_string(&out).unwrap();
         assert!(!text.contains("s3cr3t-v4lue"), "{text}");
+    }
+}
+
+/// Runs `f`, which waits on the disk or the database (an audit line's commit, a write's intent), telling a
+/// multi-threaded tokio runtime first that this worker blocks, so the calls on its other tasks go on meanwhile
+/// and concurrent writes reach the store together (where they share a commit) instead of one per worker.
+/// Anywhere else (the CLI, a blocking-pool thread, a current-thread runtime) `f` just runs.
+fn blocking_section<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }

@@ -183,6 +183,18 @@ fn structured_result(
     out
 }
 
+/// Runs `f`, which waits on the disk or the database (an audit line's commit, a write's intent), telling a
+/// multi-threaded tokio runtime first that this worker blocks, so the calls on its other tasks go on meanwhile
+/// and concurrent writes reach the store together (where they share a commit) instead of one per worker.
+/// Anywhere else (the CLI, a blocking-pool thread, a current-thread runtime) `f` just runs.
+fn blocking_section<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,17 +223,5 @@ mod tests {
         assert_eq!(out.title.as_deref(), Some("Paid 2.80 to demo-transit"));
         let text = serde_json::to_string(&out).unwrap();
         assert!(!text.contains("s3cr3t-v4lue"), "{text}");
-    }
-}
-
-/// Runs `f`, which waits on the disk or the database (an audit line's commit, a write's intent), telling a
-/// multi-threaded tokio runtime first that this worker blocks, so the calls on its other tasks go on meanwhile
-/// and concurrent writes reach the store together (where they share a commit) instead of one per worker.
-/// Anywhere else (the CLI, a blocking-pool thread, a current-thread runtime) `f` just runs.
-fn blocking_section<R>(f: impl FnOnce() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
     }
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod connections;
 pub mod credentials;
 pub mod grants;
+pub mod memo;
 pub mod packs;
 pub mod pg;
 pub mod principals;

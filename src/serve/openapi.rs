@@ -117,6 +117,7 @@ pub fn build(runtime: &Runtime) -> Value {
         "/v1/doctor".into(),
         json!({ "get": op("doctor", "The runtime's health (operators only).", None, &[], "Any", &[200, 401, 403]) }),
     );
+    approval_paths(&mut paths);
     sense_paths(&mut paths);
     for c in &commands {
         let summary = format!("{} {} ({}): {}", c.pack_id, c.verb, c.operation, c.description);
@@ -138,6 +139,24 @@ pub fn build(runtime: &Runtime) -> Value {
             "schemas": schemas(),
         },
     })
+}
+
+/// `GET /v1/approvals` and `POST /v1/approvals/{id}/approve|refuse` (approver Principals only).
+fn approval_paths(paths: &mut Map<String, Value>) {
+    paths.insert(
+        "/v1/approvals".into(),
+        json!({ "get": op("approvals", "The writes of the caller's tenant waiting for a person (approvers only).", None, &[], "Any", &[200, 401, 403]) }),
+    );
+    let id = [param("id", "path", true, "An approval id (ap_…)")];
+    for (verb, summary) in [
+        ("approve", "Approve a waiting write: its caller's retry with the approval id runs it once (approvers only, never their own)."),
+        ("refuse", "Refuse a waiting write: it never runs (approvers only)."),
+    ] {
+        paths.insert(
+            format!("/v1/approvals/{{id}}/{verb}"),
+            json!({ "post": op(&format!("approval_{verb}"), summary, None, &id, "Any", &[200, 401, 403, 404, 409]) }),
+        );
+    }
 }
 
 /// `GET /v1/sense` (a `text/event-stream`) and `POST /v1/sense/{pack}/{ref}` (docs/sense.md).

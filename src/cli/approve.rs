@@ -40,7 +40,7 @@ fn decide(p: &Printer, id: &str, approve: bool) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        Err(d) => Ok(fail(p, &d.message)),
+        Err(r) => Ok(fail(p, &r.denial.message)),
     }
 }
 

@@ -277,8 +277,8 @@ impl HcpServer {
         approve: bool,
     ) -> ToolAnswer {
         use super::approval as ap;
-        if let Err(d) = self.runtime.decide_approval(&principal, id, approve, ap::THROUGH) {
-            return ap::refused(tool, d.message.trim_start_matches("denied: "));
+        if let Err(r) = self.runtime.decide_approval(&principal, id, approve, ap::THROUGH) {
+            return ap::refused(tool, r.denial.message.trim_start_matches("denied: "));
         }
         if !approve {
             return ap::not_approved(tool);

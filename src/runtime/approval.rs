@@ -20,6 +20,35 @@ pub enum DecidedThrough {
     Elicitation,
 }
 
+/// Why a decision was refused, for a face that reports it with a status of its own (HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No such approval for this person (none at all, not an id, or another tenant's).
+    Unknown,
+    /// The person may not decide it (their own call).
+    NotTheirs,
+    /// It is decided already, or expired.
+    Closed,
+    /// The store failed.
+    Store,
+}
+
+/// A refused decision: the denial (code and message naming the fix) and its kind.
+#[derive(Debug, Clone)]
+pub struct DecisionRefused {
+    pub denial: Denial,
+    pub refusal: Refusal,
+}
+
+fn refusal(e: ApprovalError) -> DecisionRefused {
+    let refusal = match &e {
+        ApprovalError::Unknown(_) | ApprovalError::BadId(_) => Refusal::Unknown,
+        ApprovalError::Store(_) => Refusal::Store,
+        _ => Refusal::Closed,
+    };
+    DecisionRefused { denial: Denial::new(Code::Denied, format!("denied: {e}")), refusal }
+}
+
 impl Runtime {
     /// `by` approves (`approve`) or refuses approval `id`; the decision is audited in the approval's tenant.
     pub fn decide_approval(
@@ -28,8 +57,8 @@ impl Runtime {
         id: &str,
         approve: bool,
         through: DecidedThrough,
-    ) -> Result<Approval, Denial> {
-        let refused = |e: ApprovalError| Denial::new(Code::Denied, format!("denied: {e}"));
+    ) -> Result<Approval, DecisionRefused> {
+        let refused = refusal;
         let a = self.store.approval(id).map_err(refused)?;
         match through {
             DecidedThrough::Terminal => {}
@@ -39,13 +68,14 @@ impl Runtime {
                     return Err(refused(ApprovalError::Unknown(id.to_string())));
                 }
                 if a.principal == by.id {
-                    return Err(Denial::new(
+                    let denial = Denial::new(
                         Code::Denied,
                         format!(
                             "denied: approval {id} was asked for by principal {} itself; a call is approved by another person (an approver of tenant {})",
                             by.id, a.tenant
                         ),
-                    ));
+                    );
+                    return Err(DecisionRefused { denial, refusal: Refusal::NotTheirs });
                 }
             }
             DecidedThrough::Elicitation => {
@@ -83,12 +113,13 @@ impl Runtime {
             if approve {
                 let _ = self.store.approval_decide_undo(id, undo);
             }
-            return Err(Denial::new(
+            let denial = Denial::new(
                 Code::Denied,
                 format!(
                     "denied: the decision on approval {id} could not be audited ({e}); it was not recorded"
                 ),
-            ));
+            );
+            return Err(DecisionRefused { denial, refusal: Refusal::Store });
         }
         Ok(decided)
     }

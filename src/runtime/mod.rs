@@ -17,7 +17,7 @@ pub mod report;
 pub mod scrub;
 pub mod sense;
 
-pub use approval::DecidedThrough;
+pub use approval::{DecidedThrough, DecisionRefused, Refusal};
 pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};
 pub use dry_run::DryRun;

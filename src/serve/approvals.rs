@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::routes::http_error;
 use super::App;
 use crate::model::{Code, Invoker};
-use crate::runtime::DecidedThrough;
+use crate::runtime::{DecidedThrough, Refusal};
 use crate::store::principals::Authenticated;
 
 fn not_approver(who: &Authenticated) -> Response {
@@ -89,12 +89,14 @@ async fn decide(
             .await;
     match decided {
         Ok(Ok(a)) => Json(json!({ "ok": true, "approval": a })).into_response(),
-        Ok(Err(d)) => {
-            let status =
-                if d.message.contains("no approval") { StatusCode::NOT_FOUND } else { StatusCode::CONFLICT };
-            let status =
-                if d.message.contains("asked for by principal") { StatusCode::FORBIDDEN } else { status };
-            http_error(status, d.code, &d.message)
+        Ok(Err(r)) => {
+            let status = match r.refusal {
+                Refusal::Unknown => StatusCode::NOT_FOUND,
+                Refusal::NotTheirs => StatusCode::FORBIDDEN,
+                Refusal::Closed => StatusCode::CONFLICT,
+                Refusal::Store => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            http_error(status, r.denial.code, &r.denial.message)
         }
         Err(e) => http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::AdapterFailed, &e.to_string()),
     }

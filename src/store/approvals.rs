@@ -121,7 +121,7 @@ pub enum ApprovalError {
     Used(String),
     #[error("approval {0} still waits for a person; ask an approver to run `hcpx approve {0}` (or POST /v1/approvals/{0}/approve), then call again")]
     Pending(String),
-    #[error("approval {id} is {state}, not pending; a person decides an approval once")]
+    #[error("approval {id} was already {state}; a person decides an approval once, and it runs its call once: call again without it to ask anew")]
     Decided { id: String, state: &'static str },
     #[error("approval {id} was made for {what}, not this call; an approval runs only the exact call it was asked for: call again without approval_id to ask for one")]
     Mismatch { id: String, what: String },
@@ -258,7 +258,7 @@ impl Store {
         let mut a = self.approval(id)?;
         let p = call.principal;
         let mismatch = if a.principal != p.id || a.tenant != p.tenant {
-            Some(format!("principal {} (tenant {})", a.principal, a.tenant))
+            Some("another caller".to_string())
         } else if a.pack_id != call.pack_id || a.verb_key != call.verb_key {
             Some(format!("{}.{}", a.pack_id, a.verb_key))
         } else if a.args_sha256 != call.args_sha256 {

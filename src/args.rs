@@ -720,4 +720,20 @@ mod tests {
         }
         assert!(s.check("p.v", &obj(json!({"to": "x", "mode": "mock"}))).unwrap().mock);
     }
+
+    #[test]
+    fn approval_id_is_reserved_text_and_never_a_commands_argument() {
+        let s = spec(json!({ "type": "object", "properties": { "to": { "type": "string" } } }));
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        let ok = s.check("p.v", &obj(json!({"to": "x", "approval_id": "ap_1"}))).unwrap();
+        assert_eq!(ok.approval.as_deref(), Some("ap_1"));
+        assert!(!ok.values.contains_key("approval_id"));
+        let e = s.check("p.v", &obj(json!({"to": "x", "approval_id": true}))).unwrap_err();
+        assert!(e.0.contains("approval's id as text"), "{}", e.0);
+        let declared = ArgSpec::compile(Some(
+            &json!({ "type": "object", "properties": { "approval_id": { "type": "string" } } }),
+        ));
+        let problems = declared.err().expect("a pack may not declare approval_id");
+        assert!(problems.iter().any(|p| p.message.contains("reserved")), "{problems:?}");
+    }
 }

@@ -343,9 +343,11 @@ impl HcpServer {
     }
 }
 
-/// The approval a held call waits for (`approval_pending`), if that is its answer.
+/// The approval a held call waits for (`approval_pending`, or `confirm_required` when only the face asked for
+/// it to be held), if that is its answer.
 fn pending_approval(a: &ToolAnswer) -> Option<String> {
-    if a.structured.get("code").and_then(|c| c.as_str()) != Some(Code::ApprovalPending.as_str()) {
+    let code = a.structured.get("code").and_then(|c| c.as_str());
+    if code != Some(Code::ApprovalPending.as_str()) && code != Some(Code::ConfirmRequired.as_str()) {
         return None;
     }
     a.structured.get("approval_id").and_then(|v| v.as_str()).map(String::from)

@@ -77,8 +77,8 @@ pub struct CallContext {
     /// `timeout_ms` still caps it. Past it the call is stopped and answers `timeout`.
     pub deadline: Option<std::time::Duration>,
     /// The face asks the person itself (an MCP client that can elicit): a confirm-gated write that brings no
-    /// approval is held as a pending approval (`approval_pending`) even where the operator requires none, so the
-    /// person's answer is bound to this exact call and spent once.
+    /// approval is held as a pending approval even where the operator requires none (its `confirm_required`
+    /// answer then carries the approval's id), so the person's answer is bound to this exact call and spent once.
     pub ask_person: bool,
 }
 

@@ -437,10 +437,14 @@ impl Runtime {
         ask_person: bool,
     ) -> Result<(), Denial> {
         let Some(id) = a.args.approval.as_deref() else {
-            if !r.row.confirm || !(ask_person || self.needs_person(principal, r)?) {
+            if !r.row.confirm {
+                return Ok(());
+            }
+            let required = self.needs_person(principal, r)?;
+            if !(ask_person || required) {
                 return enforce_confirm(r, a);
             }
-            return Err(self.hold_for_approval(principal, r, a)?);
+            return Err(self.hold_for_approval(principal, r, a, required)?);
         };
         if !r.row.confirm {
             return Err(Denial::new(
@@ -471,11 +475,14 @@ impl Runtime {
     }
 
     /// Records a pending approval of the call and answers `approval_pending` with its id and card.
+    /// Held only because the face asks the person itself (not `required` by the operator), it is the spec's
+    /// `confirm_required`, carrying the approval the person's answer decides.
     fn hold_for_approval(
         &self,
         principal: &Principal,
         r: &Resolved<'_>,
         a: &Checked,
+        required: bool,
     ) -> Result<Denial, Denial> {
         let ttl = self.store.sandbox().ok().and_then(|s| s.human_approval.as_ref().map(|h| h.ttl_s()));
         let digest = approval_digest(&a.args);
@@ -492,13 +499,17 @@ impl Runtime {
                 Denial::new(Code::Denied, format!("denied: the approval could not be recorded: {e}"))
             })?;
         let id = &held.id;
-        let mut d = Denial::new(
+        let mut d = if !required {
+            Denial::new(Code::ConfirmRequired, CONFIRM_REQUIRED)
+        } else {
+            Denial::new(
             Code::ApprovalPending,
             format!(
                 "approval pending: the operator requires a person's approval of this call; an approver runs `hcpx approve {id}` (or POST /v1/approvals/{id}/approve), then call again with the same arguments and \"approval_id\": \"{id}\" (it expires at {})",
                 held.expires_at()
             ),
-        );
+        )
+        };
         d.preview = preview.map(Box::new);
         d.approval_id = Some(held.id);
         Ok(d)

@@ -15,6 +15,9 @@ use crate::model::{Invoker, Preview, Principal};
 /// Where approvals live, relative to the store.
 pub const APPROVALS_DIR: &str = "approvals";
 
+/// How long an expired approval is kept (so a late retry is told it expired) before it is removed.
+const KEEP_EXPIRED_MS: u64 = 60 * 60 * 1000;
+
 /// The prefix of every approval id.
 const ID_PREFIX: &str = "ap_";
 
@@ -170,6 +173,14 @@ impl Store {
             decided_at: None,
             used_at: None,
         };
+        // Each new approval clears out the long-expired ones, so the store does not grow without bound (the audit
+        // log keeps the record of each).
+        if let Ok(all) = self.approvals_all() {
+            let stale = now_ms().saturating_sub(KEEP_EXPIRED_MS);
+            for old in all.iter().filter(|a| a.expires_at_ms < stale) {
+                let _ = self.remove_json(&rel(&old.id));
+            }
+        }
         self.approval_put(&approval)?;
         Ok(approval)
     }
@@ -192,6 +203,18 @@ impl Store {
 
     /// Every approval still waiting for a person (not expired), oldest first.
     pub fn approvals_pending(&self) -> Result<Vec<Approval>, StoreError> {
+        let now = now_ms();
+        let mut out: Vec<Approval> = self
+            .approvals_all()?
+            .into_iter()
+            .filter(|a| a.state == ApprovalState::Pending && !a.expired(now))
+            .collect();
+        out.sort_by(|a, b| a.requested_at.cmp(&b.requested_at));
+        Ok(out)
+    }
+
+    /// Every approval in the store, whatever its state (an unreadable one is skipped).
+    fn approvals_all(&self) -> Result<Vec<Approval>, StoreError> {
         let ids: Vec<String> = match &self.db {
             Some(db) => db
                 .doc_list(&format!("{APPROVALS_DIR}/"))?
@@ -211,15 +234,11 @@ impl Store {
                 }
             }
         };
-        let now = now_ms();
-        let mut out: Vec<Approval> = ids
+        Ok(ids
             .iter()
             .filter(|id| is_approval_id(id))
             .filter_map(|id| self.read_json::<Approval>(&rel(id)).ok().flatten())
-            .filter(|a| a.state == ApprovalState::Pending && !a.expired(now))
-            .collect();
-        out.sort_by(|a, b| a.requested_at.cmp(&b.requested_at));
-        Ok(out)
+            .collect())
     }
 
     /// A person approves (`approve`) or refuses approval `id`. It must be pending and not expired.
@@ -343,5 +362,12 @@ mod tests {
         ));
         assert!(matches!(store.approval("ap_../../grants"), Err(ApprovalError::BadId(_))));
         assert!(matches!(store.approval("ap_000000000000000000000000"), Err(ApprovalError::Unknown(_))));
+        // Long expired approvals are removed when the next one is asked for; recent ones stay to say "expired".
+        let mut old = store.approval(&gone.id).unwrap();
+        old.expires_at_ms = now_ms() - KEEP_EXPIRED_MS - 1;
+        store.approval_put(&old).unwrap();
+        store.approval_request(&key(&p, "d"), None, 60).unwrap();
+        assert!(matches!(store.approval(&gone.id), Err(ApprovalError::Unknown(_))));
+        assert!(store.approval(&a.id).is_ok());
     }
 }

@@ -281,3 +281,26 @@ impl Store {
         Ok(crate::model::Principal::local(grants, invoker))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_approval_covers_a_pack_or_some_of_its_commands() {
+        let h: HumanApproval = serde_json::from_str(
+            r#"{"commands": [{"pack_id": "ledger", "verb_keys": ["transfer"]}, {"pack_id": "mail"}]}"#,
+        )
+        .unwrap();
+        assert!(h.covers("ledger", "transfer") && !h.covers("ledger", "refund"));
+        assert!(h.covers("mail", "send") && !h.covers("gh", "issue.create"));
+        assert_eq!((h.ttl_s(), h.elicitation()), (DEFAULT_APPROVAL_TTL_S, true));
+        let every: HumanApproval =
+            serde_json::from_str(r#"{"commands": [{"pack_id": "*"}], "ttl_s": 0, "elicitation": false}"#)
+                .unwrap();
+        assert!(every.covers("anything", "at.all"));
+        assert_eq!((every.ttl_s(), every.elicitation()), (1, false));
+        let typo = serde_json::from_str::<HumanApproval>(r#"{"commands": [], "ttl": 5}"#);
+        assert!(typo.is_err(), "an unknown field is refused, not ignored");
+    }
+}

@@ -733,7 +733,7 @@ mod tests {
         let declared = ArgSpec::compile(Some(
             &json!({ "type": "object", "properties": { "approval_id": { "type": "string" } } }),
         ));
-        let problems = declared.err().expect("a pack may not declare approval_id");
+        let Err(problems) = declared else { panic!("a pack may not declare approval_id") };
         assert!(problems.iter().any(|p| p.message.contains("reserved")), "{problems:?}");
     }
 }

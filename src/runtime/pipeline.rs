@@ -415,11 +415,19 @@ fn card(r: &Resolved<'_>, a: &Checked) -> Option<crate::model::Preview> {
     r.command().and_then(|c| c.preview.as_ref()).map(|p| p.render(&a.args.values))
 }
 
-/// The SHA-256 an approval binds: the call's declared arguments without the gate arguments.
-pub(super) fn approval_digest(a: &CheckedArgs) -> String {
-    let mut values = a.values.clone();
+/// The SHA-256 an approval binds: everything that decides what the call does — its declared arguments (without
+/// the gate arguments), a pass-through call's argv, and whether it asked for a mock Binding.
+fn approval_digest(a: &Checked) -> String {
+    let mut values = a.args.values.clone();
     for g in crate::args::GATE_ARGS {
         values.remove(g);
+    }
+    // Neither name can be a declared argument (`mode` is reserved; a pass-through call declares none).
+    if a.args.mock {
+        values.insert(crate::args::MODE_ARG.into(), Value::String("mock".into()));
+    }
+    if !a.pass_argv.is_empty() {
+        values.insert("\0argv".into(), Value::from(a.pass_argv.clone()));
     }
     crate::model::digest::args_digest(&values)
 }
@@ -455,7 +463,7 @@ impl Runtime {
                 ),
             ));
         }
-        let digest = approval_digest(&a.args);
+        let digest = approval_digest(a);
         let call = CallKey { principal, pack_id: &r.pack.id, verb_key: &r.verb, args_sha256: &digest };
         self.store.approval_use(id, &call).map(|_| ()).map_err(|e| match e {
             ApprovalError::Store(e) => Denial::new(Code::Denied, format!("denied: approvals: {e}")),
@@ -485,7 +493,7 @@ impl Runtime {
         required: bool,
     ) -> Result<Denial, Denial> {
         let ttl = self.store.sandbox().ok().and_then(|s| s.human_approval.as_ref().map(|h| h.ttl_s()));
-        let digest = approval_digest(&a.args);
+        let digest = approval_digest(a);
         let call = CallKey { principal, pack_id: &r.pack.id, verb_key: &r.verb, args_sha256: &digest };
         let preview = card(r, a);
         let held = self
@@ -617,6 +625,21 @@ mod tests {
         let mut words = resolved("transfer", json!({}));
         words.args = Err("cannot parse `=x`".into());
         assert_eq!(check_arguments(&words).err().unwrap().message, "cannot parse `=x`");
+    }
+
+    #[test]
+    fn an_approval_binds_what_the_call_does_not_the_gate() {
+        let digest = |args: Value| approval_digest(&check_arguments(&resolved("transfer", args)).unwrap());
+        let base = digest(json!({"amount": "2.80", "payee": "demo-transit"}));
+        assert_eq!(base, digest(json!({"amount": "2.80", "payee": "demo-transit", "confirm": true})));
+        assert_eq!(base, digest(json!({"payee": "demo-transit", "amount": "2.80", "approval_id": "ap_x"})));
+        assert_ne!(base, digest(json!({"amount": "9.99", "payee": "demo-transit"})));
+        assert_ne!(base, digest(json!({"amount": "2.80", "payee": "demo-transit", "mode": "mock"})));
+        let argv = |words: &[&str]| Checked {
+            args: check_arguments(&resolved("status", json!({}))).unwrap().args,
+            pass_argv: words.iter().map(|w| w.to_string()).collect(),
+        };
+        assert_ne!(approval_digest(&argv(&["a"])), approval_digest(&argv(&["b"])));
     }
 
     #[test]

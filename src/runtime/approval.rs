@@ -82,6 +82,24 @@ impl Runtime {
                 if a.principal != by.id || a.tenant != by.tenant {
                     return Err(refused(ApprovalError::Unknown(id.to_string())));
                 }
+                // `"elicitation": false`: the operator takes the approval of the commands it holds only from
+                // approvers (checked at the decision, so a question asked before the setting changed counts
+                // for nothing after).
+                let sandbox = self.store.sandbox().map_err(|e| refused(ApprovalError::Store(e)))?;
+                let approvers_only = sandbox
+                    .human_approval
+                    .as_ref()
+                    .is_some_and(|h| !h.elicitation() && h.covers(&a.pack_id, &a.verb_key));
+                if approvers_only {
+                    let denial = Denial::new(
+                        Code::Denied,
+                        format!(
+                            "denied: the operator takes approvals of {}.{} only from an approver (sandbox.json human_approval.elicitation is false); ask one to run `hcpx approve {id}`",
+                            a.pack_id, a.verb_key
+                        ),
+                    );
+                    return Err(DecisionRefused { denial, refusal: Refusal::NotTheirs });
+                }
             }
         }
         let decider = Decider {
@@ -122,5 +140,44 @@ impl Runtime {
             return Err(DecisionRefused { denial, refusal: Refusal::Store });
         }
         Ok(decided)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Grants, Invoker};
+    use crate::store::approvals::CallKey;
+    use crate::store::Store;
+
+    #[test]
+    fn an_mcp_answer_decides_only_its_own_call_and_never_where_the_operator_wants_approvers() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap();
+        let ana =
+            Principal { id: "ana".into(), tenant: "t".into(), grants: Grants::All, invoker: Invoker::Mcp };
+        let call = CallKey { principal: &ana, pack_id: "ledger", verb_key: "transfer", args_sha256: "d" };
+        let rt = Runtime::new(store.clone());
+        let first = store.approval_request(&call, None, 60).unwrap();
+        let bob = Principal { id: "bob".into(), ..ana.clone() };
+        let other = rt.decide_approval(&bob, &first.id, true, DecidedThrough::Elicitation).unwrap_err();
+        assert_eq!(other.refusal, Refusal::Unknown, "another caller's answer finds no such approval");
+        assert!(rt.decide_approval(&ana, &first.id, true, DecidedThrough::Elicitation).is_ok());
+        // The operator switches elicitation off: a question asked before counts for nothing now.
+        store
+            .write_atomic(
+                "sandbox.json",
+                br#"{"human_approval": {"commands": [{"pack_id": "ledger"}], "elicitation": false}}"#,
+            )
+            .unwrap();
+        let second = store.approval_request(&call, None, 60).unwrap();
+        let refused = rt.decide_approval(&ana, &second.id, true, DecidedThrough::Elicitation).unwrap_err();
+        assert_eq!(refused.refusal, Refusal::NotTheirs);
+        assert!(refused.denial.message.contains("only from an approver"), "{}", refused.denial.message);
+        // An approver still may, and its decision is an audit row.
+        assert!(rt.decide_approval(&bob, &second.id, true, DecidedThrough::Approver).is_ok());
+        let rows = store.audit().unwrap();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!((rows[1].principal.as_str(), rows[1].decision.as_deref()), ("bob", Some("approved")));
     }
 }

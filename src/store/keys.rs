@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::pg::seal::Sealer;
 use super::{Store, StoreError};
 
-const KEY_DOC: &str = "request-state-key.json";
+/// The document that holds the key when the store has no seal key.
+pub const KEY_DOC: &str = "request-state-key.json";
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -13,6 +13,7 @@ pub mod connections;
 pub mod credentials;
 pub mod grants;
 mod keys;
+pub use keys::KEY_DOC as REQUEST_STATE_KEY;
 pub mod packs;
 pub mod pg;
 pub mod principals;

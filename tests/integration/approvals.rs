@@ -263,3 +263,44 @@ fn the_store_owner_at_the_terminal_is_not_held_and_elicitation_can_be_switched_o
         "{text}"
     );
 }
+
+/// Two `hcpx serve` replicas, each with its own local home, on one PostgreSQL store: an approval asked on one is
+/// listed and decided on the other, runs once on the first, and is refused as a replay on the second.
+#[test]
+fn replicas_on_one_database_share_each_approval_and_spend_it_once() {
+    if crate::pg::unavailable() {
+        return;
+    }
+    let h = Home::postgres();
+    ledger(&h);
+    require_approval(&h, 600, true);
+    let alice = principal(&h, "alice", "acme", WRITER, false);
+    let out = h.run(&["principal", "add", "bob", "--tenant", "acme", "--approver", "--json"]);
+    let bob = crate::helpers::stdout_json(&out)["token"].as_str().unwrap().to_string();
+    let replica = |name: &str| {
+        let home = h.t.path().join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hcpx"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .env("HCP_HOME", &home)
+            .envs(h.store_env())
+            .current_dir(&home);
+        Server::launch(cmd)
+    };
+    let (a, b) = (replica("r1"), replica("r2"));
+    let args = json!({"amount": "2.80", "payee": "demo-transit"});
+    let (st, held) = a.post(TRANSFER, &alice, &args);
+    assert_eq!(st, 428, "{held}");
+    let id = held["approval_id"].as_str().unwrap().to_string();
+    let (_, listed) = b.get("/v1/approvals", &bob);
+    assert_eq!(listed["pending"][0]["id"], id.as_str(), "{listed}");
+    assert_eq!(b.post(&format!("/v1/approvals/{id}/approve"), &bob, &json!({})).0, 200);
+    let mut with = args.clone();
+    with["approval_id"] = json!(id);
+    let (st, v) = a.post(TRANSFER, &alice, &with);
+    assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
+    let (st, v) = b.post(TRANSFER, &alice, &with);
+    assert_eq!(st, 403, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("already used"), "{v}");
+    assert_eq!(payments(&h).len(), 1);
+}

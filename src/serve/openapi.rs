@@ -196,7 +196,8 @@ struct CommandDoc {
     description: String,
     operation: Operation,
     /// The declared schema, closed (an unknown argument is refused), plus what every command takes: the gate
-    /// arguments (required as `true` on a confirm-gated command, which runs only with them) and `mode: mock`.
+    /// arguments (required as `true` on a confirm-gated command, which runs only with them, or with a person's
+    /// `approval_id`) and `mode: mock`.
     args: Value,
 }
 
@@ -268,6 +269,13 @@ fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
                     p.insert(gate.into(), schema);
                 }
                 p.insert(crate::args::MODE_ARG.into(), json!({ "const": "mock" }));
+                if c.policy.confirm {
+                    p.insert(
+                        crate::args::APPROVAL_ARG.into(),
+                        json!({ "type": "string", "pattern": "^ap_[0-9a-f]{24}$",
+                                "description": "a person's approval of this exact call (sandbox.json human_approval)" }),
+                    );
+                }
             }
             if let Some(wrap) = &pack.wrap {
                 if let Some(p) = args.get_mut("properties").and_then(Value::as_object_mut) {
@@ -275,8 +283,11 @@ fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
                 }
             }
             if c.policy.confirm {
-                // Either gate argument satisfies the gate: the command runs only with one of them.
-                args.insert("anyOf".into(), json!([{ "required": ["confirm"] }, { "required": ["apply"] }]));
+                // Either gate argument satisfies the gate, or a person's approval: the command runs only with one.
+                args.insert(
+                    "anyOf".into(),
+                    json!([{ "required": ["confirm"] }, { "required": ["apply"] }, { "required": [crate::args::APPROVAL_ARG] }]),
+                );
             }
             out.push(CommandDoc {
                 pack_id: pack.id.clone(),

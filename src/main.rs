@@ -43,6 +43,8 @@ fn main() -> ExitCode {
         Command::Completions(a) => cli::completions::run(&p, a),
         Command::Mcp(a) => cli::mcp::run(&p, a),
         Command::Serve(a) => cli::mcp::serve(&p, a),
+        Command::Approve(a) => cli::approve::approve(&p, a),
+        Command::Refuse(a) => cli::approve::refuse(&p, a),
         Command::Principal(c) => cli::principal::run(&p, c),
         Command::Sense(c) => cli::sense::run(&p, c),
         Command::Store(c) => cli::store::run(&p, c),

@@ -74,7 +74,13 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         p.message(if filtered { "no audit records match" } else { "the audit log is empty" });
     } else {
         for r in &records {
-            let outcome = if r.ok { "ok" } else { r.code.map_or("failed", |c| c.as_str()) };
+            let mut outcome = (if r.ok { "ok" } else { r.code.map_or("failed", |c| c.as_str()) }).to_string();
+            // A person's decision on an approval, or the approval a write waits for or ran with.
+            match (&r.decision, &r.approval) {
+                (Some(d), Some(id)) => outcome = format!("{d} {id}"),
+                (None, Some(id)) => outcome.push_str(&format!(" ({id})")),
+                _ => {}
+            }
             p.data(&format!(
                 "{}  {}@{} via {}  {}.{}  {outcome}  args {}",
                 r.at,

@@ -67,3 +67,5 @@ pub const CREDENTIAL_ROTATE_KEY: &str =
     "Examples:\n  head -c 32 /dev/urandom > new.key && chmod 600 new.key\n  HCP_SEAL_KEY_FILE=old.key hcpx credential rotate-key --to new.key";
 pub const PRINCIPAL_GRANT: &str = "Examples:\n  hcpx principal grant alice verb.exec.write:ledger:transfer";
 pub const PRINCIPAL_REVOKE: &str = "Examples:\n  hcpx principal revoke alice 'verb.exec.read:*'";
+pub const APPROVE: &str = "Examples:\n  hcpx approve                      (the writes waiting for a person, with their cards)\n  hcpx approve ap_5c1e0a9d3b7f2e4c6a8d0b1f";
+pub const REFUSE: &str = "Examples:\n  hcpx refuse ap_5c1e0a9d3b7f2e4c6a8d0b1f";

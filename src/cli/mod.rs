@@ -1,5 +1,6 @@
 //! The `hcpx` command line: clap types only; each subcommand's logic lives in its own module.
 
+pub mod approve;
 pub mod audit;
 pub mod check;
 pub mod completions;
@@ -51,6 +52,20 @@ pub struct Cli {
     pub json: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `hcpx approve [ID]`.
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    /// The approval's id (ap_…), from the call's `approval_pending` answer; none lists the pending approvals.
+    pub id: Option<String>,
+}
+
+/// `hcpx refuse ID`.
+#[derive(Debug, clap::Args)]
+pub struct RefuseArgs {
+    /// The approval's id (ap_…).
+    pub id: String,
 }
 
 /// The subcommands.
@@ -139,6 +154,12 @@ pub enum Command {
     /// Serve the activated packs over HTTP (the JSON API and MCP at /mcp) to the Principals of principals.json.
     #[command(after_help = examples::SERVE)]
     Serve(ServeArgs),
+    /// Approve a write waiting for a person (sandbox.json human_approval); with no id, list the waiting ones.
+    #[command(after_help = examples::APPROVE)]
+    Approve(ApproveArgs),
+    /// Refuse a write waiting for a person: it never runs.
+    #[command(after_help = examples::REFUSE)]
+    Refuse(RefuseArgs),
     /// Manage the Principals a served runtime authenticates (principals.json).
     #[command(subcommand, after_help = examples::PRINCIPAL)]
     Principal(PrincipalCmd),
@@ -241,6 +262,9 @@ pub enum PrincipalCmd {
         /// May read the runtime's health (`GET /v1/doctor`).
         #[arg(long)]
         operator: bool,
+        /// May approve or refuse its tenant's pending approvals over HTTP (never its own calls').
+        #[arg(long)]
+        approver: bool,
     },
     /// Remove a Principal; its token stops working at once.
     #[command(after_help = examples::PRINCIPAL_RM)]

@@ -79,7 +79,12 @@ impl Runtime {
         if operation != Operation::Write {
             return out;
         }
-        let rec = record(principal, env, operation, args, project, out.ok, out.code);
+        let mut rec = record(principal, env, operation, args, project, out.ok, out.code);
+        // The approval it waits for, or the one it ran (or was refused) with.
+        rec.approval = out.approval_id.clone().or_else(|| {
+            let given = args.get(crate::args::APPROVAL_ARG).and_then(Value::as_str);
+            given.filter(|id| crate::store::approvals::is_approval_id(id)).map(String::from)
+        });
         match blocking_section(|| self.store.append_audit_after(&rec, intent)) {
             Ok(()) => out,
             Err(e) if out.ok => {
@@ -116,6 +121,8 @@ fn record(
         code,
         args_sha256: args_digest(args),
         project_dir: project.map(|p| p.display().to_string()),
+        approval: None,
+        decision: None,
         prev: None,
     }
 }

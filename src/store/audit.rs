@@ -33,6 +33,13 @@ pub struct AuditRecord {
     /// The project a `project`-mode write ran in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_dir: Option<String>,
+    /// The person's approval this row is about (`sandbox.json` `human_approval`): the one a write waits for, the
+    /// one it ran with, or the one decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// On an approver's row: `approved` or `refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,

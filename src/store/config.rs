@@ -64,6 +64,62 @@ pub struct SandboxConfig {
     /// Per-pack loosening, by pack id: extra readable or writable paths and the network kinds it may use.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub packs: std::collections::BTreeMap<String, PackSandbox>,
+    /// Confirm-gated writes that need a person's approval when they come from MCP or HTTP: `confirm: true` from
+    /// the caller is not enough (docs/security.md, Approvals a model cannot forge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_approval: Option<HumanApproval>,
+}
+
+/// Default for `human_approval.ttl_s`: how long an approval may wait and then be used.
+pub const DEFAULT_APPROVAL_TTL_S: u64 = 900;
+
+/// `sandbox.json` `human_approval`: which confirm-gated writes need a person's approval, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HumanApproval {
+    /// The commands it applies to (only their confirm-gated writes): a pack id or `*`, and optionally some of
+    /// its commands.
+    pub commands: Vec<ApprovalScope>,
+    /// Seconds an approval may wait for a person and then for its call (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_APPROVAL_TTL_S))]
+    pub ttl_s: Option<u64>,
+    /// `false`: never take an MCP client's elicitation answer as the person's approval; every approval comes
+    /// from an approver (`hcpx approve`, `POST /v1/approvals/ID/approve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub elicitation: Option<bool>,
+}
+
+/// A pack (or `*`) and optionally some of its commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalScope {
+    /// The pack, or `*` for every pack.
+    pub pack_id: String,
+    /// When present, only these commands of the pack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb_keys: Option<Vec<String>>,
+}
+
+impl HumanApproval {
+    /// Whether a confirm-gated write of `pack_id.verb_key` needs a person's approval.
+    pub fn covers(&self, pack_id: &str, verb_key: &str) -> bool {
+        self.commands.iter().any(|s| {
+            (s.pack_id == "*" || s.pack_id == pack_id)
+                && s.verb_keys.as_ref().is_none_or(|v| v.iter().any(|k| k == verb_key))
+        })
+    }
+
+    /// How long an approval lasts, in seconds.
+    pub fn ttl_s(&self) -> u64 {
+        self.ttl_s.unwrap_or(DEFAULT_APPROVAL_TTL_S).max(1)
+    }
+
+    /// Whether an MCP client's elicitation answer counts as the person's approval.
+    pub fn elicitation(&self) -> bool {
+        self.elicitation.unwrap_or(true)
+    }
 }
 
 /// How strict a call's confinement must be.
@@ -223,5 +279,28 @@ impl Store {
             None => crate::model::Grants::All,
         };
         Ok(crate::model::Principal::local(grants, invoker))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_approval_covers_a_pack_or_some_of_its_commands() {
+        let h: HumanApproval = serde_json::from_str(
+            r#"{"commands": [{"pack_id": "ledger", "verb_keys": ["transfer"]}, {"pack_id": "mail"}]}"#,
+        )
+        .unwrap();
+        assert!(h.covers("ledger", "transfer") && !h.covers("ledger", "refund"));
+        assert!(h.covers("mail", "send") && !h.covers("gh", "issue.create"));
+        assert_eq!((h.ttl_s(), h.elicitation()), (DEFAULT_APPROVAL_TTL_S, true));
+        let every: HumanApproval =
+            serde_json::from_str(r#"{"commands": [{"pack_id": "*"}], "ttl_s": 0, "elicitation": false}"#)
+                .unwrap();
+        assert!(every.covers("anything", "at.all"));
+        assert_eq!((every.ttl_s(), every.elicitation()), (1, false));
+        let typo = serde_json::from_str::<HumanApproval>(r#"{"commands": [], "ttl": 5}"#);
+        assert!(typo.is_err(), "an unknown field is refused, not ignored");
     }
 }

@@ -4,6 +4,7 @@
 //! lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a
 //! hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
 
+pub mod approvals;
 pub mod audit;
 mod cache;
 pub mod chain;
@@ -11,7 +12,9 @@ pub mod config;
 pub mod connections;
 pub mod credentials;
 pub mod grants;
+mod keys;
 pub mod memo;
+pub use keys::KEY_DOC as REQUEST_STATE_KEY;
 pub mod packs;
 pub mod pg;
 pub mod principals;
@@ -59,6 +62,8 @@ pub struct Store {
     home: PathBuf,
     cache: std::sync::Arc<cache::ReadCache>,
     db: Option<Arc<pg::Db>>,
+    /// The key that seals MCP request states, once read (`keys.rs`).
+    state_key: Arc<std::sync::OnceLock<pg::seal::Sealer>>,
 }
 
 /// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
@@ -92,7 +97,12 @@ impl Store {
             let p = home.join(sub);
             fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
         }
-        Ok(Store { home: home.to_path_buf(), cache: Default::default(), db: None })
+        Ok(Store {
+            home: home.to_path_buf(),
+            cache: Default::default(),
+            db: None,
+            state_key: Default::default(),
+        })
     }
 
     /// The PostgreSQL store at `url`, with `home` as its local cache (packs' files, workspaces, temp files).
@@ -523,6 +533,8 @@ mod tests {
             code: Some(Code::ConfirmRequired),
             args_sha256: crate::model::digest::sha256_hex(b"{}"),
             project_dir: None,
+            approval: None,
+            decision: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

@@ -561,6 +561,10 @@ pub struct GrantArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
     /// `verb.exec.read:*` or `verb.exec.write:ledger:transfer`.
     pub grants: Vec<String>,
+    /// Hold only the grants named: every other grant is taken away (and a grants.json that does not parse is
+    /// replaced). Without it a grant only ever adds.
+    #[arg(long, requires = "grants")]
+    pub only: bool,
 }
 
 /// `hcpx revoke GRANT…`.
@@ -667,8 +671,10 @@ pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> 
     }
     let path = Store::default_home().join("sandbox.json");
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            let shown = path.display().to_string();
+            format!("{shown} is not valid: {e}; {}", hcpx::store::advice::corrupt_fix(&shown))
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::model::io_reason(&e))),
     }

@@ -1,0 +1,182 @@
+//! Operator safety (#26): a grant never takes access away unasked, no fix text suggests what widens access or
+//! loses records, and the small surprises an operator met are gone. Each test drives the real `hcpx`.
+
+use serde_json::{json, Value};
+use std::fs;
+
+use crate::helpers::{repo, stdout_json, Home};
+use crate::serve::on_both_stores;
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn ledger(h: &Home) {
+    let ledger = repo().join("packs/ledger");
+    assert!(h.run(&["install", ledger.to_str().unwrap()]).status.success());
+    assert!(h.run(&["activate", "ledger"]).status.success());
+}
+
+fn grants(h: &Home) -> Value {
+    let out = h.run(&["grant", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    stdout_json(&out)
+}
+
+on_both_stores! {
+    /// On a store without grants.json the local Principal holds every grant: one `hcpx grant` keeps them all
+    /// (written out first) and only adds; `--only` is how to hold just the grants named, and it says what goes.
+    fn a_grant_without_grants_json_only_adds / a_grant_without_grants_json_only_adds_postgres (h) {
+        ledger(&h);
+        assert_eq!(grants(&h)["all"], json!(true));
+        let out = h.run(&["grant", "verb.exec.write:ledger:transfer"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        assert!(!said.contains("now holds only"), "{said}");
+        assert!(said.contains("nothing was taken away") && said.contains("hcpx grant --only verb.exec.write:ledger:transfer"), "{said}");
+        let held: Vec<String> =
+            grants(&h)["grants"].as_array().unwrap().iter().map(|g| format!("{}:{}", g["capability"].as_str().unwrap(), g["pack_id"].as_str().unwrap())).collect();
+        for every in ["verb.exec.read:*", "verb.exec.write:*", "pack.connect:*", "sense.announce:*"] {
+            assert!(held.iter().any(|g| g == every), "{every} was taken away: {held:?}");
+        }
+        // A read still runs: nothing was taken away.
+        let (code, v) = h.exec("ledger", "list", &[]);
+        assert_ne!(v["code"], json!("denied"), "{code} {v}");
+
+        // --only holds exactly the grants named and names what the Principal no longer holds.
+        let out = h.run(&["grant", "--only", "verb.exec.read:ledger", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let v = stdout_json(&out);
+        let lost: Vec<&str> = v["lost"].as_array().unwrap().iter().map(|g| g["capability"].as_str().unwrap()).collect();
+        assert!(lost.contains(&"verb.exec.write") && lost.contains(&"pack.connect"), "{v}");
+        assert_eq!(v["grants"].as_array().unwrap().len(), 1, "{v}");
+        let (_, v) = h.exec("ledger", "transfer", &["amount=1.00", "payee=p", "confirm=true"]);
+        assert_eq!(v["code"], json!("denied"), "{v}");
+        // A grant on a store with grants.json adds, as before.
+        let out = h.run(&["grant", "verb.exec.read:*"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(grants(&h)["grants"].as_array().unwrap().len(), 2);
+    }
+}
+
+on_both_stores! {
+    /// A grants.json that does not parse refuses every call (fail closed), and its message never says to
+    /// remove it (which would grant everything): it names `hcpx grant --only`, which replaces it.
+    fn a_damaged_grants_json_names_the_safe_fix / a_damaged_grants_json_names_the_safe_fix_postgres (h) {
+        ledger(&h);
+        h.write_store("grants.json", "[{\"capability\": \"verb.exec.read\",");
+        let (code, v) = h.exec("ledger", "list", &[]);
+        assert_ne!(code, 0, "{v}");
+        let msg = v["error"].as_str().unwrap_or_default().to_string();
+        assert!(msg.contains("grants.json is not valid"), "{v}");
+        assert!(!msg.contains("remove the file") && !msg.contains("or remove"), "{msg}");
+        assert!(msg.contains("never remove it") && msg.contains("hcpx grant --only"), "{msg}");
+        let out = h.run(&["grant", "verb.exec.read:ledger"]);
+        assert_eq!(out.status.code(), Some(1), "a plain grant must not overwrite grants it cannot read");
+        // The fix it names works: --only replaces the damaged file with exactly the grants named.
+        let out = h.run(&["grant", "--only", "verb.exec.read:ledger"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let (code, v) = h.exec("ledger", "list", &[]);
+        assert_ne!(v["code"], json!("denied"), "{code} {v}");
+    }
+}
+
+/// A damaged audit line: `hcpx audit` lists the readable rows around it and marks it; the advice keeps the log.
+#[test]
+fn a_damaged_audit_line_is_marked_and_the_rest_listed() {
+    let h = Home::new();
+    ledger(&h);
+    for amount in ["amount=1.00", "amount=2.00", "amount=3.00"] {
+        let (code, _) = h.exec("ledger", "transfer", &[amount, "payee=p"]);
+        assert_eq!(code, 1);
+    }
+    let log = h.store().join("audit.log");
+    let mut lines: Vec<String> = fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+    lines[1] = lines[1][..lines[1].len() / 2].to_string();
+    fs::write(&log, lines.join("\n") + "\n").unwrap();
+
+    let out = h.run(&["audit"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.contains("ledger.transfer")).count(), 2, "{said}");
+    assert!(
+        stdout.lines().nth(1).unwrap().starts_with("UNREADABLE") && stdout.contains("audit.log line 2"),
+        "{said}"
+    );
+    assert!(!said.contains("remove the file"), "{said}");
+    assert!(said.contains("never remove it"), "{said}");
+
+    let v = stdout_json(&h.run(&["audit", "--json"]));
+    assert_eq!((v["ok"].clone(), v["records"].as_array().unwrap().len()), (json!(false), 2), "{v}");
+    assert!(v["unreadable"][0]["place"].as_str().unwrap().ends_with("audit.log line 2"), "{v}");
+}
+
+/// A `--head` that is not a hash is said to be one, not reported as a rewritten log.
+#[test]
+fn a_mistyped_head_is_not_a_rewritten_log() {
+    let h = Home::new();
+    ledger(&h);
+    let (code, _) = h.exec("ledger", "transfer", &["amount=1.00", "payee=p"]);
+    assert_eq!(code, 1);
+    for bad in ["abc123", "head: 1f", &"g".repeat(64)] {
+        let out = h.run(&["audit", "verify", "--head", bad]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("is not a head") && said.contains("64 hex digits"), "{said}");
+        assert!(!said.contains("rewritten"), "{said}");
+    }
+}
+
+/// Every store document's "not valid" message names a fix that neither widens access nor loses records.
+#[test]
+fn no_damaged_document_advice_says_to_remove_it() {
+    let h = Home::new();
+    ledger(&h);
+    for (file, cmd) in [
+        ("sandbox.json", vec!["allow", "jq"]),
+        ("principals.json", vec!["principal", "list"]),
+        ("state.json", vec!["list"]),
+    ] {
+        let path = h.store().join(file);
+        let before = fs::read(&path).ok();
+        fs::write(&path, "{ not json").unwrap();
+        let out = h.run(&cmd);
+        let said = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{file}: {said}");
+        assert!(said.contains("is not valid") && said.contains("never remove it"), "{file}: {said}");
+        assert!(!said.contains("or remove the file"), "{file}: {said}");
+        match before {
+            Some(b) => fs::write(&path, b).unwrap(),
+            None => fs::remove_file(&path).unwrap(),
+        }
+    }
+    // `hcpx check` reads sandbox.json without the store: the same advice.
+    fs::write(h.store().join("sandbox.json"), "{ not json").unwrap();
+    let out = h.run(&["check", repo().join("packs/ledger").to_str().unwrap(), "--no-eval"]);
+    let said = text(&out);
+    assert!(said.contains("never remove it") && !said.contains("or remove the file"), "{said}");
+}
+
+/// The HTTP 403 for a missing grant names the command an operator runs, not an edit of principals.json.
+#[test]
+fn a_served_denial_names_hcpx_principal_grant() {
+    let h = Home::new();
+    ledger(&h);
+    let alice = crate::serve::principal(&h, "alice", "acme", &["verb.exec.read:*"], false);
+    let s = crate::serve::Server::start(&h, &[]);
+    let (st, v) = s.post(
+        "/v1/exec/ledger/transfer",
+        &alice,
+        &json!({ "amount": "1.00", "payee": "p", "confirm": true }),
+    );
+    assert_eq!((st, v["code"].as_str()), (403, Some("denied")), "{v}");
+    let msg = v.to_string();
+    assert!(msg.contains("hcpx principal grant alice verb.exec.write:ledger:transfer"), "{v}");
+    assert!(!msg.contains("principals.json"), "{v}");
+    // The command it names lets the call through to the confirm gate.
+    let out = h.run(&["principal", "grant", "alice", "verb.exec.write:ledger:transfer"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (st, v) = s.post("/v1/exec/ledger/transfer", &alice, &json!({ "amount": "1.00", "payee": "p" }));
+    assert_eq!((st, v["code"].as_str()), (428, Some("confirm_required")), "{v}");
+}

@@ -53,10 +53,26 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
                 if o.workspace_removed {
                     p.message("removed its workspace; the new pack starts with an empty one");
                 }
+                // A bare bin the allow-list does not name: the pack cannot run until the operator allows it.
+                let unlisted =
+                    store.load_pack(id).ok().flatten().and_then(|pk| match pk.wrap.map(|w| w.bin) {
+                        Some(hcpx::pack::Bin::Name(b))
+                            if !store.sandbox().is_ok_and(|s| s.allows_bin(&b)) =>
+                        {
+                            Some(b)
+                        }
+                        _ => None,
+                    });
+                if let Some(b) = &unlisted {
+                    p.message(&format!(
+                        "{id} runs `{b}` from PATH, which sandbox.json does not allow-list: its calls are refused until you run hcpx allow {b}"
+                    ));
+                }
+                let allow = unlisted.map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
                 if o.deactivated {
-                    p.message(&format!("it is not active: review it, then run hcpx activate {id}"));
+                    p.message(&format!("it is not active: review it, then run {allow}hcpx activate {id}"));
                 } else {
-                    p.message(&format!("next: hcpx activate {id}"));
+                    p.message(&format!("next: {allow}hcpx activate {id}"));
                 }
             }
             Ok(exit::OK)
@@ -189,6 +205,21 @@ fn activation_cell(r: &hcpx::runtime::report::PackRow) -> String {
     }
 }
 
+/// What an operator should know about bins just allow-listed: one not on PATH (a typo, or not installed yet),
+/// and an interpreter or shell, which runs whatever code a pack hands it.
+fn allow_warnings(bins: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in bins {
+        if hcpx::adapter::wrap::find_on_path(b).is_none() {
+            out.push(format!("`{b}` is not on PATH: nothing runs as `{b}` until it is installed; if the name is mistyped, `hcpx disallow {b}` takes it back"));
+        }
+        if hcpx::scaffold::help::is_interpreter(b) {
+            out.push(format!("`{b}` is an interpreter or shell: allow-listed, it runs any code a pack ships or an argument passes, whatever policy.json says; allow the program such a pack runs instead, or `hcpx disallow {b}`"));
+        }
+    }
+    out
+}
+
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();
@@ -223,9 +254,13 @@ pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<
 pub fn allow(p: &Printer, a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
     match open_store()?.edit_allow(&a.bins, on) {
         Ok(list) => {
+            let warnings = if on { allow_warnings(&a.bins) } else { Vec::new() };
             if p.json {
-                p.json_doc(&json!({ "ok": true, "allow": list }));
+                p.json_doc(&json!({ "ok": true, "allow": list, "warnings": warnings }));
             } else {
+                for w in &warnings {
+                    p.message(&format!("warning: {w}"));
+                }
                 p.message(&format!(
                     "allow-list: {}",
                     if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }

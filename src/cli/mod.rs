@@ -512,7 +512,8 @@ pub struct SkillArgs {
 pub struct ExecArgs {
     /// The pack id.
     pub id: String,
-    /// The command (verb_key).
+    /// The command (verb_key); without it, the pack's commands are listed.
+    #[arg(default_value = "", hide_default_value = true)]
     pub verb: String,
     /// Arguments: k=v, k:=<json>, or bare words for x-position arguments.
     pub words: Vec<String>,

@@ -180,3 +180,131 @@ fn a_served_denial_names_hcpx_principal_grant() {
     let (st, v) = s.post("/v1/exec/ledger/transfer", &alice, &json!({ "amount": "1.00", "payee": "p" }));
     assert_eq!((st, v["code"].as_str()), (428, Some("confirm_required")), "{v}");
 }
+
+/// `hcpx wrap jq`: jq's `-r` prints raw strings, "not JSON texts", so it is never taken as the JSON flag.
+#[test]
+fn wrap_jq_does_not_take_raw_output_as_the_json_flag() {
+    let t = crate::helpers::TestDir::new();
+    let out_dir = t.join("jqpack");
+    let out = crate::helpers::hcpx(t.path(), &["wrap", "jq", "--out", out_dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["scaffold"]["json_flag"], json!([]), "{v}");
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("surface.json")).unwrap()).unwrap();
+    assert_eq!(surface["wrap"]["json_flag"], json!([]), "{surface}");
+}
+
+/// `hcpx allow` warns about a bin that is not on PATH and about an interpreter or shell, and says nothing
+/// about an ordinary CLI that is there.
+#[test]
+fn allow_warns_on_a_missing_bin_and_on_an_interpreter() {
+    let h = Home::new();
+    let out = h.run(&["allow", "no-such-cli-hcpx-test"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("warning: `no-such-cli-hcpx-test` is not on PATH"), "{said}");
+    assert!(said.contains("hcpx disallow no-such-cli-hcpx-test"), "{said}");
+    for shell in ["sh", "python3"] {
+        let out = h.run(&["allow", shell, "--json"]);
+        let v = stdout_json(&out);
+        let w = v["warnings"].to_string();
+        assert!(
+            w.contains("is an interpreter or shell") && w.contains("runs any code a pack ships"),
+            "{shell}: {v}"
+        );
+    }
+    let v = stdout_json(&h.run(&["allow", "jq", "--json"]));
+    assert_eq!(v["warnings"], json!([]), "{v}");
+}
+
+/// M026's suggested plain titles are English: the words leading to a placeholder are not left dangling.
+#[test]
+fn bad_title_suggests_english_titles() {
+    let t = crate::helpers::TestDir::new();
+    let mut f = crate::helpers::Fixture::wrap();
+    f.surface["verbs"]["show"]["title"] =
+        json!({ "live": ["Finding the filesystem of {{id}}"], "done": ["Listing {{id}}"] });
+    let dir = f.write(t.path());
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--json", "--no-eval"]);
+    let v = stdout_json(&out);
+    let fixes: Vec<String> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "M026")
+        .map(|f| f["fix"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(fixes.len(), 2, "{v}");
+    assert!(fixes.iter().any(|f| f.contains("e.g. \"Finding the filesystem\"")), "{fixes:?}");
+    assert!(fixes.iter().any(|f| f.contains("e.g. \"Listing the id\"")), "{fixes:?}");
+}
+
+/// `--init-evals` on a pack that has hcp.eval.json adds the cases it lacks after its own.
+#[test]
+fn init_evals_adds_missing_cases_to_an_existing_file() {
+    let t = crate::helpers::TestDir::new();
+    let mut f = crate::helpers::Fixture::wrap();
+    let mine = json!({ "name": "list is JSON", "verb": "list", "args": {}, "expect": { "ok": true } });
+    f.evals = Some(json!({ "cases": [mine.clone()] }));
+    let dir = f.write(t.path());
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--init-evals", "--no-eval"]);
+    let said = text(&out);
+    assert!(said.contains("added 2 missing case(s)"), "{said}");
+    let doc: Value = serde_json::from_str(&fs::read_to_string(dir.join("hcp.eval.json")).unwrap()).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert_eq!(cases[0], mine, "its own case stays first, unchanged");
+    let verbs: Vec<&str> = cases.iter().map(|c| c["verb"].as_str().unwrap()).collect();
+    assert_eq!(verbs, ["list", "show", "remove"], "{doc}");
+    assert_eq!(cases[2]["expect"]["error"], "confirm required");
+    // Run again: nothing is missing, nothing changes.
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--init-evals", "--no-eval"]);
+    assert!(text(&out).contains("left as it is"), "{}", text(&out));
+    let again: Value = serde_json::from_str(&fs::read_to_string(dir.join("hcp.eval.json")).unwrap()).unwrap();
+    assert_eq!(again, doc);
+}
+
+/// S002's fix no longer sends the author to "mock mode", which still runs the write.
+#[test]
+fn no_proof_script_fix_does_not_say_mock_mode() {
+    let t = crate::helpers::TestDir::new();
+    let dir = crate::helpers::Fixture::wrap().write(t.path());
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--json", "--no-eval"]);
+    let v = stdout_json(&out);
+    let s002 = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "S002").cloned().unwrap();
+    let fix = s002["fix"].as_str().unwrap();
+    assert!(!fix.contains("mock mode") && fix.contains("--dry-run"), "{fix}");
+}
+
+/// `hcpx exec ID` without a command lists the pack's commands (usage exit), with a line to run each.
+#[test]
+fn exec_without_a_command_lists_the_commands() {
+    let h = Home::new();
+    ledger(&h);
+    let out = h.run(&["exec", "ledger"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("hcpx exec ledger needs a command: one of"), "{said}");
+    assert!(said.contains("transfer (write, needs confirm): hcpx exec ledger transfer"), "{said}");
+    let v = stdout_json(&h.run(&["exec", "ledger", "--json"]));
+    assert_eq!(v["ok"], json!(false));
+    assert!(v["commands"].as_array().unwrap().iter().any(|c| c["verb_key"] == "list"), "{v}");
+    // An unknown pack is still named as one.
+    let out = h.run(&["exec", "ledgr"]);
+    assert!(text(&out).contains("did you mean `ledger`"), "{}", text(&out));
+}
+
+/// Installing a pack whose bin is a bare name the allow-list lacks says to run `hcpx allow` before activate.
+#[test]
+fn the_install_hint_names_hcpx_allow_for_an_unlisted_bin() {
+    let h = Home::new();
+    let jq = repo().join("packs/jq");
+    let out = h.run(&["install", jq.to_str().unwrap()]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("next: hcpx allow jq, then hcpx activate jq"), "{said}");
+    assert!(h.run(&["allow", "jq"]).status.success());
+    let out = h.run(&["install", jq.to_str().unwrap(), "--replace"]);
+    let said = text(&out);
+    assert!(!said.contains("hcpx allow jq"), "{said}");
+}

@@ -193,7 +193,14 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     } else if !fin.status.success() {
         out.code = Some(Code::ExitNonzero);
         let msg = stderr.trim();
-        out.error = Some(if msg.is_empty() { fin.describe_exit() } else { msg.to_string() });
+        let mut error = if msg.is_empty() { fin.describe_exit() } else { msg.to_string() };
+        // A refusal by the kernel under Landlock is most often the default view, not the CLI: say which layer
+        // and how the operator lends a path, rather than leave the person to fix cli[].
+        if crate::sandbox::hidden::says_denied(msg) && confinement.enforces(crate::model::LayerName::Landlock)
+        {
+            error = format!("{error}\n{}", crate::sandbox::hidden::landlock_hint(&call.pack.id));
+        }
+        out.error = Some(error);
     }
     Ok(out)
 }

@@ -220,6 +220,29 @@ fn allow_warnings(bins: &[String]) -> Vec<String> {
     out
 }
 
+/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+pub fn read_paths(p: &Printer, a: &super::ReadArgs, on: bool) -> anyhow::Result<u8> {
+    if on && a.paths.is_empty() {
+        return Ok(fail(p, "name the absolute paths to allow, e.g. hcpx allow-read PACK /sys"));
+    }
+    match open_store()?.edit_read(&a.pack, &a.paths, on) {
+        Ok(list) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "read": list }));
+            } else {
+                let shown: Vec<String> = list.iter().map(|x| x.display().to_string()).collect();
+                p.message(&format!(
+                    "{} may read, beyond the default view: {}",
+                    a.pack,
+                    if shown.is_empty() { "nothing".to_string() } else { shown.join(", ") }
+                ));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(p, &e.to_string())),
+    }
+}
+
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();

@@ -115,6 +115,13 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
+    /// Let a pack's commands read paths beyond the default view (sandbox.json packs.<id>.read): what a call
+    /// refused by Landlock names.
+    #[command(after_help = examples::ALLOW_READ)]
+    AllowRead(ReadArgs),
+    /// Take extra read paths back from a pack (all of them when none is named).
+    #[command(after_help = examples::DISALLOW_READ)]
+    DisallowRead(ReadArgs),
     /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
     #[command(after_help = examples::GRANT)]
     Grant(GrantArgs),
@@ -574,6 +581,15 @@ pub struct RevokeArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
     #[arg(required = true)]
     pub grants: Vec<String>,
+}
+
+/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// The pack id.
+    pub pack: String,
+    /// Absolute paths (a directory covers what is beneath it), e.g. /sys.
+    pub paths: Vec<PathBuf>,
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.

@@ -198,6 +198,10 @@ fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
     assert!(ids.len() >= 60, "about 60 rules: {}", ids.len());
     let mut failures = Vec::new();
     for id in &ids {
+        // R016 is what Landlock hides: without the layer there is nothing hidden to find.
+        if id == "R016" && !crate::escape::layer("landlock") {
+            continue;
+        }
         let fixture: Value =
             serde_json::from_str(&fs::read_to_string(dir.join(format!("{id}.json"))).unwrap()).unwrap();
         let t = TestDir::new();

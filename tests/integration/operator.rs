@@ -308,3 +308,92 @@ fn the_install_hint_names_hcpx_allow_for_an_unlisted_bin() {
     let said = text(&out);
     assert!(!said.contains("hcpx allow jq"), "{said}");
 }
+
+/// A CLI that reads /sys: it lists nothing when it cannot see it, and `disk` fails "Permission denied".
+fn sysfs_reader() -> crate::helpers::Fixture {
+    let mut f = crate::helpers::Fixture::wrap();
+    f.surface["verbs"] = json!({
+        "devices": { "description": "List the devices the kernel knows, as JSON.", "cli": ["demo", "devices"] },
+        "disk": { "description": "Show the kernel's device classes, as JSON.", "cli": ["demo", "disk"] }
+    });
+    f.surface["stimulusTriggers"] = json!([]);
+    f.policy = json!({ "surface_id": "demo", "verbs": { "devices": { "operation": "read" }, "disk": { "operation": "read" } } });
+    f.harness = "# Demo\n\nReads the kernel's devices.\n\n## Hot path\n\n| command | when |\n|---|---|\n| `devices` | first |\n| `disk` | one disk |\n".into();
+    f.files = vec![(
+        "bin/demo".into(),
+        "#!/bin/sh\ncase \"$1\" in\n  devices) if ls /sys/class >/dev/null 2>&1; then echo '{\"devices\":[{\"name\":\"vda\"}]}'; else echo '{\"devices\":[]}'; fi ;;\n  disk) ls /sys/class >/dev/null || exit 1; echo '{\"classes\":[\"block\"]}' ;;\nesac\n".into(),
+        true,
+    )];
+    f
+}
+
+/// A wrap's child refused by Landlock: the failed call names the layer and `hcpx allow-read`; `hcpx check
+/// --probe` names the very path that brings the data back; a starter eval does not pass on the empty result;
+/// and the command it names lends the path.
+#[test]
+fn a_sandbox_denial_names_the_layer_and_the_path_to_lend() {
+    if !crate::escape::layer("landlock") || !std::path::Path::new("/sys/class").is_dir() {
+        return;
+    }
+    let h = Home::new();
+    let f = sysfs_reader();
+    h.install(&f, "sysfs");
+    let (code, v) = h.exec("demo", "devices", &[]);
+    assert_eq!((code, v["result"].clone()), (0, json!({ "devices": [] })), "blind under the sandbox: {v}");
+    let (code, v) = h.exec("demo", "disk", &[]);
+    assert_ne!(code, 0, "{v}");
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("Permission denied") && err.contains("sandbox (landlock)"), "{err}");
+    assert!(err.contains("hcpx allow-read demo PATH"), "{err}");
+
+    // check --probe names the path, for the read that says nothing and the one that fails.
+    let src = h.t.join("src-check");
+    fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    let out = h.run(&["check", dir.to_str().unwrap(), "--probe", "--init-evals", "--json"]);
+    let report = stdout_json(&out);
+    let r016: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|x| x["id"] == "R016").collect();
+    assert_eq!(r016.len(), 2, "{report}");
+    for x in &r016 {
+        assert!(x["fix"].as_str().unwrap().contains("hcpx allow-read demo /sys"), "{x}");
+    }
+    assert!(
+        !report["findings"].as_array().unwrap().iter().any(|x| x["id"] == "R001"),
+        "the fix is the sandbox, not cli[]: {report}"
+    );
+    // The starter eval of `devices` does not pass on the empty result.
+    let case =
+        report["evals"]["cases"].as_array().unwrap().iter().find(|c| c["verb"] == "devices").unwrap().clone();
+    assert_eq!(case["passed"], json!(false), "{case}");
+    assert!(case["reason"].as_str().unwrap().contains("hcpx allow-read demo /sys"), "{case}");
+
+    // The operator lends /sys: the calls see it, and the check is clean of R016.
+    let out = h.run(&["allow-read", "demo", "/sys"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (code, v) = h.exec("demo", "devices", &[]);
+    assert_eq!((code, v["result"].clone()), (0, json!({ "devices": [{ "name": "vda" }] })), "{v}");
+    assert_eq!(h.exec("demo", "disk", &[]).0, 0);
+    let report = stdout_json(&h.run(&["check", dir.to_str().unwrap(), "--probe", "--json"]));
+    assert!(!report["findings"].as_array().unwrap().iter().any(|x| x["id"] == "R016"), "{report}");
+    assert_eq!(report["evals"]["failed"], json!(0), "{report}");
+}
+
+/// `hcpx allow-read` lends absolute paths only, never `/` or a directory holding the store, and takes them back.
+#[test]
+fn allow_read_refuses_what_would_hand_over_the_store() {
+    let h = Home::new();
+    ledger(&h);
+    let store = h.store();
+    for bad in ["/", "sys", "/sys/../etc", store.to_str().unwrap(), store.parent().unwrap().to_str().unwrap()]
+    {
+        let out = h.run(&["allow-read", "ledger", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {}", text(&out));
+    }
+    let v = stdout_json(&h.run(&["allow-read", "ledger", "/sys", "/run/udev", "--json"]));
+    assert_eq!(v["read"], json!(["/sys", "/run/udev"]), "{v}");
+    let v = stdout_json(&h.run(&["disallow-read", "ledger", "/run/udev", "--json"]));
+    assert_eq!(v["read"], json!(["/sys"]), "{v}");
+    let v = stdout_json(&h.run(&["disallow-read", "ledger", "--json"]));
+    assert_eq!(v["read"], json!([]), "{v}");
+}

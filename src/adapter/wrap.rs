@@ -198,7 +198,9 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         // and how the operator lends a path, rather than leave the person to fix cli[].
         if crate::sandbox::hidden::says_denied(msg) && confinement.enforces(crate::model::LayerName::Landlock)
         {
-            error = format!("{error}\n{}", crate::sandbox::hidden::landlock_hint(&call.pack.id));
+            let lent = sandbox.for_pack(&call.pack.id).map(|e| e.read.clone()).unwrap_or_default();
+            let asked = wrap.read_not_lent(&lent);
+            error = format!("{error}\n{}", crate::sandbox::hidden::landlock_hint(&call.pack.id, &asked));
         }
         out.error = Some(error);
     }

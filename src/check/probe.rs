@@ -543,11 +543,13 @@ pub fn sandbox_hid_data(c: &Ctx, h: &mut Hits) {
                 if paths.len() == 1 { "it" } else { "them" }
             ),
             format!(
-                "the operator lends {} with `hcpx allow-read {id} {}` (sandbox.json packs.{id}.read); say in HARNESS.md that `{}` needs {} and why, so operators grant it before it is called",
-                if paths.len() == 1 { "it" } else { "them" },
-                paths.join(" "),
+                "declare {} in wrap.read (\"read\": [{}]), the pack's way to ask, and say in HARNESS.md why `{}` needs {}; the operator lends {} with `hcpx allow-read {id} {}` (sandbox.json packs.{id}.read)",
+                paths.join(" and "),
+                paths.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", "),
                 r.verb,
-                paths.join(" and ")
+                if paths.len() == 1 { "it" } else { "them" },
+                if paths.len() == 1 { "it" } else { "them" },
+                paths.join(" ")
             ),
         );
     }

@@ -288,7 +288,7 @@ rules! {
     "R016" "sandbox-hid-data" Error Probe probe::sandbox_hid_data,
         "A read returns nothing, or fails with \"Permission denied\", under the sandbox, and returns data once a system path outside the default view (`/sys`, `/dev`, `/run`, `/var` …) is lent to it.",
         "Landlock keeps a wrap's command to the system programs, its pack, its working directory and TMPDIR; a CLI that cannot see `/sys` often says nothing and prints an empty list, which an agent (and an eval) takes for the truth.",
-        "The operator lends the path with `hcpx allow-read PACK PATH` (sandbox.json `packs.<id>.read`); say in HARNESS.md which path the pack needs and why, so operators grant it before it is called.";
+        "Declare the path in `wrap.read`, the pack's way to ask, and say in HARNESS.md why; the operator lends it with `hcpx allow-read PACK PATH` (sandbox.json `packs.<id>.read`).";
     "E001" "read-without-case" Warning Eval evals::read_without_case,
         "A read has no eval case.",
         "Evaluation against realistic tasks is what catches a broken command.",

@@ -68,6 +68,29 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
                         "{id} runs `{b}` from PATH, which sandbox.json does not allow-list: its calls are refused until you run hcpx allow {b}"
                     ));
                 }
+                // What the pack asks to read beyond the default view (wrap.read) and the operator has not lent.
+                let asked = store
+                    .load_pack(id)
+                    .ok()
+                    .flatten()
+                    .and_then(|pk| pk.wrap)
+                    .map(|w| {
+                        let lent = store
+                            .sandbox()
+                            .ok()
+                            .and_then(|s| s.for_pack(id).map(|e| e.read.clone()))
+                            .unwrap_or_default();
+                        w.read_not_lent(&lent)
+                    })
+                    .unwrap_or_default();
+                if !asked.is_empty() {
+                    let shown: Vec<String> = asked.iter().map(|x| x.display().to_string()).collect();
+                    p.message(&format!(
+                        "{id} asks to read {} (wrap.read), outside the default view; if you trust it, lend it with hcpx allow-read {id} {}",
+                        shown.join(" and "),
+                        shown.join(" ")
+                    ));
+                }
                 let allow = unlisted.map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
                 if o.deactivated {
                     p.message(&format!("it is not active: review it, then run {allow}hcpx activate {id}"));

@@ -43,9 +43,19 @@ pub fn says_denied(text: &str) -> bool {
 
 /// The sentence a failed wrap call under Landlock gets when its message says an access was refused: which
 /// layer, what it hides, and how the operator lends a path, for a person who never runs `hcpx check`.
-pub fn landlock_hint(pack_id: &str) -> String {
+/// `asked`: the paths of the pack's `wrap.read` the operator has not lent, named exactly when there are any.
+pub fn landlock_hint(pack_id: &str, asked: &[PathBuf]) -> String {
+    let view = "a wrap's command may read only the system programs and libraries, its pack, its working directory and TMPDIR, not /sys, /dev, /run or /var";
+    if asked.is_empty() {
+        return format!(
+            "sandbox (landlock): {view}; if it needs one, the operator lends it with `hcpx allow-read {pack_id} PATH` (sandbox.json packs.{pack_id}.read), and `hcpx check DIR --probe` names the path"
+        );
+    }
+    let shown: Vec<String> = asked.iter().map(|p| p.display().to_string()).collect();
     format!(
-        "sandbox (landlock): a wrap's command may read only the system programs and libraries, its pack, its working directory and TMPDIR, not /sys, /dev, /run or /var; if it needs one, the operator lends it with `hcpx allow-read {pack_id} PATH` (sandbox.json packs.{pack_id}.read), and `hcpx check DIR --probe` names the path"
+        "sandbox (landlock): {view}; the pack asks to read {} (wrap.read), which the operator has not lent it: `hcpx allow-read {pack_id} {}`",
+        shown.join(" and "),
+        shown.join(" ")
     )
 }
 

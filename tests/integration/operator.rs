@@ -397,3 +397,43 @@ fn allow_read_refuses_what_would_hand_over_the_store() {
     let v = stdout_json(&h.run(&["disallow-read", "ledger", "--json"]));
     assert_eq!(v["read"], json!([]), "{v}");
 }
+
+/// The pack's own way to ask: `wrap.read` names the path; install and a refused call name it exactly, and
+/// nothing is lent until the operator runs the command they name. A path that is not absolute fails lint.
+#[test]
+fn a_pack_asks_for_a_path_in_wrap_read_and_the_operator_lends_it() {
+    let h = Home::new();
+    let mut f = sysfs_reader();
+    f.surface["wrap"]["read"] = json!(["/sys"]);
+    let src = h.t.join("src-asks");
+    fs::create_dir_all(&src).unwrap();
+    let dir = f.write(&src);
+    let out = h.run(&["install", dir.to_str().unwrap()]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("demo asks to read /sys (wrap.read)") && said.contains("hcpx allow-read demo /sys"),
+        "{said}"
+    );
+    assert!(h.run(&["activate", "demo"]).status.success());
+    if crate::escape::layer("landlock") && std::path::Path::new("/sys/class").is_dir() {
+        let (code, v) = h.exec("demo", "disk", &[]);
+        assert_ne!(code, 0, "asked is not lent: {v}");
+        let err = v["error"].as_str().unwrap();
+        assert!(
+            err.contains("the pack asks to read /sys (wrap.read)")
+                && err.contains("`hcpx allow-read demo /sys`"),
+            "{err}"
+        );
+        assert!(h.run(&["allow-read", "demo", "/sys"]).status.success());
+        assert_eq!(h.exec("demo", "disk", &[]).0, 0);
+    }
+    let mut bad = sysfs_reader();
+    bad.surface["wrap"]["read"] = json!(["sys"]);
+    let src = h.t.join("src-bad");
+    fs::create_dir_all(&src).unwrap();
+    let out = h.run(&["lint", bad.write(&src).to_str().unwrap()]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("/wrap/read/0") && said.contains("not an absolute path"), "{said}");
+}

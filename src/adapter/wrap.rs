@@ -126,7 +126,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         return Err(Denial::new(
             Code::SandboxDenied,
             format!(
-                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; run hcpx doctor, or remove \"require\": \"full\"",
+                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; it stays refused until every layer applies: run hcpx doctor to see which one is missing and why (the kernel, or a layer named in sandbox.json `disable`)",
                 confinement.missing().join("; ")
             ),
         ));

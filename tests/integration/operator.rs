@@ -81,35 +81,48 @@ on_both_stores! {
     }
 }
 
-/// A damaged audit line: `hcpx audit` lists the readable rows around it and marks it; the advice keeps the log.
-#[test]
-fn a_damaged_audit_line_is_marked_and_the_rest_listed() {
-    let h = Home::new();
-    ledger(&h);
-    for amount in ["amount=1.00", "amount=2.00", "amount=3.00"] {
-        let (code, _) = h.exec("ledger", "transfer", &[amount, "payee=p"]);
-        assert_eq!(code, 1);
+/// Cuts the second audit line of `h`'s store in half, in the file or the database row; returns where it is.
+fn damage_second_audit_line(h: &Home) -> &'static str {
+    match h.store_env.iter().find(|(k, _)| k == "HCP_STORE").map(|(_, v)| v.clone()) {
+        Some(url) => {
+            let sql = "UPDATE hcpx_audit SET line = left(line, 40) WHERE n = 2";
+            crate::pg::cluster().psql(crate::pg::database_of(&url), sql);
+            "audit row 2"
+        }
+        None => {
+            let log = h.store().join("audit.log");
+            let mut lines: Vec<String> =
+                fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+            lines[1] = lines[1][..lines[1].len() / 2].to_string();
+            fs::write(&log, lines.join("\n") + "\n").unwrap();
+            "audit.log line 2"
+        }
     }
-    let log = h.store().join("audit.log");
-    let mut lines: Vec<String> = fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
-    lines[1] = lines[1][..lines[1].len() / 2].to_string();
-    fs::write(&log, lines.join("\n") + "\n").unwrap();
+}
 
-    let out = h.run(&["audit"]);
-    let said = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.contains("ledger.transfer")).count(), 2, "{said}");
-    assert!(
-        stdout.lines().nth(1).unwrap().starts_with("UNREADABLE") && stdout.contains("audit.log line 2"),
-        "{said}"
-    );
-    assert!(!said.contains("remove the file"), "{said}");
-    assert!(said.contains("never remove it"), "{said}");
+on_both_stores! {
+    /// A damaged audit line: `hcpx audit` lists the readable rows around it and marks it; the advice keeps the log.
+    fn a_damaged_audit_line_is_marked_and_the_rest_listed / a_damaged_audit_line_is_marked_and_the_rest_listed_postgres (h) {
+        ledger(&h);
+        for amount in ["amount=1.00", "amount=2.00", "amount=3.00"] {
+            let (code, _) = h.exec("ledger", "transfer", &[amount, "payee=p"]);
+            assert_eq!(code, 1);
+        }
+        let place = damage_second_audit_line(&h);
 
-    let v = stdout_json(&h.run(&["audit", "--json"]));
-    assert_eq!((v["ok"].clone(), v["records"].as_array().unwrap().len()), (json!(false), 2), "{v}");
-    assert!(v["unreadable"][0]["place"].as_str().unwrap().ends_with("audit.log line 2"), "{v}");
+        let out = h.run(&["audit"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.lines().filter(|l| l.contains("ledger.transfer")).count(), 2, "{said}");
+        assert!(stdout.lines().nth(1).unwrap().starts_with("UNREADABLE") && stdout.contains(place), "{said}");
+        assert!(!said.contains("remove the file"), "{said}");
+        assert!(said.contains("never remove it"), "{said}");
+
+        let v = stdout_json(&h.run(&["audit", "--json"]));
+        assert_eq!((v["ok"].clone(), v["records"].as_array().unwrap().len()), (json!(false), 2), "{v}");
+        assert!(v["unreadable"][0]["place"].as_str().unwrap().ends_with(place), "{v}");
+    }
 }
 
 /// A `--head` that is not a hash is said to be one, not reported as a rewritten log.

@@ -204,15 +204,7 @@ fn run_case(trial: &Trial, pack: &Pack, case: &RawEvalCase) -> CaseResult {
     r
 }
 
-/// The command's stdout, or its JSON result when stdout is empty.
-pub fn output_of(out: &ResultEnvelope) -> String {
-    match (&out.stdout, &out.result) {
-        (Some(s), _) if !s.trim().is_empty() => s.clone(),
-        (_, Some(Value::String(s))) => s.clone(),
-        (_, Some(v)) => v.to_string(),
-        _ => String::new(),
-    }
-}
+pub use crate::trial::output_of;
 
 fn check(case: &RawEvalCase, out: &ResultEnvelope, output: &str, ms: u64, tokens: u64) -> Result<(), String> {
     let e = &case.expect;

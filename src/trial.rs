@@ -191,7 +191,7 @@ impl Trial {
             .sandbox
             .as_ref()
             .is_some_and(|s| s.layers.get(&LayerName::Landlock) == Some(&LayerStatus::Enforced));
-        let output = crate::eval::output_of(first);
+        let output = output_of(first);
         let denied = hidden::says_denied(first.error.as_deref().unwrap_or(""))
             || hidden::says_denied(first.stderr.as_deref().unwrap_or(""));
         let suspicious = if first.ok { hidden::looks_empty(&output) } else { denied };
@@ -200,7 +200,7 @@ impl Trial {
         }
         let helps = |lent: &[PathBuf]| -> bool {
             let Ok(call) = self.call_with_read(verb, args.clone(), lent) else { return false };
-            call.out.ok && !hidden::looks_empty(&crate::eval::output_of(&call.out))
+            call.out.ok && !hidden::looks_empty(&output_of(&call.out))
         };
         let all = hidden::candidates(Some(self.home.path()));
         // The control: a read whose second run has data without any lent path (a list that filled, a clock) was
@@ -289,5 +289,15 @@ impl Trial {
             WorkspaceMode::Project => self.project_dir.clone(),
             WorkspaceMode::Ephemeral => None,
         }
+    }
+}
+
+/// The command's stdout, or its JSON result when stdout is empty.
+pub fn output_of(out: &ResultEnvelope) -> String {
+    match (&out.stdout, &out.result) {
+        (Some(s), _) if !s.trim().is_empty() => s.clone(),
+        (_, Some(Value::String(s))) => s.clone(),
+        (_, Some(v)) => v.to_string(),
+        _ => String::new(),
     }
 }

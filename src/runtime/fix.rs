@@ -57,7 +57,7 @@ pub fn activate_fix(pack_id: &str, tenant: &str) -> String {
 }
 
 /// `denied` for a missing capability: the local Principal's fix is a `hcpx grant` line (grants.json); a served
-/// Principal's is a grant in principals.json, which its operator gives.
+/// Principal's (over HTTP, or in a tenant of its own) is the operator's `hcpx principal grant ID GRANT`.
 pub fn missing_grant(principal: &Principal, cap: Capability, pack_id: &str, verb: &str) -> Denial {
     let grant = format!("{cap}:{pack_id}:{verb}");
     let fix =

@@ -12,6 +12,8 @@ pub struct GrantsEdit {
     pub created: bool,
     /// The grants held before that are held no more (only `--only` takes any away).
     pub lost: Vec<Grant>,
+    /// `--only` replaced a `grants.json` that did not parse.
+    pub replaced: bool,
 }
 
 impl Store {
@@ -24,8 +26,12 @@ impl Store {
     /// safe way out of a damaged `grants.json`, where removing it would grant everything.
     pub fn grant_local(&self, grants: &[Grant], only: bool) -> Result<GrantsEdit, StoreError> {
         let _lock = self.lock()?;
+        let mut replaced = false;
         let before: Option<Vec<Grant>> = match self.read_json("grants.json") {
-            Err(StoreError::Corrupt { .. }) if only => Some(Vec::new()),
+            Err(StoreError::Corrupt { .. }) if only => {
+                replaced = true;
+                Some(Vec::new())
+            }
             read => read?,
         };
         let created = before.is_none();
@@ -36,7 +42,7 @@ impl Store {
         }
         let lost = held.into_iter().filter(|g| !list.contains(g)).collect();
         self.write_json("grants.json", &list)?;
-        Ok(GrantsEdit { grants: list, created, lost })
+        Ok(GrantsEdit { grants: list, created, lost, replaced })
     }
 
     /// Takes `grants` from `grants.json`. Without the file, every grant is written out (`CAPABILITY:*` for
@@ -50,6 +56,6 @@ impl Store {
             remove_grant(&mut list, g).map_err(|e| StoreError::Refused(e.0))?;
         }
         self.write_json("grants.json", &list)?;
-        Ok(GrantsEdit { grants: list, created, lost: Vec::new() })
+        Ok(GrantsEdit { grants: list, created, lost: Vec::new(), replaced: false })
     }
 }

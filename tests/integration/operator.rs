@@ -76,6 +76,7 @@ on_both_stores! {
         // The fix it names works: --only replaces the damaged file with exactly the grants named.
         let out = h.run(&["grant", "--only", "verb.exec.read:ledger"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(text(&out).contains("replaced a grants.json that did not parse"), "{}", text(&out));
         let (code, v) = h.exec("ledger", "list", &[]);
         assert_ne!(v["code"], json!("denied"), "{code} {v}");
     }

@@ -35,6 +35,8 @@ fn main() -> ExitCode {
         Command::Disallow(a) => cli::manage::allow(&p, a, false),
         Command::AllowNetwork(a) => cli::manage::network(&p, a, true),
         Command::DisallowNetwork(a) => cli::manage::network(&p, a, false),
+        Command::AllowRead(a) => cli::manage::read_paths(&p, a, true),
+        Command::DisallowRead(a) => cli::manage::read_paths(&p, a, false),
         Command::Grant(a) => cli::grant::grant(&p, a),
         Command::Revoke(a) => cli::grant::revoke(&p, a),
         Command::Audit(a) => cli::audit::run(&p, a),

@@ -22,6 +22,9 @@ pub const TITLE: &str =
     "Examples:\n  hcpx title ledger transfer -- amount=2.80 payee=demo-transit\n  hcpx title ledger transfer --result '{\"ok\":true}' -- amount=2.80 payee=demo-transit";
 pub const ALLOW: &str = "Examples:\n  hcpx allow sqlite3\n  hcpx allow jq git";
 pub const DISALLOW: &str = "Examples:\n  hcpx disallow sqlite3";
+pub const ALLOW_READ: &str =
+    "Examples:\n  hcpx allow-read disks /sys\n  hcpx allow-read disks /sys /run/udev";
+pub const DISALLOW_READ: &str = "Examples:\n  hcpx disallow-read disks /run/udev\n  hcpx disallow-read disks";
 pub const ALLOW_NETWORK: &str =
     "Examples:\n  hcpx allow-network ip netlink\n  hcpx allow-network weather inet";
 pub const DISALLOW_NETWORK: &str =

@@ -130,6 +130,13 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
+    /// Let a pack's commands read paths beyond the default view (sandbox.json packs.<id>.read): what a call
+    /// refused by Landlock names.
+    #[command(after_help = examples::ALLOW_READ)]
+    AllowRead(ReadArgs),
+    /// Take extra read paths back from a pack (all of them when none is named).
+    #[command(after_help = examples::DISALLOW_READ)]
+    DisallowRead(ReadArgs),
     /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
     #[command(after_help = examples::GRANT)]
     Grant(GrantArgs),
@@ -536,7 +543,8 @@ pub struct SkillArgs {
 pub struct ExecArgs {
     /// The pack id.
     pub id: String,
-    /// The command (verb_key).
+    /// The command (verb_key); without it, the pack's commands are listed.
+    #[arg(default_value = "", hide_default_value = true)]
     pub verb: String,
     /// Arguments: k=v, k:=<json>, or bare words for x-position arguments.
     pub words: Vec<String>,
@@ -585,6 +593,10 @@ pub struct GrantArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
     /// `verb.exec.read:*` or `verb.exec.write:ledger:transfer`.
     pub grants: Vec<String>,
+    /// Hold only the grants named: every other grant is taken away (and a grants.json that does not parse is
+    /// replaced). Without it a grant only ever adds.
+    #[arg(long, requires = "grants")]
+    pub only: bool,
 }
 
 /// `hcpx revoke GRANT…`.
@@ -593,6 +605,15 @@ pub struct RevokeArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
     #[arg(required = true)]
     pub grants: Vec<String>,
+}
+
+/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// The pack id.
+    pub pack: String,
+    /// Absolute paths (a directory covers what is beneath it), e.g. /sys.
+    pub paths: Vec<PathBuf>,
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
@@ -691,8 +712,10 @@ pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> 
     }
     let path = Store::default_home().join("sandbox.json");
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            let shown = path.display().to_string();
+            format!("{shown} is not valid: {e}; {}", hcpx::store::advice::corrupt_fix(&shown))
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::model::io_reason(&e))),
     }

@@ -160,6 +160,10 @@ pub struct RawWrap {
     /// The network kinds the CLI needs; granted only where `sandbox.json` allows the pack.
     #[serde(default)]
     pub network: Vec<NetKind>,
+    /// Absolute paths outside the default view the CLI must read (`/sys`, `/run/udev`): asked for, never
+    /// granted by the pack; the operator lends them with `hcpx allow-read`.
+    #[serde(default)]
+    pub read: Vec<String>,
 }
 
 wire_enum! {

@@ -5,6 +5,7 @@
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
 
 pub mod gitguard;
+pub mod hidden;
 pub mod landlock_rules;
 pub mod probe;
 pub mod seccomp;

@@ -198,6 +198,25 @@ impl SandboxConfig {
     }
 }
 
+/// Refuses an extra read path that is relative, `/`, or holds or lies in the store at `home`.
+fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
+    let shown = p.display();
+    if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(StoreError::Refused(format!(
+            "{shown:?} is not an absolute path without `..`; give the full path, e.g. /sys"
+        )));
+    }
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if real == std::path::Path::new("/") || home.starts_with(&real) || real.starts_with(&home) {
+        return Err(StoreError::Refused(format!(
+            "{shown:?} is or holds the store ({}), whose grants and credentials no pack may read; name the directory the command needs, e.g. /sys",
+            home.display()
+        )));
+    }
+    Ok(())
+}
+
 impl Store {
     /// Reads `sandbox.json` (defaults when absent).
     pub fn sandbox(&self) -> Result<std::sync::Arc<SandboxConfig>, StoreError> {
@@ -256,6 +275,45 @@ impl Store {
             entry.network.retain(|k| !kinds.contains(k));
         }
         let now = entry.network.clone();
+        if *entry == PackSandbox::default() {
+            cfg.packs.remove(id);
+        }
+        self.write_json("sandbox.json", &cfg)?;
+        Ok(now)
+    }
+
+    /// Grants (`allow = true`) or takes back extra read paths for pack `id` (every one when `paths` is empty and
+    /// `allow` is false); returns the pack's read paths after the change. A path must be absolute, and never
+    /// the root, the store itself or a directory that holds it (the pack would read every credential).
+    pub fn edit_read(
+        &self,
+        id: &str,
+        paths: &[std::path::PathBuf],
+        allow: bool,
+    ) -> Result<Vec<std::path::PathBuf>, StoreError> {
+        if !crate::model::naming::is_pack_id(id) {
+            return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
+        }
+        if allow {
+            for p in paths {
+                refuse_read_path(p, self.home())?;
+            }
+        }
+        let _lock = self.lock()?;
+        let mut cfg: SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
+        let entry = cfg.packs.entry(id.to_string()).or_default();
+        if allow {
+            for p in paths {
+                if !entry.read.contains(p) {
+                    entry.read.push(p.clone());
+                }
+            }
+        } else if paths.is_empty() {
+            entry.read.clear();
+        } else {
+            entry.read.retain(|p| !paths.contains(p));
+        }
+        let now = entry.read.clone();
         if *entry == PackSandbox::default() {
             cfg.packs.remove(id);
         }

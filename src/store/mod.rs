@@ -4,6 +4,7 @@
 //! lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a
 //! hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
 
+pub mod advice;
 pub mod approvals;
 pub mod audit;
 mod cache;
@@ -37,7 +38,8 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not valid: {reason}; fix or remove the file")]
+    /// A document or log line that does not parse; the message names the safe fix for it (`advice`).
+    #[error("{path} is not valid: {reason}; {}", advice::corrupt_fix(path))]
     Corrupt { path: String, reason: String },
     #[error("{0}")]
     Refused(String),
@@ -227,9 +229,11 @@ impl Store {
     ) -> Result<Option<Arc<T>>, StoreError> {
         if let Some(db) = &self.db {
             return db.doc_cached(rel, |text| {
-                let raw: R = serde_json::from_str(text)
-                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
-                check(raw).map_err(|reason| StoreError::Corrupt { path: rel.to_string(), reason })
+                let raw: R = serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+                    path: format!("postgres:{rel}"),
+                    reason: e.to_string(),
+                })?;
+                check(raw).map_err(|reason| StoreError::Corrupt { path: format!("postgres:{rel}"), reason })
             });
         }
         let (cached, ticket) = match self.cache.lookup(&self.home, rel) {
@@ -277,9 +281,10 @@ impl Store {
     pub fn read_json<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
         if let Some(db) = &self.db {
             return match db.doc_text(rel)? {
-                Some(text) => serde_json::from_str(&text)
-                    .map(Some)
-                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() }),
+                Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Corrupt {
+                    path: format!("postgres:{rel}"),
+                    reason: e.to_string(),
+                }),
                 None => Ok(None),
             };
         }

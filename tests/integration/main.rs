@@ -27,6 +27,7 @@ mod layers;
 mod lint;
 mod mcp;
 mod new;
+mod operator;
 mod pg;
 mod properties;
 mod render;

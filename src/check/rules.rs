@@ -351,7 +351,7 @@ pub fn docs_markdown() -> String {
         "# hcpx check rules\n\n<!-- generated from src/check/rules.rs; run `HCPX_BLESS=1 cargo test docs` to refresh -->\n\n\
 `hcpx check DIR` reviews a pack in layers: structure, manifest, Policy, Skill, probe (`--probe`) and eval. \
 Each rule has a stable id, a severity and a category. The score starts at 100; each error costs 12 and each \
-warning 4; notes (info) cost nothing. Any error caps the score at 69, so the grade at D (the grade follows the score alone: one score, one grade), and a pack is ready to share at 90 or more \
+warning 4; notes (info) cost nothing. Any error caps the grade at D (the text report names the grade the score alone has), and a pack is ready to share at 90 or more \
 with no errors. Lint kinds appear as `L-<kind>` errors (see [lint.md](lint.md)) and stop the other layers.\n\n\
 | id | name | severity | category |\n|----|------|----------|----------|\n",
     );

@@ -89,8 +89,15 @@ fn human(p: &Printer, r: &CheckReport) {
     }
     let name = r.pack_id.as_deref().unwrap_or("pack");
     let ready = if r.ready { "; ready to share" } else { "" };
+    // The grade a score alone would have, when an error capped it: the same score then reads the same.
+    let by_score = hcpx::check::grade(r.score, 0);
+    let capped = if r.errors > 0 && by_score.to_string() != r.grade.to_string() {
+        format!(" (capped by the error(s); the score alone is a {by_score})")
+    } else {
+        String::new()
+    };
     p.data(&format!(
-        "{name}: score {}/100, grade {}; {} error(s), {} warning(s), {} note(s){ready}",
+        "{name}: score {}/100, grade {}{capped}; {} error(s), {} warning(s), {} note(s){ready}",
         r.score, r.grade, r.errors, r.warnings, r.notes
     ));
 }

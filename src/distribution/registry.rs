@@ -90,6 +90,16 @@ impl Registry {
     }
 
     fn err(&self, e: oci_client::errors::OciDistributionError) -> DistError {
+        if let oci_client::errors::OciDistributionError::RequestError(r) = &e {
+            if r.is_timeout() {
+                let what = r.url().map_or("registry".to_string(), |u| u.path().to_string());
+                return DistError::Timeout {
+                    registry: self.registry.clone(),
+                    what,
+                    ms: self.timeout.as_millis() as u64,
+                };
+            }
+        }
         registry_error(&self.registry, e)
     }
 
@@ -243,7 +253,6 @@ fn registry_error(registry: &str, e: oci_client::errors::OciDistributionError) -
         E::UnauthorizedError { .. } | E::AuthenticationFailure(_) => format!(
             "{e}; log in to {registry} so the docker config (~/.docker/config.json) holds its credentials"
         ),
-        E::RequestError(r) if r.is_timeout() => format!("{e}; the registry did not answer in time"),
         E::RequestError(r) if r.is_connect() => {
             format!("cannot connect ({e}); check the registry is up and the address is right")
         }

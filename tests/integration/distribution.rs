@@ -274,3 +274,57 @@ fn lock_pins_digest_and_signer_and_locked_installs_exactly_those() {
     let v = run_json(&h, &["install", &reference("other", "1"), "--locked"], 1);
     assert!(v["error"].as_str().unwrap().contains("pins no pack"), "{v}");
 }
+
+#[test]
+fn a_private_registry_is_reached_with_the_docker_config_credentials_and_its_helpers() {
+    if unavailable() {
+        return;
+    }
+    use base64::Engine as _;
+    let h = Home::new();
+    let dir = example(&h, "transit-composite");
+    let r = reference("private", "1");
+    publish(&h, &dir, &r, None);
+    let proxy = crate::registry::Proxy::with_basic_auth("ci", "s3cret");
+    let via = r.replace(&registry().addr, &proxy.addr);
+    let docker = h.t.join("docker");
+    let bin = h.t.join("helpers");
+    fs::create_dir_all(&docker).unwrap();
+    fs::create_dir_all(&bin).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let env = [("DOCKER_CONFIG", docker.to_str().unwrap()), ("PATH", path.as_str())];
+    let install = |code: i32| {
+        let out = h.run_env(&["install", &via, "--allow-unsigned", "--json"], &env);
+        assert_eq!(out.status.code(), Some(code), "{}", String::from_utf8_lossy(&out.stdout));
+        stdout_json(&out)
+    };
+    // No credentials: refused, naming the fix.
+    let v = install(1);
+    assert!(v["error"].as_str().unwrap().contains("log in to"), "{v}");
+    // An `auths` entry.
+    let auth = base64::engine::general_purpose::STANDARD.encode("ci:s3cret");
+    fs::write(
+        docker.join("config.json"),
+        format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, proxy.addr),
+    )
+    .unwrap();
+    install(0);
+    run_json(&h, &["uninstall", "transit-composite"], 0);
+    // A credential helper named for the registry (docker-credential-<name> get, the server on stdin).
+    let helper = bin.join("docker-credential-hcpxtest");
+    fs::write(
+        &helper,
+        "#!/bin/sh\nserver=$(cat)\nprintf '{\"ServerURL\":\"%s\",\"Username\":\"ci\",\"Secret\":\"s3cret\"}' \"$server\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&helper, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(docker.join("config.json"), format!(r#"{{"credHelpers": {{"{}": "hcpxtest"}}}}"#, proxy.addr))
+        .unwrap();
+    install(0);
+    // A wrong password from the helper is refused.
+    run_json(&h, &["uninstall", "transit-composite"], 0);
+    fs::write(&helper, "#!/bin/sh\ncat >/dev/null\necho '{\"Username\":\"ci\",\"Secret\":\"wrong\"}'\n")
+        .unwrap();
+    install(1);
+}

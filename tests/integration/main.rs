@@ -15,6 +15,7 @@ mod connect;
 mod conventions;
 mod distribution;
 mod distribution_attacks;
+mod distribution_cosign;
 mod docs;
 mod escape;
 mod eval;

@@ -130,6 +130,8 @@ pub enum Attack {
     Bomb,
     /// Read the request and never answer.
     Stall,
+    /// Misbehave in no way: only the proxy's `basic` credentials apply.
+    None,
 }
 
 /// A misbehaving proxy in front of the test registry.
@@ -142,6 +144,18 @@ pub struct Proxy {
 impl Proxy {
     /// Starts a proxy that applies `attack` to requests whose path contains `needle`.
     pub fn start(needle: &str, attack: Attack) -> Proxy {
+        Proxy::start_with(needle, attack, None)
+    }
+
+    /// A registry that asks for HTTP Basic credentials `user:password` (answering 401 with a Basic challenge
+    /// to every request without them), as a private registry does.
+    pub fn with_basic_auth(user: &str, password: &str) -> Proxy {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        Proxy::start_with("", Attack::None, Some(format!("Basic {token}")))
+    }
+
+    fn start_with(needle: &str, attack: Attack, basic: Option<String>) -> Proxy {
         let upstream = registry().addr.clone();
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let addr = listener.local_addr().expect("addr").to_string();
@@ -149,15 +163,22 @@ impl Proxy {
         let (needle, counter) = (needle.to_string(), sent.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let (up, n, c) = (upstream.clone(), needle.clone(), counter.clone());
-                std::thread::spawn(move || serve(conn, &up, &n, attack, &c));
+                let (up, n, c, b) = (upstream.clone(), needle.clone(), counter.clone(), basic.clone());
+                std::thread::spawn(move || serve(conn, &up, &n, attack, &c, b.as_deref()));
             }
         });
         Proxy { addr, bomb_sent: sent }
     }
 }
 
-fn serve(mut conn: TcpStream, upstream: &str, needle: &str, attack: Attack, sent: &AtomicU64) {
+fn serve(
+    mut conn: TcpStream,
+    upstream: &str,
+    needle: &str,
+    attack: Attack,
+    sent: &AtomicU64,
+    basic: Option<&str>,
+) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -171,6 +192,18 @@ fn serve(mut conn: TcpStream, upstream: &str, needle: &str, attack: Attack, sent
         }
     }
     let text = String::from_utf8_lossy(&head).to_string();
+    if let Some(want) = basic {
+        let given = text.split("\r\n").any(|l| {
+            l.split_once(':')
+                .is_some_and(|(k, v)| k.eq_ignore_ascii_case("authorization") && v.trim() == want)
+        });
+        if !given {
+            let _ = conn.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"test\"\r\nContent-Type: application/json\r\nContent-Length: 72\r\nConnection: close\r\n\r\n{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication required\"}]}",
+            );
+            return;
+        }
+    }
     let path = text.split_whitespace().nth(1).unwrap_or("").to_string();
     let hit = path.contains(needle) && text.starts_with("GET ");
     if hit && attack == Attack::Stall {

@@ -6,13 +6,18 @@
 # by round so the machine's noise hits every case alike. Also the first `hcpx exec` after a cached reinstall:
 # the component's compiled form is reused (same component digest), not compiled again.
 # Usage: BENCH_N=50 benches/install_registry.sh   (prints a Markdown table for docs/perf.md on stdout)
+#   BENCH_HCPX=target/debug/hcpx measures that binary instead of building and using the release one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-50}"
 
 command -v docker-registry >/dev/null || { echo "install docker-registry (scripts/setup.sh)" >&2; exit 1; }
-cargo build --release --locked --bin hcpx >&2
-HCPX="$PWD/target/release/hcpx"
+if [ -n "${BENCH_HCPX:-}" ]; then
+  HCPX="$(realpath "$BENCH_HCPX")"
+else
+  cargo build --release --locked --bin hcpx >&2
+  HCPX="$PWD/target/release/hcpx"
+fi
 
 TMP="$(mktemp -d)"
 REG_PID=""

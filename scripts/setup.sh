@@ -27,6 +27,11 @@ command -v python3 >/dev/null 2>&1 || missing="$missing python3 python3-pip"
 if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || ! command -v psql >/dev/null 2>&1; then
   missing="$missing postgresql"
 fi
+# Packs are published to and installed from a real OCI registry in the tests (tests/integration/registry.rs):
+# Debian's docker-registry, the CNCF distribution server, started on a loopback port with a temp storage dir.
+command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
+# The signature-format test checks hcpx's cosign signatures with OpenSSL, an independent ECDSA implementation.
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 # The Python and JavaScript composites build with toolchains their build.sh installs from a lock file: into a
 # virtual environment (python3 -m venv) and with `npm ci`.
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$missing python3-venv"

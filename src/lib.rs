@@ -22,6 +22,8 @@ pub mod render;
 
 pub mod store;
 
+pub mod distribution;
+
 pub mod schema;
 
 pub mod sandbox;

@@ -10,6 +10,12 @@ use hcpx::store::packs::Replace;
 
 /// `hcpx install DIR`.
 pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
+    if let Some(reference) = a.dir.to_str().filter(|s| s.starts_with("oci://")) {
+        return super::pull::install(p, a, reference);
+    }
+    if a.locked || a.allow_unsigned {
+        return Ok(fail(p, "--locked and --allow-unsigned are for registry installs (oci://host/repo:tag); a directory install needs neither"));
+    }
     let store = open_store()?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     match store.install_with(&a.dir, replace) {
@@ -206,7 +212,21 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
                 ]
             })
             .collect();
-        p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "SOURCE"], &rows);
+        // Packs from a registry add their manifest digest (shortened; --json has it whole) before the source.
+        if report.packs.iter().any(|r| r.digest.is_some()) {
+            let rows: Vec<Vec<String>> = rows
+                .into_iter()
+                .zip(&report.packs)
+                .map(|(mut row, r)| {
+                    let short = r.digest.as_deref().map_or("-".to_string(), |d| d.chars().take(19).collect());
+                    row.insert(6, short);
+                    row
+                })
+                .collect();
+            p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "DIGEST", "SOURCE"], &rows);
+        } else {
+            p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "SOURCE"], &rows);
+        }
         for r in &report.packs {
             if let Some(e) = &r.error {
                 p.message(&format!("pack {} does not load: {e}", r.id));

@@ -13,13 +13,19 @@ pub mod examples;
 pub mod exec;
 pub mod grant;
 pub mod info;
+pub mod key;
 pub mod lint;
+pub mod lock;
 pub mod manage;
 pub mod mcp;
 pub mod new;
 pub mod principal;
+pub mod publish;
+pub mod pull;
 pub mod sense;
 pub mod store;
+pub mod trust;
+pub mod update;
 pub mod usage;
 pub mod wrap;
 
@@ -85,9 +91,24 @@ pub enum Command {
     Wrap(WrapArgs),
     /// Scaffold a new pack: a composite (a Rust, Python or JavaScript guest built to a WASI component) or a wrap of a CLI on PATH.
     New(NewArgs),
-    /// Lint a pack and copy it into the store.
+    /// Lint a pack and copy it into the store, from a directory or an OCI registry (oci://host/repo:tag or @sha256:…).
     #[command(after_help = examples::INSTALL)]
     Install(InstallArgs),
+    /// Lint and check a pack, then push it to an OCI registry as one artifact (signed with --sign); prints its digest.
+    #[command(after_help = examples::PUBLISH)]
+    Publish(PublishArgs),
+    /// Move a pack installed from a registry to another tag: same signer only, Policy changes shown first.
+    #[command(after_help = examples::UPDATE)]
+    Update(UpdateArgs),
+    /// Write hcp.lock: each registry pack's reference, digest and signer, for hcpx install --locked.
+    #[command(after_help = examples::LOCK)]
+    Lock(LockArgs),
+    /// Manage the keys trusted to sign packs, per registry prefix (trust.json).
+    #[command(subcommand, after_help = examples::TRUST)]
+    Trust(TrustCmd),
+    /// Make a signing key pair for hcpx publish --sign (PEM, cosign-compatible ECDSA P-256).
+    #[command(subcommand, after_help = examples::KEY)]
+    Key(KeyCmd),
     /// Remove an installed pack (its workspace is kept).
     #[command(after_help = examples::UNINSTALL)]
     Uninstall(IdArgs),
@@ -427,7 +448,7 @@ pub enum NewKindArg {
 /// `hcpx install DIR [--replace [--keep-workspace]]`.
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
-    /// The pack directory.
+    /// The pack directory, or a registry reference: oci://host/repo:tag or oci://host/repo@sha256:….
     pub dir: PathBuf,
     /// Replace a pack of the same id installed from another directory (it is deactivated).
     #[arg(long)]
@@ -435,6 +456,116 @@ pub struct InstallArgs {
     /// With --replace: keep the replaced pack's workspace for the new one.
     #[arg(long, requires = "replace")]
     pub keep_workspace: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// A registry pack no trusted key signed may be installed (written to the audit log).
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Install only the digest and signer hcp.lock pins for this reference.
+    #[arg(long)]
+    pub locked: bool,
+    /// The lock file read by --locked.
+    #[arg(long, default_value = "hcp.lock", requires = "locked")]
+    pub lock_file: PathBuf,
+}
+
+/// How a registry is reached.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RegistryArgs {
+    /// Allow plain HTTP to a registry that is not on loopback (loopback registries always may).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Limit for each registry request, in milliseconds.
+    #[arg(long = "registry-timeout", value_name = "MS", default_value_t = 30_000)]
+    pub timeout_ms: u64,
+}
+
+impl RegistryArgs {
+    pub fn options(&self) -> hcpx::distribution::Options {
+        hcpx::distribution::Options {
+            insecure: self.insecure,
+            timeout: std::time::Duration::from_millis(self.timeout_ms.max(1)),
+        }
+    }
+}
+
+/// `hcpx publish DIR REF`.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// The pack directory.
+    pub dir: PathBuf,
+    /// Where to push it: oci://host/repo:tag.
+    pub reference: String,
+    /// Sign the manifest digest with this P-256 private key (PEM), as cosign does.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<PathBuf>,
+    /// Refuse to publish when hcpx check scores the pack below this.
+    #[arg(long, default_value_t = 90)]
+    pub min_score: u32,
+    /// Limit for each eval case of the check, in milliseconds.
+    #[arg(long, default_value_t = hcpx::eval::DEFAULT_TIMEOUT_MS)]
+    pub timeout: u64,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `hcpx update ID`.
+#[derive(Debug, clap::Args)]
+pub struct UpdateArgs {
+    /// The installed pack.
+    pub id: String,
+    /// The tag to move to (default: the tag it was installed from, as it is now).
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Apply the update after reviewing the Policy changes it shows.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `hcpx lock`.
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// Where to write the lock file.
+    #[arg(long, default_value = "hcp.lock")]
+    pub file: PathBuf,
+}
+
+/// `hcpx trust …`.
+#[derive(Debug, Subcommand)]
+pub enum TrustCmd {
+    /// Trust a public key (PEM) to sign the packs under a registry prefix.
+    #[command(after_help = examples::TRUST_ADD)]
+    Add {
+        /// A name for the key (replaces a key of that name).
+        name: String,
+        /// The public key, PEM (a private key's public half is taken).
+        key: PathBuf,
+        /// The references it may sign: host[:port] or host[:port]/path.
+        #[arg(long)]
+        prefix: String,
+    },
+    /// Stop trusting a key.
+    #[command(after_help = examples::TRUST_REMOVE)]
+    Remove {
+        /// The key's name.
+        name: String,
+    },
+    /// The trusted keys.
+    #[command(after_help = examples::TRUST_LIST)]
+    List,
+}
+
+/// `hcpx key …`.
+#[derive(Debug, Subcommand)]
+pub enum KeyCmd {
+    /// Write a new P-256 private key (PKCS#8 PEM, owner-only) and its public key beside it (.pub).
+    #[command(after_help = examples::KEY_GENERATE)]
+    Generate {
+        /// Where to write the private key; the public key goes to the same path with .pub added.
+        path: PathBuf,
+    },
 }
 
 /// One pack id.

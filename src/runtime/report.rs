@@ -54,6 +54,12 @@ pub struct PackRow {
     pub tenants: std::collections::BTreeMap<String, bool>,
     pub commands: usize,
     pub source: String,
+    /// The manifest digest of a pack installed from an OCI registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// The trusted key (name and fingerprint) that signed a registry pack.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
     pub installed_at: String,
     /// Why the pack does not load, when it does not.
     pub error: Option<String>,
@@ -232,6 +238,8 @@ impl Runtime {
                     tenants: if tenant.is_none() { st.tenants.clone() } else { Default::default() },
                     commands,
                     source: st.source.clone(),
+                    digest: st.digest.clone(),
+                    signer: st.signer.clone(),
                     installed_at: st.installed_at.clone(),
                     error,
                 }

@@ -47,6 +47,12 @@ pub struct PackState {
     /// a hosted runtime shares one install between tenants that each choose what they run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, bool>,
+    /// The manifest digest of a pack installed from an OCI registry (`source` is then its `oci://` reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// The trusted key that signed it: its name and fingerprint; absent for a directory or unsigned install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 impl PackState {
@@ -54,6 +60,17 @@ impl PackState {
     pub fn activated_for(&self, tenant: &str) -> bool {
         self.tenants.get(tenant).copied().unwrap_or(self.activated)
     }
+}
+
+/// Where an installed pack came from, as the store records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The directory (canonical) or the `oci://` reference.
+    pub source: String,
+    /// The registry manifest digest.
+    pub digest: Option<String>,
+    /// The signer's name and fingerprint.
+    pub signer: Option<String>,
 }
 
 /// At most this many bytes of an installed pack are hashed; past it the digest cannot match.
@@ -242,6 +259,18 @@ impl Store {
     /// is refused under [`Replace::No`]: it would silently inherit that pack's activation and workspace. Under
     /// `Replace::Yes` it replaces it deactivated, its workspace removed unless `keep_workspace`.
     pub fn install_with(&self, src: &Path, replace: Replace) -> Result<Installed, InstallError> {
+        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf()).display().to_string();
+        self.install_origin(src, Origin { source, digest: None, signer: None }, replace)
+    }
+
+    /// Installs the pack at `src` as [`Store::install_with`] does, recording `origin` as where it came from (a
+    /// registry install lays the pulled pack out in a temp directory and names its reference here).
+    pub fn install_origin(
+        &self,
+        src: &Path,
+        origin: Origin,
+        replace: Replace,
+    ) -> Result<Installed, InstallError> {
         let report = lint_dir(src);
         let id = match (report.ok, report.pack_id) {
             (true, Some(id)) => id,
@@ -271,13 +300,14 @@ impl Store {
         }
         let _lock = self.lock()?;
         let mut state = self.state_locked()?;
-        let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf()).display().to_string();
-        let other = state.packs.get(&id).filter(|p| p.source != source).map(|p| p.source.clone());
+        let source = origin.source.clone();
+        let other =
+            state.packs.get(&id).filter(|p| !same_source(&p.source, &source)).map(|p| p.source.clone());
         if let (Some(old), Replace::No) = (&other, replace) {
             let _ = fs::remove_dir_all(&staged);
             return Err(StoreError::Refused(format!(
                 "pack {id} is already installed from {old}; installing {source} under the same id would give it that pack's activation and workspace. To replace it, run hcpx install {} --replace (it is then deactivated, and its workspace removed unless you add --keep-workspace)",
-                src.display()
+                if origin.digest.is_some() { source.clone() } else { src.display().to_string() }
             ))
             .into());
         }
@@ -333,6 +363,8 @@ impl Store {
                 component_sha256,
                 files_sha256: Some(files_sha256.clone()),
                 tenants,
+                digest: origin.digest,
+                signer: origin.signer,
             },
         );
         self.write_json(STATE, &state)?;
@@ -462,6 +494,23 @@ impl Store {
         Err(StoreError::Refused(format!(
             "no Principal belongs to tenant {tenant:?}; {near}add one first with `hcpx principal add NAME --tenant {tenant}`"
         )))
+    }
+}
+
+/// Whether two recorded sources are the same: the same directory, or the same registry repository (another
+/// tag or digest of one repository is a new version of the same pack, not another pack).
+fn same_source(a: &str, b: &str) -> bool {
+    fn repo(s: &str) -> Option<&str> {
+        let rest = s.strip_prefix("oci://")?;
+        let name = rest.split('@').next().unwrap_or(rest);
+        Some(match name.rsplit_once(':') {
+            Some((r, t)) if !t.contains('/') => r,
+            _ => name,
+        })
+    }
+    match (repo(a), repo(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
     }
 }
 

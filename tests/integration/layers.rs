@@ -10,8 +10,26 @@ use crate::helpers::rust_files;
 /// The library's modules, bottom first: each may import only modules earlier in this list. lib.rs declares
 /// them in this order.
 const LAYERS: &[&str] = &[
-    "model", "template", "args", "title", "pack", "lint", "render", "store", "schema", "sandbox", "adapter",
-    "runtime", "fixture", "trial", "eval", "check", "scaffold", "mcp", "serve",
+    "model",
+    "template",
+    "args",
+    "title",
+    "pack",
+    "lint",
+    "render",
+    "store",
+    "distribution",
+    "schema",
+    "sandbox",
+    "adapter",
+    "runtime",
+    "fixture",
+    "trial",
+    "eval",
+    "check",
+    "scaffold",
+    "mcp",
+    "serve",
 ];
 
 fn src() -> PathBuf {

@@ -30,6 +30,7 @@ mod pg;
 mod properties;
 mod render;
 mod robustness;
+mod seed_texts;
 mod sense;
 mod serve;
 mod serve_ops;

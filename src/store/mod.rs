@@ -522,6 +522,7 @@ mod tests {
             code: Some(Code::ConfirmRequired),
             args_sha256: crate::model::digest::sha256_hex(b"{}"),
             project_dir: None,
+            action: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

@@ -73,6 +73,8 @@ pub struct WrapTarget {
     pub workspace: WorkspaceMode,
     /// The network kinds the CLI needs (`wrap.network`), sorted, without repeats.
     pub network: Vec<NetKind>,
+    /// The pathname UNIX sockets the CLI connects to (`wrap.unix_sockets`), sorted, without repeats.
+    pub unix_sockets: Vec<std::path::PathBuf>,
 }
 
 /// `wrap.bin`, classified.

@@ -15,6 +15,7 @@ mod connect;
 mod conventions;
 mod docs;
 mod escape;
+mod escape_gaps;
 mod eval;
 mod exec;
 mod fixes;

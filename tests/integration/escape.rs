@@ -880,7 +880,14 @@ fn privileges_are_dropped_for_good() {
     );
     let v = go(&h);
     let s = v["stdout"].as_str().unwrap().to_string();
+    // An unprivileged runtime cannot empty the bounding set (that takes CAP_SETPCAP); with no capability held
+    // and no_new_privs, exec gives nothing back whatever it holds.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        if cap == "CapBnd" && !root {
+            continue;
+        }
         assert!(s.contains(&format!("{cap}:\t0000000000000000")), "{cap}: {s}");
     }
     assert!(s.contains("NoNewPrivs:\t1") && s.contains("Seccomp:\t2"), "{s}");

@@ -13,6 +13,9 @@ pub const GATE_ARGS: [&str; 2] = ["confirm", "apply"];
 /// The envelope's `mode` (`"mock"` asks for an explicit mock Binding): reserved, no command may declare it.
 pub const MODE_ARG: &str = "mode";
 
+/// The id of a person's approval (`sandbox.json` `human_approval`): reserved, no command may declare it.
+pub const APPROVAL_ARG: &str = "approval_id";
+
 /// One declared argument.
 #[derive(Debug, Clone)]
 pub struct Prop {
@@ -165,6 +168,8 @@ pub struct CheckedArgs {
     pub confirmed: bool,
     /// `mode: "mock"` was given (explicit mock Binding).
     pub mock: bool,
+    /// `approval_id` was given: the approval a person gave this exact call.
+    pub approval: Option<String>,
 }
 
 struct NoFetch;
@@ -257,6 +262,9 @@ impl ArgSpec {
                         }
                         _ => Vec::new(),
                     };
+                    if name == APPROVAL_ARG {
+                        bad(&mut problems, &ptr, "argument `approval_id` is reserved: it names a person's approval of a gated write".into(), "rename the argument");
+                    }
                     if name == MODE_ARG {
                         bad(&mut problems, &ptr, "argument `mode` is reserved: `mode: \"mock\"` asks the runtime for a mock Binding".into(), "rename the argument, e.g. `run_mode`");
                     }
@@ -497,6 +505,7 @@ impl ArgSpec {
         let mut values = Map::new();
         let mut confirmed = false;
         let mut mock = false;
+        let mut approval = None;
         let mut unknown = Vec::new();
         for (k, v) in args {
             if GATE_ARGS.contains(&k.as_str()) {
@@ -510,6 +519,17 @@ impl ArgSpec {
                 }
                 if self.declares(k) {
                     values.insert(k.clone(), v.clone());
+                }
+                continue;
+            }
+            if k == APPROVAL_ARG {
+                match v.as_str() {
+                    Some(id) => approval = Some(id.to_string()),
+                    None => {
+                        return Err(ArgError(format!(
+                            "argument `approval_id` for {target} must be the approval's id as text (ap_…), not {v}"
+                        )))
+                    }
                 }
                 continue;
             }
@@ -580,10 +600,10 @@ impl ArgSpec {
                 let Value::Object(values) = instance else {
                     return Err(ArgError("internal: args lost their shape".into()));
                 };
-                return Ok(CheckedArgs { values, confirmed, mock });
+                return Ok(CheckedArgs { values, confirmed, mock, approval });
             }
         }
-        Ok(CheckedArgs { values, confirmed, mock })
+        Ok(CheckedArgs { values, confirmed, mock, approval })
     }
 }
 
@@ -699,5 +719,21 @@ mod tests {
             assert!(s.check("p.v", &obj(bad.clone())).is_err(), "{bad}");
         }
         assert!(s.check("p.v", &obj(json!({"to": "x", "mode": "mock"}))).unwrap().mock);
+    }
+
+    #[test]
+    fn approval_id_is_reserved_text_and_never_a_commands_argument() {
+        let s = spec(json!({ "type": "object", "properties": { "to": { "type": "string" } } }));
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        let ok = s.check("p.v", &obj(json!({"to": "x", "approval_id": "ap_1"}))).unwrap();
+        assert_eq!(ok.approval.as_deref(), Some("ap_1"));
+        assert!(!ok.values.contains_key("approval_id"));
+        let e = s.check("p.v", &obj(json!({"to": "x", "approval_id": true}))).unwrap_err();
+        assert!(e.0.contains("approval's id as text"), "{}", e.0);
+        let declared = ArgSpec::compile(Some(
+            &json!({ "type": "object", "properties": { "approval_id": { "type": "string" } } }),
+        ));
+        let Err(problems) = declared else { panic!("a pack may not declare approval_id") };
+        assert!(problems.iter().any(|p| p.message.contains("reserved")), "{problems:?}");
     }
 }

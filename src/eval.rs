@@ -185,19 +185,26 @@ fn run_case(trial: &Trial, pack: &Pack, case: &RawEvalCase) -> CaseResult {
     let output = output_of(&out);
     r.tokens = approx_tokens(&output);
     r.reason = check(case, &out, &output, r.ms, r.tokens).err();
+    // A read that passes on an empty result may only be blind: when a system path lent to it brings data, the
+    // case passed on what the sandbox hid, not on what is there.
+    let read = pack.command(&case.verb).is_some_and(|c| c.policy.operation == Operation::Read);
+    if r.reason.is_none() && out.ok && read {
+        if let Some(paths) = trial.hidden_paths(&case.verb, &case.args, &out) {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            r.reason = Some(format!(
+                "passes only on an empty result: under the sandbox `{}` sees no data, and returns some once it may read {}; the operator lends it with `hcpx allow-read {} {}` (R016)",
+                case.verb,
+                shown.join(" and "),
+                pack.id,
+                shown.join(" ")
+            ));
+        }
+    }
     r.passed = r.reason.is_none();
     r
 }
 
-/// The command's stdout, or its JSON result when stdout is empty.
-pub fn output_of(out: &ResultEnvelope) -> String {
-    match (&out.stdout, &out.result) {
-        (Some(s), _) if !s.trim().is_empty() => s.clone(),
-        (_, Some(Value::String(s))) => s.clone(),
-        (_, Some(v)) => v.to_string(),
-        _ => String::new(),
-    }
-}
+pub use crate::trial::output_of;
 
 fn check(case: &RawEvalCase, out: &ResultEnvelope, output: &str, ms: u64, tokens: u64) -> Result<(), String> {
     let e = &case.expect;

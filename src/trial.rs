@@ -174,6 +174,62 @@ impl Trial {
         Ok(store)
     }
 
+    /// What the default view hid from a call whose result `first` looks empty or says an access was denied:
+    /// the system paths (`sandbox::hidden::CANDIDATES`) that, each lent alone to the pack, make the same call
+    /// succeed with data; all of them together when no one alone does. `None` when Landlock did not confine
+    /// the call, the result was not empty or denied, or no lent path changes it. Each try runs inside every
+    /// other layer and only widens what may be read; the trial's sandbox.json is put back after each.
+    pub fn hidden_paths(
+        &self,
+        verb: &str,
+        args: &Map<String, Value>,
+        first: &ResultEnvelope,
+    ) -> Option<Vec<PathBuf>> {
+        use crate::model::{LayerName, LayerStatus};
+        use crate::sandbox::hidden;
+        let confined = first
+            .sandbox
+            .as_ref()
+            .is_some_and(|s| s.layers.get(&LayerName::Landlock) == Some(&LayerStatus::Enforced));
+        let output = output_of(first);
+        let denied = hidden::says_denied(first.error.as_deref().unwrap_or(""))
+            || hidden::says_denied(first.stderr.as_deref().unwrap_or(""));
+        let suspicious = if first.ok { hidden::looks_empty(&output) } else { denied };
+        if !confined || !suspicious {
+            return None;
+        }
+        let helps = |lent: &[PathBuf]| -> bool {
+            let Ok(call) = self.call_with_read(verb, args.clone(), lent) else { return false };
+            call.out.ok && !hidden::looks_empty(&output_of(&call.out))
+        };
+        let all = hidden::candidates(Some(self.home.path()));
+        // The control: a read whose second run has data without any lent path (a list that filled, a clock) was
+        // not blinded by the view.
+        if all.is_empty() || !helps(&all) || helps(&[]) {
+            return None;
+        }
+        let alone: Vec<PathBuf> = all.iter().filter(|p| helps(std::slice::from_ref(*p))).cloned().collect();
+        Some(if alone.is_empty() { all } else { alone })
+    }
+
+    /// Runs `verb` with `lent` readable paths added to the pack's view in the trial's sandbox.json, then puts
+    /// the file back as it was.
+    fn call_with_read(
+        &self,
+        verb: &str,
+        args: Map<String, Value>,
+        lent: &[PathBuf],
+    ) -> Result<TrialCall, StoreError> {
+        let store = self.runtime.store();
+        let before: SandboxConfig = (*store.sandbox()?).clone();
+        let mut wider = before.clone();
+        wider.packs.entry(self.pack_id.clone()).or_default().read.extend(lent.iter().cloned());
+        store.write_json("sandbox.json", &wider)?;
+        let call = self.call(verb, args);
+        store.write_json("sandbox.json", &before)?;
+        Ok(call)
+    }
+
     /// Runs one command through the whole pipeline.
     pub fn call(&self, verb: &str, mut args: Map<String, Value>) -> TrialCall {
         if self.mock && !args.contains_key(crate::args::MODE_ARG) {
@@ -233,5 +289,15 @@ impl Trial {
             WorkspaceMode::Project => self.project_dir.clone(),
             WorkspaceMode::Ephemeral => None,
         }
+    }
+}
+
+/// The command's stdout, or its JSON result when stdout is empty.
+pub fn output_of(out: &ResultEnvelope) -> String {
+    match (&out.stdout, &out.result) {
+        (Some(s), _) if !s.trim().is_empty() => s.clone(),
+        (_, Some(Value::String(s))) => s.clone(),
+        (_, Some(v)) => v.to_string(),
+        _ => String::new(),
     }
 }

@@ -129,7 +129,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         return Err(Denial::new(
             Code::SandboxDenied,
             format!(
-                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; run hcpx doctor, or remove \"require\": \"full\"",
+                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; it stays refused until every layer applies: run hcpx doctor to see which one is missing and why (the kernel, or a layer named in sandbox.json `disable`)",
                 confinement.missing().join("; ")
             ),
         ));
@@ -200,7 +200,16 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     } else if !fin.status.success() {
         out.code = Some(Code::ExitNonzero);
         let msg = stderr.trim();
-        out.error = Some(if msg.is_empty() { fin.describe_exit() } else { msg.to_string() });
+        let mut error = if msg.is_empty() { fin.describe_exit() } else { msg.to_string() };
+        // A refusal by the kernel under Landlock is most often the default view, not the CLI: say which layer
+        // and how the operator lends a path, rather than leave the person to fix cli[].
+        if crate::sandbox::hidden::says_denied(msg) && confinement.enforces(crate::model::LayerName::Landlock)
+        {
+            let lent = sandbox.for_pack(&call.pack.id).map(|e| e.read.clone()).unwrap_or_default();
+            let asked = wrap.read_not_lent(&lent);
+            error = format!("{error}\n{}", crate::sandbox::hidden::landlock_hint(&call.pack.id, &asked));
+        }
+        out.error = Some(error);
     }
     if let Some(over) = fin.disk_over {
         out.ok = false;

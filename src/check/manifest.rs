@@ -464,18 +464,68 @@ pub fn bad_title(c: &Ctx, h: &mut Hits) {
     }
 }
 
+/// Words a title cannot end on.
+const DANGLING: &[&str] =
+    &["of", "the", "a", "an", "in", "for", "to", "from", "on", "at", "with", "by", "into", "as", "and", "or"];
+
+/// A plain title made from `t` for M026's fix, in English: placeholders at the end are dropped with the words
+/// that led to them ("Finding the filesystem of {{path}}" → "Finding the filesystem"); where too little would be
+/// left ("Listing {{dir}}"), each placeholder becomes the thing it names ("Listing the dir").
 fn plain_fallback(t: &Template) -> String {
-    let words: Vec<&str> = t
-        .pieces()
-        .iter()
-        .filter_map(|p| match p {
-            Piece::Lit(s) => Some(s.trim()),
-            Piece::Var(_) => None,
+    let pieces = t.pieces();
+    let text_of = |p: &Piece| match p {
+        Piece::Lit(s) => s.clone(),
+        Piece::Var(v) => {
+            let name = v.rsplit('.').next().unwrap_or(v).replace(['_', '-'], " ");
+            format!("the {}", if name.is_empty() { "result".into() } else { name })
+        }
+    };
+    // The literal text before the first placeholder, when the placeholders close the title.
+    let first_var = pieces.iter().position(|p| matches!(p, Piece::Var(_)));
+    let tail_is_plain = first_var.is_some_and(|i| {
+        pieces[i..].iter().all(|p| match p {
+            Piece::Var(_) => true,
+            Piece::Lit(s) => !s.chars().any(char::is_alphanumeric),
         })
-        .filter(|s| !s.is_empty())
-        .collect();
-    words
-        .first()
-        .map(|s| s.trim_end_matches(|c: char| !c.is_alphanumeric()).to_string())
-        .unwrap_or_else(|| "Done".into())
+    });
+    if let (Some(i), true) = (first_var, tail_is_plain) {
+        let head: String = pieces[..i].iter().map(text_of).collect();
+        let mut words: Vec<&str> = head.split_whitespace().collect();
+        while words.last().is_some_and(|w| DANGLING.contains(&w.to_lowercase().as_str())) {
+            words.pop();
+        }
+        if words.len() >= 2 {
+            return capitalized(words.join(" ").trim_end_matches(|c: char| !c.is_alphanumeric()));
+        }
+    }
+    let whole: String = pieces.iter().map(text_of).collect();
+    let words: Vec<&str> = whole.split_whitespace().collect();
+    if words.is_empty() {
+        "Done".into()
+    } else {
+        capitalized(words.join(" ").trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')'))
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_fallback;
+    use crate::template::Template;
+
+    #[test]
+    fn fallback_titles_are_english() {
+        let f = |s: &str| plain_fallback(&Template::parse(s).unwrap());
+        assert_eq!(f("Finding the filesystem of {{path}}"), "Finding the filesystem");
+        assert_eq!(f("Listing {{dir}}"), "Listing the dir");
+        assert_eq!(f("Showing {{id}}..."), "Showing the id");
+        assert_eq!(f("Pay {{payee}} now"), "Pay the payee now");
+        assert_eq!(f("{{result.count}} rows read"), "The count rows read");
+        assert_eq!(f("Listed {{result.n}} files in {{dir}}"), "Listed the n files in the dir");
+        assert_eq!(f("{{x}}"), "The x");
+    }
 }

@@ -261,26 +261,30 @@ fn lint_finding(i: &LintIssue) -> Finding {
     }
 }
 
-/// 100, less 12 per error and 4 per warning, never below 0.
+/// The highest score a pack with any error gets: the top of grade D, so the cap on the grade is in the score
+/// itself and one score always has one grade.
+pub const MAX_WITH_ERRORS: u32 = 69;
+
+/// 100, less 12 per error and 4 per warning, never below 0; any error caps it at [`MAX_WITH_ERRORS`].
 pub fn score(errors: usize, warnings: usize) -> u32 {
-    100u32
+    let s = 100u32
         .saturating_sub((errors as u32).saturating_mul(12))
-        .saturating_sub((warnings as u32).saturating_mul(4))
+        .saturating_sub((warnings as u32).saturating_mul(4));
+    if errors > 0 {
+        s.min(MAX_WITH_ERRORS)
+    } else {
+        s
+    }
 }
 
-/// The letter grade of a score; any error caps it at D.
-pub fn grade(score: u32, errors: usize) -> char {
-    let g = match score {
+/// The letter grade of a score, from the score alone: A from 90, B from 80, C from 70, D from 60, else F.
+pub fn grade(score: u32) -> char {
+    match score {
         90.. => 'A',
         80..=89 => 'B',
         70..=79 => 'C',
         60..=69 => 'D',
         _ => 'F',
-    };
-    if errors > 0 && g < 'D' {
-        'D'
-    } else {
-        g
     }
 }
 
@@ -319,7 +323,7 @@ fn report(
         pack_id,
         dir: dir.display().to_string(),
         score: total,
-        grade: grade(total, errors),
+        grade: grade(total),
         ready: total >= 90 && errors == 0,
         errors,
         warnings,

@@ -53,6 +53,9 @@ pub struct ProbeRecord {
     /// Not run because a rule flags it as possibly changing something (its finding is that rule's, not R013).
     #[serde(skip)]
     pub unsafe_skip: bool,
+    /// The system paths outside the default view that, lent to the read, made it return data (R016).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Vec<String>>,
 }
 
 /// The arguments a probe passes: those of the first eval case that expects success, else each required
@@ -133,6 +136,7 @@ pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &s
             stderr: String::new(),
             changed: Vec::new(),
             unsafe_skip: false,
+            hidden: None,
         };
         if let Some(why) = super::policy::unsafe_to_probe(key, cmd) {
             rec.skipped = Some(why);
@@ -156,6 +160,9 @@ pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &s
             rec.changed = diff(&before, &snapshot(dir));
         }
         let output = output_of(&call.out);
+        rec.hidden = trial
+            .hidden_paths(key, &args, &call.out)
+            .map(|paths| paths.iter().map(|p| p.display().to_string()).collect());
         rec.args = args;
         rec.ran = true;
         rec.ok = call.out.ok;
@@ -176,6 +183,8 @@ pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &s
 /// What kind of failure a probe shows; each failing probe is exactly one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Failure {
+    /// The sandbox's default view hid what the read needs (R016), whatever the CLI said.
+    Hidden,
     BinMissing,
     Timeout,
     UnknownSubcommand,
@@ -201,6 +210,9 @@ const UNKNOWN_SUBCOMMAND: &[&str] = &[
 fn failure(r: &ProbeRecord) -> Option<Failure> {
     if !r.ran || r.ok {
         return None;
+    }
+    if r.hidden.is_some() {
+        return Some(Failure::Hidden);
     }
     Some(match r.code {
         Some(Code::SandboxDenied) => Failure::BinMissing,
@@ -386,7 +398,7 @@ pub fn slow(c: &Ctx, h: &mut Hits) {
 
 /// R008
 pub fn empty_output(c: &Ctx, h: &mut Hits) {
-    for r in probes(c).filter(|r| r.ok && r.output.trim().is_empty()) {
+    for r in probes(c).filter(|r| r.ok && r.output.trim().is_empty() && r.hidden.is_none()) {
         h.push(
             SURFACE,
             ptr(r),
@@ -505,6 +517,40 @@ pub fn bin_missing(c: &Ctx, h: &mut Hits) {
             "/wrap/bin",
             format!("`{}` could not run: {}", r.verb, r.error),
             "install the CLI so it is on PATH (or fix wrap.bin), then check again",
+        );
+    }
+}
+
+/// R016
+pub fn sandbox_hid_data(c: &Ctx, h: &mut Hits) {
+    for r in probes(c) {
+        let Some(paths) = &r.hidden else { continue };
+        let what = if r.ok {
+            let shown = serde_json::from_str::<Value>(r.output.trim())
+                .map_or_else(|_| first_line(&r.output).to_string(), |v| v.to_string());
+            format!("returns no data ({})", shown.chars().take(80).collect::<String>())
+        } else {
+            format!("fails ({})", first_line(&r.error))
+        };
+        let id = &c.pack.id;
+        h.push(
+            SURFACE,
+            ptr(r),
+            format!(
+                "`{}` {what} under the sandbox, and returns data once it may read {}: Landlock keeps a wrap's command to the default view, which hides {}",
+                r.verb,
+                paths.join(" and "),
+                if paths.len() == 1 { "it" } else { "them" }
+            ),
+            format!(
+                "declare {} in wrap.read (\"read\": [{}]), the pack's way to ask, and say in HARNESS.md why `{}` needs {}; the operator lends {} with `hcpx allow-read {id} {}` (sandbox.json packs.{id}.read)",
+                paths.join(" and "),
+                paths.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", "),
+                r.verb,
+                if paths.len() == 1 { "it" } else { "them" },
+                if paths.len() == 1 { "it" } else { "them" },
+                paths.join(" ")
+            ),
         );
     }
 }

@@ -285,6 +285,10 @@ rules! {
         "The CLI could not be run: not installed, not on PATH, or not executable.",
         "Nothing else can be probed until the CLI runs.",
         "Install the CLI or fix `wrap.bin`.";
+    "R016" "sandbox-hid-data" Error Probe probe::sandbox_hid_data,
+        "A read returns nothing, or fails with \"Permission denied\", under the sandbox, and returns data once a system path outside the default view (`/sys`, `/dev`, `/run`, `/var` …) is lent to it.",
+        "Landlock keeps a wrap's command to the system programs, its pack, its working directory and TMPDIR; a CLI that cannot see `/sys` often says nothing and prints an empty list, which an agent (and an eval) takes for the truth.",
+        "Declare the path in `wrap.read`, the pack's way to ask, and say in HARNESS.md why; the operator lends it with `hcpx allow-read PACK PATH` (sandbox.json `packs.<id>.read`).";
     "E001" "read-without-case" Warning Eval evals::read_without_case,
         "A read has no eval case.",
         "Evaluation against realistic tasks is what catches a broken command.",
@@ -347,7 +351,7 @@ pub fn docs_markdown() -> String {
         "# hcpx check rules\n\n<!-- generated from src/check/rules.rs; run `HCPX_BLESS=1 cargo test docs` to refresh -->\n\n\
 `hcpx check DIR` reviews a pack in layers: structure, manifest, Policy, Skill, probe (`--probe`) and eval. \
 Each rule has a stable id, a severity and a category. The score starts at 100; each error costs 12 and each \
-warning 4; notes (info) cost nothing. Any error caps the grade at D, and a pack is ready to share at 90 or more \
+warning 4; notes (info) cost nothing. Any error caps the score at 69, so the grade at D (the grade follows the score alone: one score, one grade), and a pack is ready to share at 90 or more \
 with no errors. Lint kinds appear as `L-<kind>` errors (see [lint.md](lint.md)) and stop the other layers.\n\n\
 | id | name | severity | category |\n|----|------|----------|----------|\n",
     );

@@ -27,7 +27,7 @@ pub fn no_eval_file(c: &Ctx, h: &mut Hits) {
 /// S002
 pub fn no_proof_script(c: &Ctx, h: &mut Hits) {
     if fs::symlink_metadata(c.dir.join(PROOF)).is_err() {
-        h.push(PROOF, "", "the pack ships no proof.sh", "add proof.sh: lint, install, activate, one read, a gated write refused without confirm, then confirmed in mock mode (docs/packs.md#the-proof-script)");
+        h.push(PROOF, "", "the pack ships no proof.sh", "add proof.sh: lint, install, activate, one read, a gated write refused without confirm, then confirmed against a throw-away project or workspace (`--mode mock` swaps only the Binding's credential: the write still runs; `hcpx exec --dry-run` runs nothing) (docs/packs.md#the-proof-script)");
     }
 }
 

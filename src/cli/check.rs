@@ -17,9 +17,14 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
                 "wrote {} with {cases} case(s); replace every TODO with a real value",
                 path.display()
             )),
-            Ok(InitOutcome::Exists { path }) => {
-                p.message(&format!("{} already exists; left as it is", path.display()))
-            }
+            Ok(InitOutcome::Added { path, added: 0 }) => p.message(&format!(
+                "{} already has a case for every read and a refusal for every gated write; left as it is",
+                path.display()
+            )),
+            Ok(InitOutcome::Added { path, added }) => p.message(&format!(
+                "added {added} missing case(s) to {}, after its own; replace every TODO with a real value",
+                path.display()
+            )),
             Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
         }
     }

@@ -22,6 +22,9 @@ pub const TITLE: &str =
     "Examples:\n  hcpx title ledger transfer -- amount=2.80 payee=demo-transit\n  hcpx title ledger transfer --result '{\"ok\":true}' -- amount=2.80 payee=demo-transit";
 pub const ALLOW: &str = "Examples:\n  hcpx allow sqlite3\n  hcpx allow jq git";
 pub const DISALLOW: &str = "Examples:\n  hcpx disallow sqlite3";
+pub const ALLOW_READ: &str =
+    "Examples:\n  hcpx allow-read disks /sys\n  hcpx allow-read disks /sys /run/udev";
+pub const DISALLOW_READ: &str = "Examples:\n  hcpx disallow-read disks /run/udev\n  hcpx disallow-read disks";
 pub const ALLOW_NETWORK: &str =
     "Examples:\n  hcpx allow-network ip netlink\n  hcpx allow-network weather inet";
 pub const DISALLOW_NETWORK: &str =
@@ -67,3 +70,5 @@ pub const CREDENTIAL_ROTATE_KEY: &str =
     "Examples:\n  head -c 32 /dev/urandom > new.key && chmod 600 new.key\n  HCP_SEAL_KEY_FILE=old.key hcpx credential rotate-key --to new.key";
 pub const PRINCIPAL_GRANT: &str = "Examples:\n  hcpx principal grant alice verb.exec.write:ledger:transfer";
 pub const PRINCIPAL_REVOKE: &str = "Examples:\n  hcpx principal revoke alice 'verb.exec.read:*'";
+pub const APPROVE: &str = "Examples:\n  hcpx approve                      (the writes waiting for a person, with their cards)\n  hcpx approve ap_5c1e0a9d3b7f2e4c6a8d0b1f";
+pub const REFUSE: &str = "Examples:\n  hcpx refuse ap_5c1e0a9d3b7f2e4c6a8d0b1f";

@@ -127,8 +127,40 @@ pub fn exit_of(out: &ResultEnvelope) -> u8 {
     }
 }
 
+/// `hcpx exec ID` without a command: the pack's commands with a ready-to-run line each, and a usage exit.
+fn no_command(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
+    let report = match Runtime::new(open_store()?).commands_of(&a.id, None) {
+        Ok(r) => r,
+        Err(d) => return Ok(super::fail(p, &d.message)),
+    };
+    let error = format!(
+        "hcpx exec {} needs a command: one of {} (`hcpx commands {}` shows their arguments)",
+        a.id,
+        report.commands.iter().map(|c| c.verb_key.as_str()).collect::<Vec<_>>().join(", "),
+        a.id
+    );
+    if p.json {
+        let rows: Vec<_> = report
+            .commands
+            .iter()
+            .map(|c| serde_json::json!({ "verb_key": c.verb_key, "operation": c.operation, "confirm": c.confirm, "exec": c.exec }))
+            .collect();
+        p.json_doc(&serde_json::json!({ "ok": false, "error": error, "commands": rows }));
+    } else {
+        p.error(&error);
+        for c in &report.commands {
+            let gate = if c.confirm { ", needs confirm" } else { "" };
+            p.message(&format!("  {} ({}{gate}): {}", c.verb_key, c.operation, c.exec));
+        }
+    }
+    Ok(super::exit::USAGE)
+}
+
 /// Runs `hcpx exec`.
 pub fn run(p: &Printer, a: &ExecArgs) -> anyhow::Result<u8> {
+    if a.verb.is_empty() {
+        return no_command(p, a);
+    }
     let store = open_store()?;
     let principal = local_principal(&store)?;
     let runtime = Runtime::new(store).one_shot().with_project_dir(project_dir(&a.project)?);

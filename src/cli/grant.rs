@@ -22,12 +22,22 @@ pub fn grant(p: &Printer, a: &GrantArgs) -> anyhow::Result<u8> {
         Ok(g) => g,
         Err(e) => return Ok(fail(p, &e)),
     };
-    match store.grant_local(&grants) {
+    match store.grant_local(&grants, a.only) {
         Ok(edit) => {
-            if edit.created && !p.json {
-                p.message(
-                    "created grants.json: the local Principal held every grant, and now holds only these",
-                );
+            if !p.json {
+                if edit.replaced {
+                    p.message("--only: replaced a grants.json that did not parse; the local Principal holds only these");
+                }
+                if !edit.lost.is_empty() {
+                    let lost: Vec<String> = edit.lost.iter().map(Grant::to_string).collect();
+                    p.message(&format!("--only: the local Principal no longer holds {}", lost.join(" ")));
+                } else if edit.created && !a.only {
+                    let named: Vec<&str> = a.grants.iter().map(String::as_str).collect();
+                    p.message(&format!(
+                        "created grants.json with the grants the local Principal held without it (every grant), plus these: nothing was taken away; to hold only these, run `hcpx grant --only {}`",
+                        named.join(" ")
+                    ));
+                }
             }
             Ok(show(p, &edit))
         }
@@ -50,7 +60,7 @@ pub fn revoke(p: &Printer, a: &RevokeArgs) -> anyhow::Result<u8> {
 fn show(p: &Printer, edit: &GrantsEdit) -> u8 {
     let texts: Vec<String> = edit.grants.iter().map(Grant::to_string).collect();
     if p.json {
-        p.json_doc(&json!({ "ok": true, "all": false, "grants": edit.grants, "created": edit.created }));
+        p.json_doc(&json!({ "ok": true, "all": false, "grants": edit.grants, "created": edit.created, "lost": edit.lost, "replaced": edit.replaced }));
     } else if texts.is_empty() {
         p.message("grants: (none): every call of the local Principal is denied until `hcpx grant CAP:PACK`");
     } else {

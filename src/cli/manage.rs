@@ -53,10 +53,49 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
                 if o.workspace_removed {
                     p.message("removed its workspace; the new pack starts with an empty one");
                 }
+                // A bare bin the allow-list does not name: the pack cannot run until the operator allows it.
+                let unlisted =
+                    store.load_pack(id).ok().flatten().and_then(|pk| match pk.wrap.map(|w| w.bin) {
+                        Some(hcpx::pack::Bin::Name(b))
+                            if !store.sandbox().is_ok_and(|s| s.allows_bin(&b)) =>
+                        {
+                            Some(b)
+                        }
+                        _ => None,
+                    });
+                if let Some(b) = &unlisted {
+                    p.message(&format!(
+                        "{id} runs `{b}` from PATH, which sandbox.json does not allow-list: its calls are refused until you run hcpx allow {b}"
+                    ));
+                }
+                // What the pack asks to read beyond the default view (wrap.read) and the operator has not lent.
+                let asked = store
+                    .load_pack(id)
+                    .ok()
+                    .flatten()
+                    .and_then(|pk| pk.wrap)
+                    .map(|w| {
+                        let lent = store
+                            .sandbox()
+                            .ok()
+                            .and_then(|s| s.for_pack(id).map(|e| e.read.clone()))
+                            .unwrap_or_default();
+                        w.read_not_lent(&lent)
+                    })
+                    .unwrap_or_default();
+                if !asked.is_empty() {
+                    let shown: Vec<String> = asked.iter().map(|x| x.display().to_string()).collect();
+                    p.message(&format!(
+                        "{id} asks to read {} (wrap.read), outside the default view; if you trust it, lend it with hcpx allow-read {id} {}",
+                        shown.join(" and "),
+                        shown.join(" ")
+                    ));
+                }
+                let allow = unlisted.map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
                 if o.deactivated {
-                    p.message(&format!("it is not active: review it, then run hcpx activate {id}"));
+                    p.message(&format!("it is not active: review it, then run {allow}hcpx activate {id}"));
                 } else {
-                    p.message(&format!("next: hcpx activate {id}"));
+                    p.message(&format!("next: {allow}hcpx activate {id}"));
                 }
             }
             Ok(exit::OK)
@@ -189,6 +228,44 @@ fn activation_cell(r: &hcpx::runtime::report::PackRow) -> String {
     }
 }
 
+/// What an operator should know about bins just allow-listed: one not on PATH (a typo, or not installed yet),
+/// and an interpreter or shell, which runs whatever code a pack hands it.
+fn allow_warnings(bins: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in bins {
+        if hcpx::adapter::wrap::find_on_path(b).is_none() {
+            out.push(format!("`{b}` is not on PATH: nothing runs as `{b}` until it is installed; if the name is mistyped, `hcpx disallow {b}` takes it back"));
+        }
+        if hcpx::scaffold::help::is_interpreter(b) {
+            out.push(format!("`{b}` is an interpreter or shell: allow-listed, it runs any code a pack ships or an argument passes, whatever policy.json says; allow the program such a pack runs instead, or `hcpx disallow {b}`"));
+        }
+    }
+    out
+}
+
+/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+pub fn read_paths(p: &Printer, a: &super::ReadArgs, on: bool) -> anyhow::Result<u8> {
+    if on && a.paths.is_empty() {
+        return Ok(fail(p, "name the absolute paths to allow, e.g. hcpx allow-read PACK /sys"));
+    }
+    match open_store()?.edit_read(&a.pack, &a.paths, on) {
+        Ok(list) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "read": list }));
+            } else {
+                let shown: Vec<String> = list.iter().map(|x| x.display().to_string()).collect();
+                p.message(&format!(
+                    "{} may read, beyond the default view: {}",
+                    a.pack,
+                    if shown.is_empty() { "nothing".to_string() } else { shown.join(", ") }
+                ));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => Ok(fail(p, &e.to_string())),
+    }
+}
+
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();
@@ -223,9 +300,13 @@ pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<
 pub fn allow(p: &Printer, a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
     match open_store()?.edit_allow(&a.bins, on) {
         Ok(list) => {
+            let warnings = if on { allow_warnings(&a.bins) } else { Vec::new() };
             if p.json {
-                p.json_doc(&json!({ "ok": true, "allow": list }));
+                p.json_doc(&json!({ "ok": true, "allow": list, "warnings": warnings }));
             } else {
+                for w in &warnings {
+                    p.message(&format!("warning: {w}"));
+                }
                 p.message(&format!(
                     "allow-list: {}",
                     if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }

@@ -1,5 +1,6 @@
 //! The `hcpx` command line: clap types only; each subcommand's logic lives in its own module.
 
+pub mod approve;
 pub mod audit;
 pub mod check;
 pub mod completions;
@@ -51,6 +52,20 @@ pub struct Cli {
     pub json: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `hcpx approve [ID]`.
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    /// The approval's id (ap_…), from the call's `approval_pending` answer; none lists the pending approvals.
+    pub id: Option<String>,
+}
+
+/// `hcpx refuse ID`.
+#[derive(Debug, clap::Args)]
+pub struct RefuseArgs {
+    /// The approval's id (ap_…).
+    pub id: String,
 }
 
 /// The subcommands.
@@ -115,6 +130,13 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
+    /// Let a pack's commands read paths beyond the default view (sandbox.json packs.<id>.read): what a call
+    /// refused by Landlock names.
+    #[command(after_help = examples::ALLOW_READ)]
+    AllowRead(ReadArgs),
+    /// Take extra read paths back from a pack (all of them when none is named).
+    #[command(after_help = examples::DISALLOW_READ)]
+    DisallowRead(ReadArgs),
     /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
     #[command(after_help = examples::GRANT)]
     Grant(GrantArgs),
@@ -139,6 +161,12 @@ pub enum Command {
     /// Serve the activated packs over HTTP (the JSON API and MCP at /mcp) to the Principals of principals.json.
     #[command(after_help = examples::SERVE)]
     Serve(ServeArgs),
+    /// Approve a write waiting for a person (sandbox.json human_approval); with no id, list the waiting ones.
+    #[command(after_help = examples::APPROVE)]
+    Approve(ApproveArgs),
+    /// Refuse a write waiting for a person: it never runs.
+    #[command(after_help = examples::REFUSE)]
+    Refuse(RefuseArgs),
     /// Manage the Principals a served runtime authenticates (principals.json).
     #[command(subcommand, after_help = examples::PRINCIPAL)]
     Principal(PrincipalCmd),
@@ -241,6 +269,9 @@ pub enum PrincipalCmd {
         /// May read the runtime's health (`GET /v1/doctor`).
         #[arg(long)]
         operator: bool,
+        /// May approve or refuse its tenant's pending approvals over HTTP (never its own calls').
+        #[arg(long)]
+        approver: bool,
     },
     /// Remove a Principal; its token stops working at once.
     #[command(after_help = examples::PRINCIPAL_RM)]
@@ -512,7 +543,8 @@ pub struct SkillArgs {
 pub struct ExecArgs {
     /// The pack id.
     pub id: String,
-    /// The command (verb_key).
+    /// The command (verb_key); without it, the pack's commands are listed.
+    #[arg(default_value = "", hide_default_value = true)]
     pub verb: String,
     /// Arguments: k=v, k:=<json>, or bare words for x-position arguments.
     pub words: Vec<String>,
@@ -561,6 +593,10 @@ pub struct GrantArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
     /// `verb.exec.read:*` or `verb.exec.write:ledger:transfer`.
     pub grants: Vec<String>,
+    /// Hold only the grants named: every other grant is taken away (and a grants.json that does not parse is
+    /// replaced). Without it a grant only ever adds.
+    #[arg(long, requires = "grants")]
+    pub only: bool,
 }
 
 /// `hcpx revoke GRANT…`.
@@ -569,6 +605,15 @@ pub struct RevokeArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
     #[arg(required = true)]
     pub grants: Vec<String>,
+}
+
+/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// The pack id.
+    pub pack: String,
+    /// Absolute paths (a directory covers what is beneath it), e.g. /sys.
+    pub paths: Vec<PathBuf>,
 }
 
 /// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
@@ -667,8 +712,10 @@ pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> 
     }
     let path = Store::default_home().join("sandbox.json");
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not valid: {e}; fix or remove the file", path.display())),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            let shown = path.display().to_string();
+            format!("{shown} is not valid: {e}; {}", hcpx::store::advice::corrupt_fix(&shown))
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::model::io_reason(&e))),
     }

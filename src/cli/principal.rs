@@ -11,12 +11,19 @@ use hcpx::model::grants::Grant;
 pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
-        PrincipalCmd::Add { id, tenant, grants, operator } => {
+        PrincipalCmd::Add { id, tenant, grants, operator, approver } => {
             let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
                 Ok(g) => g,
                 Err(e) => return Ok(fail(p, &e)),
             };
-            match store.principal_add(id, tenant, *operator, grants) {
+            let added = store.principal_add(id, tenant, *operator, grants).and_then(|token| {
+                if *approver {
+                    store.principal_approver(id, true).map(|()| token)
+                } else {
+                    Ok(token)
+                }
+            });
+            match added {
                 Ok(token) => {
                     if p.json {
                         p.json_doc(&json!({ "ok": true, "principal": id, "tenant": tenant, "token": token }));
@@ -50,13 +57,18 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
                 if p.json {
                     let rows: Vec<_> = rows
                         .iter()
-                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "grants": r.grants }))
+                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "approver": r.approver, "grants": r.grants }))
                         .collect();
                     p.json_doc(&json!({ "ok": true, "principals": rows }));
                 } else {
                     for r in &rows {
                         let grants: Vec<String> = r.grants.iter().map(grant_text).collect();
-                        let op = if r.operator { " (operator)" } else { "" };
+                        let op = match (r.operator, r.approver) {
+                            (true, true) => " (operator, approver)",
+                            (true, false) => " (operator)",
+                            (false, true) => " (approver)",
+                            (false, false) => "",
+                        };
                         p.data(&format!("{} tenant={}{op}: {}", r.principal, r.tenant, grants.join(" ")));
                     }
                 }

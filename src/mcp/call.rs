@@ -70,6 +70,22 @@ fn denial_text(out: &ResultEnvelope) -> String {
         }
         text.push_str("\n\nOnly once the person agrees, call the tool again with the same arguments and \"confirm\": true.");
     }
+    if out.code == Some(Code::ApprovalPending) {
+        if let Some(card) = &out.preview {
+            text.push_str(&format!("\n\nThe {} card the approver sees:", card.kind));
+            if let Some(t) = &card.title {
+                text.push_str(&format!("\n  {t}"));
+            }
+            for (k, v) in &card.fields {
+                text.push_str(&format!("\n  {k}: {v}"));
+            }
+        }
+        if let Some(id) = &out.approval_id {
+            text.push_str(&format!(
+                "\n\nYou cannot approve this yourself, and \"confirm\": true does not run it. Tell the person that approval {id} waits for an approver; once it is approved, call the tool again with the same arguments and \"approval_id\": \"{id}\"."
+            ));
+        }
+    }
     text
 }
 

@@ -167,14 +167,22 @@ impl ServerHandler for HcpServer {
             Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let args = request.arguments.unwrap_or_default();
+        if let Some(state) = request.request_state.as_deref() {
+            return Ok(self
+                .resume(tool, principal, args, state, request.input_responses.as_ref())
+                .await
+                .into());
+        }
         let gate = |a: &serde_json::Map<String, serde_json::Value>| {
             ["confirm", "apply"].iter().any(|k| a.get(*k) == Some(&serde_json::Value::Bool(true)))
         };
+        let brings_approval = args.contains_key(crate::args::APPROVAL_ARG);
         if tool.confirm
-            && !gate(&args)
+            && !brings_approval
             && context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
         {
-            return Ok(self.ask_the_person(tool, principal, args, &context).await.into());
+            let ask_person = !gate(&args);
+            return Ok(self.ask_the_person(tool, principal, args, ask_person, &context).await);
         }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
         Ok(to_mcp_result(unless_cancelled(work, &context, &tool.pack_id, &tool.verb_key).await).into())
@@ -182,59 +190,115 @@ impl ServerHandler for HcpServer {
 }
 
 impl HcpServer {
-    /// A confirm-gated write from a client that can ask its user (elicitation): the call goes through the
-    /// pipeline once without `confirm` (so arguments and grants are checked and the card is filled), the
-    /// person is shown the card, and only their approval runs it with `confirm: true`. A client that cannot
-    /// be asked gets the card and the instruction instead.
+    /// A confirm-gated write from a client that can ask its user (elicitation). The call goes through the
+    /// pipeline once, held for a person (`ask_person` when it brings no `confirm`; the operator's
+    /// `human_approval` otherwise), so arguments and grants are checked, the card is filled and the approval is
+    /// bound to this exact call. The person is then asked: in the same request before protocol 2026-07-28, or
+    /// through an `input_required` answer with a sealed request state from then on. Only their approval runs
+    /// the call, once.
     async fn ask_the_person(
         &self,
         tool: &ToolSpec,
         principal: Principal,
         args: serde_json::Map<String, serde_json::Value>,
+        ask_person: bool,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-        let first =
-            call(self.runtime.clone(), principal.clone(), tool, args.clone(), self.context.clone()).await;
-        if first.structured.get("code").and_then(|c| c.as_str()) != Some(Code::ConfirmRequired.as_str()) {
-            return to_mcp_result(first);
+    ) -> CallToolResponse {
+        use super::approval as ap;
+        let held = CallContext { ask_person, ..self.context.clone() };
+        let first = call(self.runtime.clone(), principal.clone(), tool, args.clone(), held).await;
+        let Some(id) = pending_approval(&first) else { return to_mcp_result(first).into() };
+        // The operator may require an approver's decision, never an MCP client's answer.
+        if !self.elicitation_counts() {
+            return to_mcp_result(first).into();
         }
-        let card = first.structured.get("preview").cloned().unwrap_or_default();
-        let mut message = format!("Approve this call of {}?", tool.title);
-        if let Some(t) = card.get("title").and_then(|t| t.as_str()) {
-            message.push_str(&format!("\n{t}"));
+        let question = ap::question(tool, &first);
+        let modern =
+            context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        if modern {
+            let store = self.runtime.store();
+            let exp = store.approval(&id).map(|a| a.expires_at_ms).unwrap_or_else(|_| ap_now());
+            return match ap::seal_state(store, &tool.name, &principal, &args, &id, exp) {
+                Ok(state) => ap::input_required(question, state),
+                Err(e) => {
+                    to_mcp_result(ap::refused(tool, &format!("the request state could not be sealed: {e}")))
+                        .into()
+                }
+            };
         }
-        for (k, v) in card.get("fields").and_then(|f| f.as_object()).into_iter().flatten() {
-            message.push_str(&format!("\n{k}: {}", v.as_str().unwrap_or_default()));
-        }
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: ElicitationSchema::builder().required_bool("approve").build_unchecked(),
-        };
-        match context.peer.create_elicitation(params).await {
-            Ok(r)
-                if r.action == ElicitationAction::Accept
-                    && r.content.as_ref().and_then(|c| c.get("approve"))
-                        == Some(&serde_json::Value::Bool(true)) =>
-            {
-                let mut args = args;
-                args.insert("confirm".into(), serde_json::Value::Bool(true));
-                to_mcp_result(call(self.runtime.clone(), principal, tool, args, self.context.clone()).await)
+        let asked = context.peer.create_elicitation(question).await;
+        match asked {
+            Ok(r) => to_mcp_result(
+                self.decided(tool, principal, args, &id, ap::approves(r.action, r.content.as_ref())).await,
+            )
+            .into(),
+            // The client said it could ask and then could not: the approval is withdrawn, and the call answers as
+            // the pipeline does without a person at hand (the card and the instruction, or a pending approval
+            // when the operator requires one).
+            Err(_) => {
+                let _ = self.runtime.decide_approval(&principal, &id, false, ap::THROUGH);
+                let out = call(self.runtime.clone(), principal, tool, args, self.context.clone()).await;
+                to_mcp_result(out).into()
             }
-            Ok(_) => {
-                let out = ResultEnvelope::denied(
-                    &tool.pack_id,
-                    &tool.verb_key,
-                    Code::ConfirmRequired,
-                    "confirm required: the person did not approve the call, and nothing ran",
-                );
-                to_mcp_result(super::call::answer(&out))
-            }
-            // The client said it could ask and then could not: the card and the instruction.
-            Err(_) => to_mcp_result(first),
         }
     }
+
+    /// The retry of an `input_required` answer: the request state must open for this very call, and the
+    /// person's answer decides the approval it names; a state already used finds its approval decided.
+    async fn resume(
+        &self,
+        tool: &ToolSpec,
+        principal: Principal,
+        args: serde_json::Map<String, serde_json::Value>,
+        state: &str,
+        responses: Option<&rmcp::model::InputResponses>,
+    ) -> CallToolResult {
+        use super::approval as ap;
+        if !tool.confirm {
+            return to_mcp_result(ap::refused(
+                tool,
+                "this tool asks no question, so it takes no request state; call it without one",
+            ));
+        }
+        let id = match ap::open_state(self.runtime.store(), &tool.name, &principal, &args, state) {
+            Ok(id) => id,
+            Err(why) => return to_mcp_result(ap::refused(tool, &why)),
+        };
+        to_mcp_result(self.decided(tool, principal, args, &id, ap::answer_in(responses)).await)
+    }
+
+    /// Records the person's answer on approval `id` and, when it approves, runs the call with it (once).
+    async fn decided(
+        &self,
+        tool: &ToolSpec,
+        principal: Principal,
+        mut args: serde_json::Map<String, serde_json::Value>,
+        id: &str,
+        approve: bool,
+    ) -> ToolAnswer {
+        use super::approval as ap;
+        if let Err(r) = self.runtime.decide_approval(&principal, id, approve, ap::THROUGH) {
+            return ap::refused(tool, r.denial.message.trim_start_matches("denied: "));
+        }
+        if !approve {
+            return ap::not_approved(tool);
+        }
+        for g in ["confirm", "apply"] {
+            args.remove(g);
+        }
+        args.insert(crate::args::APPROVAL_ARG.into(), serde_json::Value::String(id.to_string()));
+        call(self.runtime.clone(), principal, tool, args, self.context.clone()).await
+    }
+
+    /// Whether an MCP client's answer counts as the person's approval (`human_approval.elicitation`, default
+    /// yes). A store whose settings cannot be read counts none.
+    fn elicitation_counts(&self) -> bool {
+        self.runtime
+            .store()
+            .sandbox()
+            .is_ok_and(|s| s.human_approval.as_ref().is_none_or(|h| h.elicitation()))
+    }
+
     /// A call of the one `hcp` tool: its `command` line, through the same pipeline.
     async fn call_hcp(
         &self,
@@ -277,6 +341,20 @@ impl HcpServer {
         (self.principal)()
             .map_err(|why| super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
     }
+}
+
+/// The approval a held call waits for (`approval_pending`, or `confirm_required` when only the face asked for
+/// it to be held), if that is its answer.
+fn pending_approval(a: &ToolAnswer) -> Option<String> {
+    let code = a.structured.get("code").and_then(|c| c.as_str());
+    if code != Some(Code::ApprovalPending.as_str()) && code != Some(Code::ConfirmRequired.as_str()) {
+        return None;
+    }
+    a.structured.get("approval_id").and_then(|v| v.as_str()).map(String::from)
+}
+
+fn ap_now() -> u64 {
+    crate::store::approvals::now_ms()
 }
 
 /// `work`'s answer, or `cancelled` when the client cancels the request first (dropping `work` stops the

@@ -68,6 +68,10 @@ pub fn pack_tools(pack: &Pack) -> Vec<ToolSpec> {
                         "confirm".into(),
                         json!({ "type": "boolean", "description": "true once the person has approved this call; without it the call is refused with the approval card" }),
                     );
+                    p.insert(
+                        crate::args::APPROVAL_ARG.into(),
+                        json!({ "type": "string", "description": "the id of a person's approval of this exact call, when the call answered approval_pending and an approver has approved it" }),
+                    );
                 }
             }
             // The last live title is the plain one every pack should end its list with.

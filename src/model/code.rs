@@ -23,6 +23,9 @@ wire_enum! {
         Busy = "busy",
         /// The caller went away or cancelled; the command was stopped.
         Cancelled = "cancelled",
+        /// The operator requires a person's approval for this write (`sandbox.json` `human_approval`): it waits
+        /// as the approval the result names; once a person approves it, the same call with `approval_id` runs.
+        ApprovalPending = "approval_pending",
     }
 }
 
@@ -58,6 +61,7 @@ impl Code {
             Code::AdapterFailed => (1, 500),
             Code::Busy => (1, 503),
             Code::Cancelled => (1, 499),
+            Code::ApprovalPending => (1, 428),
         };
         FaceStatus { exit, http, mcp_is_error: true }
     }
@@ -76,17 +80,20 @@ pub struct Denial {
     pub message: String,
     /// On `confirm_required`: the approval card a person sees before agreeing.
     pub preview: Option<Box<Preview>>,
+    /// On `approval_pending`: the approval a person decides, which the retry names.
+    pub approval_id: Option<String>,
 }
 
 impl Denial {
     pub fn new(code: Code, message: impl Into<String>) -> Denial {
-        Denial { code, message: message.into(), preview: None }
+        Denial { code, message: message.into(), preview: None, approval_id: None }
     }
 
     /// The denial as the result envelope of `pack_id.verb_key`.
     pub fn into_envelope(self, pack_id: &str, verb_key: &str) -> ResultEnvelope {
         let mut out = ResultEnvelope::denied(pack_id, verb_key, self.code, self.message);
         out.preview = self.preview.map(|p| *p);
+        out.approval_id = self.approval_id;
         out
     }
 }

@@ -50,9 +50,13 @@ pub struct ResultEnvelope {
     /// The confinement a wrap ran under: `sandbox` or `native-local`, and each layer's status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxReport>,
-    /// On `confirm_required`: the approval card a person sees.
+    /// On `confirm_required` and `approval_pending`: the approval card a person sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
+    /// On `approval_pending`: the approval a person decides; the same call with `"approval_id"` runs once it is
+    /// approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
     /// The bootstrap pack's store-changing commands answer this and a hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred_to_cli: Option<bool>,
@@ -85,6 +89,7 @@ impl ResultEnvelope {
             truncated: None,
             sandbox: None,
             preview: None,
+            approval_id: None,
             deferred_to_cli: None,
             hint: None,
         }

@@ -347,6 +347,27 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                     s.dedup();
                     s
                 },
+                read: w
+                    .read
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| {
+                        let path = std::path::PathBuf::from(p);
+                        let ok = path.is_absolute()
+                            && path != std::path::Path::new("/")
+                            && !path.components().any(|c| matches!(c, std::path::Component::ParentDir));
+                        if !ok {
+                            is.push(
+                                LintKind::InvalidField,
+                                SURFACE,
+                                format!("/wrap/read/{i}"),
+                                format!("wrap.read path {p:?} is not an absolute path below / without `..`"),
+                                "name the directory the CLI reads in full, e.g. \"/sys\"",
+                            );
+                        }
+                        ok.then_some(path)
+                    })
+                    .collect(),
             })
         }
         AdapterKind::Composite => {

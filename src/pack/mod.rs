@@ -75,6 +75,16 @@ pub struct WrapTarget {
     pub network: Vec<NetKind>,
     /// The pathname UNIX sockets the CLI connects to (`wrap.unix_sockets`), sorted, without repeats.
     pub unix_sockets: Vec<std::path::PathBuf>,
+    /// The paths outside the default view the pack asks to read (`wrap.read`): absolute, without `..`; only
+    /// what the operator lends (`sandbox.json` `packs.<id>.read`) is readable.
+    pub read: Vec<std::path::PathBuf>,
+}
+
+impl WrapTarget {
+    /// The paths of `wrap.read` that `lent` (the operator's `packs.<id>.read`) does not cover.
+    pub fn read_not_lent(&self, lent: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+        self.read.iter().filter(|p| !lent.iter().any(|l| p.starts_with(l))).cloned().collect()
+    }
 }
 
 /// `wrap.bin`, classified.

@@ -165,6 +165,10 @@ pub struct RawWrap {
     /// Without one, the CLI can make no UNIX socket but a stream socketpair.
     #[serde(default)]
     pub unix_sockets: Vec<std::path::PathBuf>,
+    /// Absolute paths outside the default view the CLI must read (`/sys`, `/run/udev`): asked for, never
+    /// granted by the pack; the operator lends them with `hcpx allow-read`.
+    #[serde(default)]
+    pub read: Vec<String>,
 }
 
 wire_enum! {

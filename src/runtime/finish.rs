@@ -47,7 +47,7 @@ impl Runtime {
         let project = project_of(&job.pack, job.project_dir.as_deref());
         let rec =
             record(principal, env, Operation::Write, &admitted.given, project, false, Some(Code::Cancelled));
-        match self.store.audit_intent(&rec) {
+        match blocking_section(|| self.store.audit_intent(&rec)) {
             Ok(id) => {
                 admitted.intent = id;
                 Ok(())
@@ -79,8 +79,13 @@ impl Runtime {
         if operation != Operation::Write {
             return out;
         }
-        let rec = record(principal, env, operation, args, project, out.ok, out.code);
-        match self.store.append_audit_after(&rec, intent) {
+        let mut rec = record(principal, env, operation, args, project, out.ok, out.code);
+        // The approval it waits for, or the one it ran (or was refused) with.
+        rec.approval = out.approval_id.clone().or_else(|| {
+            let given = args.get(crate::args::APPROVAL_ARG).and_then(Value::as_str);
+            given.filter(|id| crate::store::approvals::is_approval_id(id)).map(String::from)
+        });
+        match blocking_section(|| self.store.append_audit_after(&rec, intent)) {
             Ok(()) => out,
             Err(e) if out.ok => {
                 let mut o = out;
@@ -117,6 +122,8 @@ fn record(
         args_sha256: args_digest(args),
         project_dir: project.map(|p| p.display().to_string()),
         action: None,
+        approval: None,
+        decision: None,
         prev: None,
     }
 }
@@ -182,6 +189,18 @@ fn structured_result(
     out.result = ran.result;
     scrub::scrub(&mut out, binding);
     out
+}
+
+/// Runs `f`, which waits on the disk or the database (an audit line's commit, a write's intent), telling a
+/// multi-threaded tokio runtime first that this worker blocks, so the calls on its other tasks go on meanwhile
+/// and concurrent writes reach the store together (where they share a commit) instead of one per worker.
+/// Anywhere else (the CLI, a blocking-pool thread, a current-thread runtime) `f` just runs.
+fn blocking_section<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 #[cfg(test)]

@@ -59,13 +59,14 @@ pub fn activate_fix(pack_id: &str, tenant: &str) -> String {
 }
 
 /// `denied` for a missing capability: the local Principal's fix is a `hcpx grant` line (grants.json); a served
-/// Principal's is a grant in principals.json, which its operator gives.
+/// Principal's (over HTTP, or in a tenant of its own) is the operator's `hcpx principal grant ID GRANT`.
 pub fn missing_grant(principal: &Principal, cap: Capability, pack_id: &str, verb: &str) -> Denial {
     let grant = format!("{cap}:{pack_id}:{verb}");
-    let fix = if principal.invoker == Invoker::Http {
-        format!("an operator adds the grant {grant} to principal {} in principals.json", principal.id)
-    } else {
-        format!("grant it with `hcpx grant {grant}`")
-    };
+    let fix =
+        if principal.invoker == Invoker::Http || principal.tenant != crate::store::principals::LOCAL_TENANT {
+            format!("an operator grants it with `hcpx principal grant {} {grant}`", principal.id)
+        } else {
+            format!("grant it with `hcpx grant {grant}`")
+        };
     Denial::new(Code::Denied, format!("denied: missing {cap} for {pack_id}.{verb}; {fix}"))
 }

@@ -3,6 +3,7 @@
 //! function each. A synchronous call is admit, run blocking, finish; `exec_async` is admit, the run awaited on
 //! the caller's tokio runtime, finish.
 
+mod approval;
 mod availability;
 pub mod binding;
 pub mod bootstrap;
@@ -16,6 +17,7 @@ pub mod report;
 pub mod scrub;
 pub mod sense;
 
+pub use approval::{DecidedThrough, DecisionRefused, Refusal};
 pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};
 pub use dry_run::DryRun;
@@ -74,6 +76,10 @@ pub struct CallContext {
     /// The most this call may take, when its caller says (an HTTP request's `Hcp-Timeout-Ms`); the operator's
     /// `timeout_ms` still caps it. Past it the call is stopped and answers `timeout`.
     pub deadline: Option<std::time::Duration>,
+    /// The face asks the person itself (an MCP client that can elicit): a confirm-gated write that brings no
+    /// approval is held as a pending approval even where the operator requires none (its `confirm_required`
+    /// answer then carries the approval's id), so the person's answer is bound to this exact call and spent once.
+    pub ask_person: bool,
 }
 
 impl CallContext {
@@ -84,7 +90,7 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        CallContext { project_dir, cancel: crate::model::Cancel::new(), deadline: None }
+        CallContext { project_dir, cancel: crate::model::Cancel::new(), deadline: None, ask_person: false }
     }
 }
 

@@ -37,7 +37,7 @@ pub(super) fn args(
                 }
                 argv.push(s.to_string());
             }
-        } else if GATE_ARGS.contains(&k.as_str()) || k == "mode" {
+        } else if GATE_ARGS.contains(&k.as_str()) || k == "mode" || k == crate::args::APPROVAL_ARG {
             rest.insert(k.clone(), v.clone());
         } else {
             return Err(invalid(format!("unknown argument `{k}` for {target}; a pass-through subcommand takes only argv (a list of strings)")));

@@ -14,8 +14,10 @@ use super::{fix, pass_through};
 use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
+use crate::model::Invoker;
 use crate::model::{Capability, Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
 use crate::pack::{Command, Land, Operation, Pack, PolicyRow};
+use crate::store::approvals::{ApprovalError, CallKey};
 use crate::store::config::SandboxConfig;
 use crate::store::Layout;
 
@@ -131,7 +133,7 @@ impl Runtime {
             Ok(r) => r,
             Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
         };
-        let admitted = self.admit_resolved(principal, env, &r).and_then(|(checked, binding)| {
+        let admitted = self.admit_resolved(principal, env, &r, ctx).and_then(|(checked, binding)| {
             self.setup_run(principal, &r, &checked, hooks).map(|setup| (checked, binding, setup))
         });
         match admitted {
@@ -209,9 +211,10 @@ impl Runtime {
         principal: &Principal,
         env: &Envelope,
         r: &Resolved<'_>,
+        ctx: &CallContext,
     ) -> Result<(Checked, MintedBinding), Denial> {
         let checked = checked(principal, env, r)?;
-        enforce_confirm(r, &checked)?;
+        self.enforce_gate(principal, r, &checked, ctx.ask_person)?;
         let binding = self.mint_binding(principal, r, &checked)?;
         Ok((checked, binding))
     }
@@ -391,20 +394,134 @@ fn check_arguments(r: &Resolved<'_>) -> Result<Checked, Denial> {
     }
 }
 
-/// Step 4: a row with `confirm: true` runs only with `confirm: true` (or `apply: true`); the denial carries
-/// the approval card.
 /// The confirm gate's refusal (with the approval card), when the call as given would be stopped there.
 pub(super) fn confirm_gate(r: &Resolved<'_>, a: &Checked) -> Option<Denial> {
     enforce_confirm(r, a).err()
 }
 
+/// Step 4: a row with `confirm: true` runs only with `confirm: true` (or `apply: true`); the denial carries
+/// the approval card.
 fn enforce_confirm(r: &Resolved<'_>, a: &Checked) -> Result<(), Denial> {
     if !r.row.confirm || a.args.confirmed {
         return Ok(());
     }
     let mut d = Denial::new(Code::ConfirmRequired, CONFIRM_REQUIRED);
-    d.preview = r.command().and_then(|c| c.preview.as_ref()).map(|p| Box::new(p.render(&a.args.values)));
+    d.preview = card(r, a).map(Box::new);
     Err(d)
+}
+
+/// The approval card of the call, when its command declares one.
+fn card(r: &Resolved<'_>, a: &Checked) -> Option<crate::model::Preview> {
+    r.command().and_then(|c| c.preview.as_ref()).map(|p| p.render(&a.args.values))
+}
+
+/// The SHA-256 an approval binds: everything that decides what the call does — its declared arguments (without
+/// the gate arguments), a pass-through call's argv, and whether it asked for a mock Binding.
+fn approval_digest(a: &Checked) -> String {
+    let mut values = a.args.values.clone();
+    for g in crate::args::GATE_ARGS {
+        values.remove(g);
+    }
+    // Neither name can be a declared argument (`mode` is reserved; a pass-through call declares none).
+    if a.args.mock {
+        values.insert(crate::args::MODE_ARG.into(), Value::String("mock".into()));
+    }
+    if !a.pass_argv.is_empty() {
+        values.insert("\0argv".into(), Value::from(a.pass_argv.clone()));
+    }
+    crate::model::digest::args_digest(&values)
+}
+
+impl Runtime {
+    /// Step 4 with the operator's `human_approval`: a confirm-gated write it covers, from MCP or HTTP, runs only
+    /// with a person's approval of this exact call (`approval_id`), never on the caller's own `confirm: true`;
+    /// without one it is held as a pending approval (`approval_pending`, with its id and card). An approval
+    /// given satisfies the gate wherever it is given, and is spent by this call. Elsewhere step 4 is the spec's.
+    fn enforce_gate(
+        &self,
+        principal: &Principal,
+        r: &Resolved<'_>,
+        a: &Checked,
+        ask_person: bool,
+    ) -> Result<(), Denial> {
+        let Some(id) = a.args.approval.as_deref() else {
+            if !r.row.confirm {
+                return Ok(());
+            }
+            let required = self.needs_person(principal, r)?;
+            if !(ask_person || required) {
+                return enforce_confirm(r, a);
+            }
+            return Err(self.hold_for_approval(principal, r, a, required)?);
+        };
+        if !r.row.confirm {
+            return Err(Denial::new(
+                Code::InvalidArgs,
+                format!(
+                    "argument `approval_id` for {}: the command has no confirm gate; leave it out",
+                    r.target()
+                ),
+            ));
+        }
+        let digest = approval_digest(a);
+        let call = CallKey { principal, pack_id: &r.pack.id, verb_key: &r.verb, args_sha256: &digest };
+        self.store.approval_use(id, &call).map(|_| ()).map_err(|e| match e {
+            ApprovalError::Store(e) => Denial::new(Code::Denied, format!("denied: approvals: {e}")),
+            e => Denial::new(Code::Denied, format!("denied: {e}")),
+        })
+    }
+
+    /// Whether the operator requires a person's approval for this call: `human_approval` covers the command and
+    /// the call comes from MCP or HTTP (the CLI is the store's owner at a terminal).
+    fn needs_person(&self, principal: &Principal, r: &Resolved<'_>) -> Result<bool, Denial> {
+        if !matches!(principal.invoker, Invoker::Mcp | Invoker::Http) {
+            return Ok(false);
+        }
+        let sandbox =
+            self.store.sandbox().map_err(|e| Denial::new(Code::SandboxDenied, format!("sandbox: {e}")))?;
+        Ok(sandbox.human_approval.as_ref().is_some_and(|h| h.covers(&r.pack.id, &r.verb)))
+    }
+
+    /// Records a pending approval of the call and answers `approval_pending` with its id and card.
+    /// Held only because the face asks the person itself (not `required` by the operator), it is the spec's
+    /// `confirm_required`, carrying the approval the person's answer decides.
+    fn hold_for_approval(
+        &self,
+        principal: &Principal,
+        r: &Resolved<'_>,
+        a: &Checked,
+        required: bool,
+    ) -> Result<Denial, Denial> {
+        let ttl = self.store.sandbox().ok().and_then(|s| s.human_approval.as_ref().map(|h| h.ttl_s()));
+        let digest = approval_digest(a);
+        let call = CallKey { principal, pack_id: &r.pack.id, verb_key: &r.verb, args_sha256: &digest };
+        let preview = card(r, a);
+        let held = self
+            .store
+            .approval_request(
+                &call,
+                preview.clone(),
+                ttl.unwrap_or(crate::store::config::DEFAULT_APPROVAL_TTL_S),
+            )
+            .map_err(|e| {
+                Denial::new(Code::Denied, format!("denied: the approval could not be recorded: {e}"))
+            })?;
+        let id = &held.id;
+        let mut d = if !required {
+            Denial::new(Code::ConfirmRequired, CONFIRM_REQUIRED)
+        } else {
+            Denial::new(
+            Code::ApprovalPending,
+            format!(
+                "approval pending: the operator requires a person's approval of this call; an approver runs `hcpx approve {id}` (or POST /v1/approvals/{id}/approve), then call again with the same arguments and \"approval_id\": \"{id}\" (it expires at {})",
+                held.expires_at()
+            ),
+        )
+        };
+        d.preview = preview.map(Box::new);
+        d.approval_id = Some(held.id);
+        Ok(d)
+    }
 }
 
 #[cfg(test)]
@@ -508,6 +625,21 @@ mod tests {
         let mut words = resolved("transfer", json!({}));
         words.args = Err("cannot parse `=x`".into());
         assert_eq!(check_arguments(&words).err().unwrap().message, "cannot parse `=x`");
+    }
+
+    #[test]
+    fn an_approval_binds_what_the_call_does_not_the_gate() {
+        let digest = |args: Value| approval_digest(&check_arguments(&resolved("transfer", args)).unwrap());
+        let base = digest(json!({"amount": "2.80", "payee": "demo-transit"}));
+        assert_eq!(base, digest(json!({"amount": "2.80", "payee": "demo-transit", "confirm": true})));
+        assert_eq!(base, digest(json!({"payee": "demo-transit", "amount": "2.80", "approval_id": "ap_x"})));
+        assert_ne!(base, digest(json!({"amount": "9.99", "payee": "demo-transit"})));
+        assert_ne!(base, digest(json!({"amount": "2.80", "payee": "demo-transit", "mode": "mock"})));
+        let argv = |words: &[&str]| Checked {
+            args: check_arguments(&resolved("status", json!({}))).unwrap().args,
+            pass_argv: words.iter().map(|w| w.to_string()).collect(),
+        };
+        assert_ne!(approval_digest(&argv(&["a"])), approval_digest(&argv(&["b"])));
     }
 
     #[test]

@@ -36,11 +36,12 @@ fn missing_announce(principal: &Principal, pack_id: Option<&str>) -> Denial {
         Some(p) => (p.to_string(), format!("sense.announce:{p}")),
         None => ("any pack".to_string(), "sense.announce:PACK".to_string()),
     };
-    let fix = if principal.invoker == Invoker::Http {
-        format!("an operator adds the grant {grant} to principal {} in principals.json", principal.id)
-    } else {
-        format!("grant it with `hcpx grant {grant}`")
-    };
+    let fix =
+        if principal.invoker == Invoker::Http || principal.tenant != crate::store::principals::LOCAL_TENANT {
+            format!("an operator grants it with `hcpx principal grant {} {grant}`", principal.id)
+        } else {
+            format!("grant it with `hcpx grant {grant}`")
+        };
     Denial::new(Code::Denied, format!("denied: missing sense.announce for {what}; {fix}"))
 }
 
@@ -93,6 +94,8 @@ fn sense_record(
         code: refused,
         args_sha256: payload_sha256,
         project_dir: None,
+        approval: None,
+        decision: None,
         action: Some(action),
         prev: None,
     }

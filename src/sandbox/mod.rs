@@ -6,6 +6,7 @@
 
 pub mod disk;
 pub mod gitguard;
+pub mod hidden;
 pub mod landlock_rules;
 pub mod probe;
 pub mod seccomp;

@@ -106,12 +106,31 @@ pub fn json_flag(text: &str) -> Option<Vec<String>> {
         } else if mentions_json {
             if let Some(long) = flags.iter().find(|f| matches!(f.as_str(), "--format" | "--output")) {
                 found.get_or_insert_with(|| vec![long.clone(), "json".into()]);
-            } else if flags.len() == 1 && flags[0].len() == 2 && !takes_value {
+            } else if flags.len() == 1 && flags[0].len() == 2 && !takes_value && selects_json_output(rest) {
                 found.get_or_insert_with(|| vec![flags[0].clone()]);
             }
         }
     }
     found
+}
+
+/// Whether a short flag's description says it makes the output JSON, not that it reads JSON, colours it, or
+/// prints something that is not JSON (jq's `-r  output raw strings, not JSON texts`).
+fn selects_json_output(description: &str) -> bool {
+    let d = description.to_ascii_lowercase();
+    const NOT: &[&str] = &[
+        "not json",
+        "non-json",
+        "instead of json",
+        "don't",
+        "do not",
+        "colo",
+        "monochrome",
+        "read",
+        "input",
+        "parse",
+    ];
+    d.contains("json") && !NOT.iter().any(|n| d.contains(n))
 }
 
 /// An option line's flags (`-J`, `--json`; values like `<list>` or `=FMT` dropped), the text after them, and
@@ -175,10 +194,15 @@ const INTERPRETERS: &[&str] = &[
     "osascript",
 ];
 
+/// Whether `bin` is an interpreter or a shell (`python3.12`, `node`, `bash` …).
+pub fn is_interpreter(bin: &str) -> bool {
+    let base = bin.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS.contains(&bin) || INTERPRETERS.contains(&base)
+}
+
 /// A warning for an interpreter (`python3`, `node`, `bash` …).
 pub fn interpreter_warning(bin: &str) -> Option<String> {
-    let base = bin.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    (INTERPRETERS.contains(&bin) || INTERPRETERS.contains(&base)).then(|| {
+    is_interpreter(bin).then(|| {
         format!("`{bin}` is an interpreter: a command that hands it a script or `-c` text runs any code a caller passes, whatever policy.json says; wrap the program it runs instead, or give each command a fixed script of the pack and closed arguments (M027)")
     })
 }
@@ -213,6 +237,9 @@ mod tests {
         assert_eq!(json_flag("  -j   print JSON"), Some(vec!["-j".into()]));
         assert_eq!(json_flag("  -j <file>  read the JSON file"), None);
         assert_eq!(json_flag("  --jsonargs  remaining arguments are JSON"), None);
+        // jq: every short line that names JSON says what is not JSON output; jq prints JSON by default.
+        let jq = "  -r               output raw strings, not JSON texts;\n  -R               read raw strings, not JSON texts;\n  -C               colorize JSON;\n  -M               monochrome (don't colorize JSON);\n  -S               sort keys of objects on output;\n";
+        assert_eq!(json_flag(jq), None);
     }
 
     #[test]

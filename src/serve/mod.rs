@@ -3,6 +3,7 @@
 //! `/healthz`, `/readyz` and `/openapi.json` needs a bearer token from `principals.json`; the handlers only
 //! authenticate and build an envelope, the pipeline decides the rest.
 
+mod approvals;
 mod auth;
 mod log;
 mod mcp_http;
@@ -114,6 +115,9 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router 
         .route("/v1/packs/{id}/skill", get(routes::skill))
         .route("/v1/title", get(routes::title_get).post(routes::title_post))
         .route("/v1/audit", get(routes::audit))
+        .route("/v1/approvals", get(approvals::pending))
+        .route("/v1/approvals/{id}/approve", post(approvals::approve))
+        .route("/v1/approvals/{id}/refuse", post(approvals::refuse))
         .route("/v1/doctor", get(routes::doctor))
         .route("/v1/sense", get(sense::watch))
         .route("/v1/sense/{pack}/{ref}", post(sense::emit))

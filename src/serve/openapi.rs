@@ -133,6 +133,7 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
         "/v1/doctor".into(),
         json!({ "get": op("doctor", "The runtime's health (operators only).", None, &[], "Any", &[200, 401, 403]) }),
     );
+    approval_paths(&mut paths);
     sense_paths(&mut paths);
     for c in &commands {
         let summary = format!("{} {} ({}): {}", c.pack_id, c.verb, c.operation, c.description);
@@ -154,6 +155,24 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
             "schemas": schemas(),
         },
     })
+}
+
+/// `GET /v1/approvals` and `POST /v1/approvals/{id}/approve|refuse` (approver Principals only).
+fn approval_paths(paths: &mut Map<String, Value>) {
+    paths.insert(
+        "/v1/approvals".into(),
+        json!({ "get": op("approvals", "The writes of the caller's tenant waiting for a person (approvers only).", None, &[], "Any", &[200, 401, 403]) }),
+    );
+    let id = [param("id", "path", true, "An approval id (ap_…)")];
+    for (verb, summary) in [
+        ("approve", "Approve a waiting write: its caller's retry with the approval id runs it once (approvers only, never their own)."),
+        ("refuse", "Refuse a waiting write: it never runs (approvers only)."),
+    ] {
+        paths.insert(
+            format!("/v1/approvals/{{id}}/{verb}"),
+            json!({ "post": op(&format!("approval_{verb}"), summary, None, &id, "Any", &[200, 401, 403, 404, 409]) }),
+        );
+    }
 }
 
 /// `GET /v1/sense` (a `text/event-stream`) and `POST /v1/sense/{pack}/{ref}` (docs/sense.md).
@@ -193,7 +212,8 @@ struct CommandDoc {
     description: String,
     operation: Operation,
     /// The declared schema, closed (an unknown argument is refused), plus what every command takes: the gate
-    /// arguments (required as `true` on a confirm-gated command, which runs only with them) and `mode: mock`.
+    /// arguments (required as `true` on a confirm-gated command, which runs only with them, or with a person's
+    /// `approval_id`) and `mode: mock`.
     args: Value,
 }
 
@@ -276,6 +296,13 @@ fn commands(runtime: &Runtime, principal: &Principal) -> Vec<CommandDoc> {
                     p.insert(gate.into(), schema);
                 }
                 p.insert(crate::args::MODE_ARG.into(), json!({ "const": "mock" }));
+                if c.policy.confirm {
+                    p.insert(
+                        crate::args::APPROVAL_ARG.into(),
+                        json!({ "type": "string", "pattern": "^ap_[0-9a-f]{24}$",
+                                "description": "a person's approval of this exact call (sandbox.json human_approval)" }),
+                    );
+                }
             }
             if let Some(wrap) = &pack.wrap {
                 if let Some(p) = args.get_mut("properties").and_then(Value::as_object_mut) {
@@ -283,8 +310,11 @@ fn commands(runtime: &Runtime, principal: &Principal) -> Vec<CommandDoc> {
                 }
             }
             if c.policy.confirm {
-                // Either gate argument satisfies the gate: the command runs only with one of them.
-                args.insert("anyOf".into(), json!([{ "required": ["confirm"] }, { "required": ["apply"] }]));
+                // Either gate argument satisfies the gate, or a person's approval: the command runs only with one.
+                args.insert(
+                    "anyOf".into(),
+                    json!([{ "required": ["confirm"] }, { "required": ["apply"] }, { "required": [crate::args::APPROVAL_ARG] }]),
+                );
             }
             out.push(CommandDoc {
                 pack_id: pack.id.clone(),

@@ -38,6 +38,13 @@ pub struct AuditRecord {
     /// trigger ref, `args_sha256` the payload's) or a refused Sense watch (`verb_key` `*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<AuditAction>,
+    /// The person's approval this row is about (`sandbox.json` `human_approval`): the one a write waits for, the
+    /// one it ran with, or the one decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// On an approver's row: `approved` or `refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
@@ -52,6 +59,17 @@ pub enum AuditAction {
     /// `hcpx sense watch` or `GET /v1/sense`, refused.
     #[serde(rename = "sense.watch")]
     SenseWatch,
+}
+
+/// One row of the log as `hcpx audit` lists it: a record, or a line that does not parse, kept in its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditRow {
+    Record(AuditRecord),
+    /// A damaged line: where it is (file and line, or database row) and why it does not parse.
+    Unreadable {
+        place: String,
+        reason: String,
+    },
 }
 
 const AUDIT: &str = "audit.log";
@@ -177,6 +195,48 @@ impl Store {
         Ok(files)
     }
 
+    /// Every row of the log (all tenants when `tenant` is `None`), oldest first: a damaged line is an
+    /// [`AuditRow::Unreadable`] in its place, so the readable rows around it are still listed.
+    pub fn audit_rows(&self, tenant: Option<&str>) -> Result<Vec<AuditRow>, StoreError> {
+        let texts: Vec<(String, String)> = match &self.db {
+            Some(db) => db
+                .audit_lines(tenant)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| (format!("postgres:audit row {}", i + 1), l))
+                .collect(),
+            None => self.audit_file_lines()?,
+        };
+        let mut rows: Vec<AuditRow> = texts
+            .into_iter()
+            .map(|(place, l)| match serde_json::from_str::<AuditRecord>(&l) {
+                Ok(r) => AuditRow::Record(r),
+                Err(e) => AuditRow::Unreadable { place, reason: e.to_string() },
+            })
+            .collect();
+        if let (Some(t), None) = (tenant, &self.db) {
+            rows.retain(|r| !matches!(r, AuditRow::Record(r) if r.tenant != t));
+        }
+        Ok(rows)
+    }
+
+    /// The non-empty lines of the log's files, oldest first, each with its place (`PATH line N`).
+    fn audit_file_lines(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut out = Vec::new();
+        for file in self.audit_files()? {
+            let p = self.path(&file);
+            let text = match std::fs::read(&p) {
+                Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::io(&p, e)),
+            };
+            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                out.push((format!("{} line {}", p.display(), i + 1), l.to_string()));
+            }
+        }
+        Ok(out)
+    }
+
     /// Every audit record, oldest first, across the rotated files.
     pub fn audit(&self) -> Result<Vec<AuditRecord>, StoreError> {
         self.audit_of(None)
@@ -206,22 +266,13 @@ impl Store {
     }
 
     fn audit_files_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        let mut out = Vec::new();
-        for file in self.audit_files()? {
-            let p = self.path(&file);
-            let text = match std::fs::read_to_string(&p) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(StoreError::io(&p, e)),
-            };
-            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                out.push(serde_json::from_str(l).map_err(|e| StoreError::Corrupt {
-                    path: format!("{} line {}", p.display(), i + 1),
-                    reason: e.to_string(),
-                })?);
-            }
-        }
-        Ok(out)
+        self.audit_file_lines()?
+            .into_iter()
+            .map(|(place, l)| {
+                serde_json::from_str(&l)
+                    .map_err(|e| StoreError::Corrupt { path: place, reason: e.to_string() })
+            })
+            .collect()
     }
 }
 

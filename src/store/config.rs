@@ -69,6 +69,62 @@ pub struct SandboxConfig {
     /// Per-pack loosening, by pack id: extra readable or writable paths and the network kinds it may use.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub packs: std::collections::BTreeMap<String, PackSandbox>,
+    /// Confirm-gated writes that need a person's approval when they come from MCP or HTTP: `confirm: true` from
+    /// the caller is not enough (docs/security.md, Approvals a model cannot forge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_approval: Option<HumanApproval>,
+}
+
+/// Default for `human_approval.ttl_s`: how long an approval may wait and then be used.
+pub const DEFAULT_APPROVAL_TTL_S: u64 = 900;
+
+/// `sandbox.json` `human_approval`: which confirm-gated writes need a person's approval, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HumanApproval {
+    /// The commands it applies to (only their confirm-gated writes): a pack id or `*`, and optionally some of
+    /// its commands.
+    pub commands: Vec<ApprovalScope>,
+    /// Seconds an approval may wait for a person and then for its call (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_APPROVAL_TTL_S))]
+    pub ttl_s: Option<u64>,
+    /// `false`: never take an MCP client's elicitation answer as the person's approval; every approval comes
+    /// from an approver (`hcpx approve`, `POST /v1/approvals/ID/approve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub elicitation: Option<bool>,
+}
+
+/// A pack (or `*`) and optionally some of its commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalScope {
+    /// The pack, or `*` for every pack.
+    pub pack_id: String,
+    /// When present, only these commands of the pack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb_keys: Option<Vec<String>>,
+}
+
+impl HumanApproval {
+    /// Whether a confirm-gated write of `pack_id.verb_key` needs a person's approval.
+    pub fn covers(&self, pack_id: &str, verb_key: &str) -> bool {
+        self.commands.iter().any(|s| {
+            (s.pack_id == "*" || s.pack_id == pack_id)
+                && s.verb_keys.as_ref().is_none_or(|v| v.iter().any(|k| k == verb_key))
+        })
+    }
+
+    /// How long an approval lasts, in seconds.
+    pub fn ttl_s(&self) -> u64 {
+        self.ttl_s.unwrap_or(DEFAULT_APPROVAL_TTL_S).max(1)
+    }
+
+    /// Whether an MCP client's elicitation answer counts as the person's approval.
+    pub fn elicitation(&self) -> bool {
+        self.elicitation.unwrap_or(true)
+    }
 }
 
 /// How strict a call's confinement must be.
@@ -155,6 +211,25 @@ impl SandboxConfig {
     }
 }
 
+/// Refuses an extra read path that is relative, `/`, or holds or lies in the store at `home`.
+fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
+    let shown = p.display();
+    if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(StoreError::Refused(format!(
+            "{shown:?} is not an absolute path without `..`; give the full path, e.g. /sys"
+        )));
+    }
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if real == std::path::Path::new("/") || home.starts_with(&real) || real.starts_with(&home) {
+        return Err(StoreError::Refused(format!(
+            "{shown:?} is or holds the store ({}), whose grants and credentials no pack may read; name the directory the command needs, e.g. /sys",
+            home.display()
+        )));
+    }
+    Ok(())
+}
+
 impl Store {
     /// Reads `sandbox.json` (defaults when absent).
     pub fn sandbox(&self) -> Result<std::sync::Arc<SandboxConfig>, StoreError> {
@@ -220,6 +295,45 @@ impl Store {
         Ok(now)
     }
 
+    /// Grants (`allow = true`) or takes back extra read paths for pack `id` (every one when `paths` is empty and
+    /// `allow` is false); returns the pack's read paths after the change. A path must be absolute, and never
+    /// the root, the store itself or a directory that holds it (the pack would read every credential).
+    pub fn edit_read(
+        &self,
+        id: &str,
+        paths: &[std::path::PathBuf],
+        allow: bool,
+    ) -> Result<Vec<std::path::PathBuf>, StoreError> {
+        if !crate::model::naming::is_pack_id(id) {
+            return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
+        }
+        if allow {
+            for p in paths {
+                refuse_read_path(p, self.home())?;
+            }
+        }
+        let _lock = self.lock()?;
+        let mut cfg: SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
+        let entry = cfg.packs.entry(id.to_string()).or_default();
+        if allow {
+            for p in paths {
+                if !entry.read.contains(p) {
+                    entry.read.push(p.clone());
+                }
+            }
+        } else if paths.is_empty() {
+            entry.read.clear();
+        } else {
+            entry.read.retain(|p| !paths.contains(p));
+        }
+        let now = entry.read.clone();
+        if *entry == PackSandbox::default() {
+            cfg.packs.remove(id);
+        }
+        self.write_json("sandbox.json", &cfg)?;
+        Ok(now)
+    }
+
     /// The local Principal's grants: `None` when `grants.json` does not exist (every grant).
     pub fn local_grants(&self) -> Result<Option<Vec<Grant>>, StoreError> {
         self.read_json("grants.json")
@@ -236,5 +350,28 @@ impl Store {
             None => crate::model::Grants::All,
         };
         Ok(crate::model::Principal::local(grants, invoker))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_approval_covers_a_pack_or_some_of_its_commands() {
+        let h: HumanApproval = serde_json::from_str(
+            r#"{"commands": [{"pack_id": "ledger", "verb_keys": ["transfer"]}, {"pack_id": "mail"}]}"#,
+        )
+        .unwrap();
+        assert!(h.covers("ledger", "transfer") && !h.covers("ledger", "refund"));
+        assert!(h.covers("mail", "send") && !h.covers("gh", "issue.create"));
+        assert_eq!((h.ttl_s(), h.elicitation()), (DEFAULT_APPROVAL_TTL_S, true));
+        let every: HumanApproval =
+            serde_json::from_str(r#"{"commands": [{"pack_id": "*"}], "ttl_s": 0, "elicitation": false}"#)
+                .unwrap();
+        assert!(every.covers("anything", "at.all"));
+        assert_eq!((every.ttl_s(), every.elicitation()), (1, false));
+        let typo = serde_json::from_str::<HumanApproval>(r#"{"commands": [], "ttl": 5}"#);
+        assert!(typo.is_err(), "an unknown field is refused, not ignored");
     }
 }

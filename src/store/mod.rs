@@ -4,6 +4,8 @@
 //! lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a
 //! hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
 
+pub mod advice;
+pub mod approvals;
 pub mod audit;
 mod cache;
 pub mod chain;
@@ -11,6 +13,9 @@ pub mod config;
 pub mod connections;
 pub mod credentials;
 pub mod grants;
+mod keys;
+pub mod memo;
+pub use keys::KEY_DOC as REQUEST_STATE_KEY;
 pub mod packs;
 pub mod pg;
 pub mod principals;
@@ -33,7 +38,8 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not valid: {reason}; fix or remove the file")]
+    /// A document or log line that does not parse; the message names the safe fix for it (`advice`).
+    #[error("{path} is not valid: {reason}; {}", advice::corrupt_fix(path))]
     Corrupt { path: String, reason: String },
     #[error("{0}")]
     Refused(String),
@@ -58,6 +64,8 @@ pub struct Store {
     home: PathBuf,
     cache: std::sync::Arc<cache::ReadCache>,
     db: Option<Arc<pg::Db>>,
+    /// The key that seals MCP request states, once read (`keys.rs`).
+    state_key: Arc<std::sync::OnceLock<pg::seal::Sealer>>,
 }
 
 /// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
@@ -91,7 +99,12 @@ impl Store {
             let p = home.join(sub);
             fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
         }
-        Ok(Store { home: home.to_path_buf(), cache: Default::default(), db: None })
+        Ok(Store {
+            home: home.to_path_buf(),
+            cache: Default::default(),
+            db: None,
+            state_key: Default::default(),
+        })
     }
 
     /// The PostgreSQL store at `url`, with `home` as its local cache (packs' files, workspaces, temp files).
@@ -216,9 +229,11 @@ impl Store {
     ) -> Result<Option<Arc<T>>, StoreError> {
         if let Some(db) = &self.db {
             return db.doc_cached(rel, |text| {
-                let raw: R = serde_json::from_str(text)
-                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
-                check(raw).map_err(|reason| StoreError::Corrupt { path: rel.to_string(), reason })
+                let raw: R = serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+                    path: format!("postgres:{rel}"),
+                    reason: e.to_string(),
+                })?;
+                check(raw).map_err(|reason| StoreError::Corrupt { path: format!("postgres:{rel}"), reason })
             });
         }
         let (cached, ticket) = match self.cache.lookup(&self.home, rel) {
@@ -266,9 +281,10 @@ impl Store {
     pub fn read_json<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
         if let Some(db) = &self.db {
             return match db.doc_text(rel)? {
-                Some(text) => serde_json::from_str(&text)
-                    .map(Some)
-                    .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() }),
+                Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Corrupt {
+                    path: format!("postgres:{rel}"),
+                    reason: e.to_string(),
+                }),
                 None => Ok(None),
             };
         }
@@ -523,6 +539,8 @@ mod tests {
             args_sha256: crate::model::digest::sha256_hex(b"{}"),
             project_dir: None,
             action: None,
+            approval: None,
+            decision: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

@@ -107,15 +107,53 @@ pub fn pack_files_digest(dir: &Path) -> String {
             return "too-large".into();
         }
         h.update(if meta.permissions().mode() & 0o111 != 0 { b"x" } else { b"f" });
-        let mut bytes = Vec::new();
-        if std::io::Read::read_to_end(&mut f, &mut bytes).is_err() {
+        // The length first, as it was always recorded, then the bytes streamed through a small buffer (a
+        // component is tens of MiB: never all in memory at once). A file that grew while it was read is cut at
+        // the length recorded, and one that shrank or failed reads as `?`, which no recorded digest holds.
+        h.update(meta.len().to_le_bytes());
+        if !hash_exactly(&mut f, meta.len(), &mut h) {
             h.update(b"?");
-            continue;
         }
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
     }
     h.finish()
+}
+
+/// Feeds exactly `len` bytes of `f` to `h`; false when fewer could be read.
+fn hash_exactly(f: &mut fs::File, len: u64, h: &mut crate::model::digest::Digest) -> bool {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut left = len;
+    while left > 0 {
+        let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
+        match f.read(&mut buf[..want]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                left -= n as u64;
+            }
+        }
+    }
+    true
+}
+
+/// [`pack_files_digest`] through `memo`: a tree whose every entry is as the kernel said when it was last hashed
+/// (inode, mode, size, change time: see [`super::memo`]) is not read again.
+pub fn pack_files_digest_memo(dir: &Path, memo: &super::memo::Memo) -> String {
+    let mut fp = super::memo::Fingerprint::new();
+    let mut entries = Vec::new();
+    if !crate::pack::tree::walk(dir, MAX_DIGEST_ENTRIES, usize::MAX, &|_| true, &mut |rel, m| {
+        entries.push((rel.to_string(), m.clone()))
+    }) {
+        return "too-many-entries".into();
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (rel, m) in &entries {
+        fp.add(rel.as_bytes(), m);
+    }
+    // The directory itself too: its mode, and a change time that moves when an entry is added or removed.
+    if let Ok(m) = fs::symlink_metadata(dir) {
+        fp.add(b".", &m);
+    }
+    memo.digest(dir, fp, || pack_files_digest(dir))
 }
 
 /// Whether an install may replace a pack of the same id from another source.
@@ -176,10 +214,13 @@ impl Store {
                 "installed pack {id} has no digest of its files in state.json, so it cannot be checked; it is not loaded: reinstall it with `hcpx install DIR`"
             )));
         };
-        if self.db.is_some() && pack_files_digest(&dir) != *want {
+        let memo = self.digest_memo();
+        let mut have = pack_files_digest_memo(&dir, &memo);
+        if self.db.is_some() && have != *want {
             self.materialize(id, want)?;
+            have = pack_files_digest_memo(&dir, &memo);
         }
-        if pack_files_digest(&dir) != *want {
+        if have != *want {
             return Err(StoreError::Refused(format!(
                 "the files of installed pack {id} changed since install; it is not loaded: reinstall it with `hcpx install DIR`"
             )));
@@ -360,6 +401,11 @@ impl Store {
         fs::rename(&staged, &target).map_err(|e| StoreError::io(&target, e))?;
         let _ = fs::remove_dir_all(&trash);
         Ok(())
+    }
+
+    /// The digests this store remembers by the kernel's word on its files (`cache/digests`).
+    pub fn digest_memo(&self) -> super::memo::Memo {
+        super::memo::Memo::new(self.path("cache/digests"))
     }
 
     /// Sets the activation of every pack in `ids`, for every tenant without a choice of its own (`tenant`

@@ -36,6 +36,10 @@ pub struct PrincipalRow {
     /// What it may do; none when absent.
     #[serde(default)]
     pub grants: Vec<Grant>,
+    /// May approve or refuse the pending approvals of its own tenant (`POST /v1/approvals/ID/approve`), never
+    /// one its own calls asked for (`sandbox.json` `human_approval`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approver: bool,
 }
 
 /// The Principals, checked: unique ids and token digests, names a path can hold, 64-hex digests.
@@ -51,6 +55,8 @@ pub struct Principals {
 pub struct Authenticated {
     pub principal: Principal,
     pub operator: bool,
+    /// May decide the pending approvals of its tenant.
+    pub approver: bool,
     /// The SHA-256 of the token it presented: a long-lived request (a Sense stream) checks it again later.
     pub token_sha256: [u8; 32],
 }
@@ -114,6 +120,7 @@ impl Principals {
                 invoker,
             },
             operator: row.operator,
+            approver: row.approver,
             token_sha256: *presented,
         })
     }
@@ -171,6 +178,7 @@ impl Store {
             token_sha256,
             operator,
             grants,
+            approver: false,
         });
         Principals::from_rows(rows.clone()).map_err(StoreError::Refused)?;
         self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)?;
@@ -198,6 +206,17 @@ impl Store {
         Ok(now)
     }
 
+    /// Makes Principal `id` an approver (`on`) or not.
+    pub fn principal_approver(&self, id: &str, on: bool) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let mut rows: Vec<PrincipalRow> = self.read_json(PRINCIPALS_FILE)?.unwrap_or_default();
+        let Some(row) = rows.iter_mut().find(|r| r.principal == id) else {
+            return Err(StoreError::Refused(format!("no principal {id}; `hcpx principal list` shows them")));
+        };
+        row.approver = on;
+        self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)
+    }
+
     /// Removes a Principal; its token stops working at once.
     pub fn principal_rm(&self, id: &str) -> Result<(), StoreError> {
         let _lock = self.lock()?;
@@ -222,6 +241,7 @@ mod tests {
             token_sha256: crate::model::digest::sha256_hex(token.as_bytes()),
             operator: false,
             grants: vec![],
+            approver: false,
         }
     }
 

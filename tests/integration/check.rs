@@ -91,7 +91,7 @@ type Expect = (u64, &'static str, bool, i32);
 
 /// `(errors, warnings, --strict)` → `(score, grade, ready, exit)`, written out by hand from the spec
 /// (../shared/spec/check-and-evaluate.md, "Findings and score" and the exit line: 100, less 12 per error and 4
-/// per warning; any error caps the grade at D; ready to share at 90 or more with no errors; exit 0 with nothing
+/// per warning; any error caps the grade at D (#26: by capping the score at 69, so one score has one grade); ready to share at 90 or more with no errors; exit 0 with nothing
 /// to fix, 2 on warnings only, 1 on any error, and --strict fails warnings too) and docs/check.md for what the
 /// spec leaves open (never below 0; A from 90, B from 80, C from 70, D from 60, else F). Notes cost nothing, so
 /// they have no column. A report whose counts have no row fails: add the row, worked out by hand.
@@ -113,13 +113,14 @@ const SCORES: &[(Counts, Expect)] = &[
     ((0, 11, false), (56, "F", false, 2)),
     ((0, 25, false), (0, "F", false, 2)),
     ((0, 30, true), (0, "F", false, 1)),
-    // Any error: 12 points each, the grade at most D, never ready, exit 1 with or without --strict.
-    ((1, 0, false), (88, "D", false, 1)),
-    ((1, 0, true), (88, "D", false, 1)),
-    ((1, 1, false), (84, "D", false, 1)),
-    ((1, 2, false), (80, "D", false, 1)),
-    ((2, 0, false), (76, "D", false, 1)),
-    ((2, 1, false), (72, "D", false, 1)),
+    // Any error: 12 points each, the score at most 69 so the grade at most D (76 with errors is not a D
+    // beside 76 with warnings only, a C), never ready, exit 1 with or without --strict.
+    ((1, 0, false), (69, "D", false, 1)),
+    ((1, 0, true), (69, "D", false, 1)),
+    ((1, 1, false), (69, "D", false, 1)),
+    ((1, 2, false), (69, "D", false, 1)),
+    ((2, 0, false), (69, "D", false, 1)),
+    ((2, 1, false), (69, "D", false, 1)),
     ((3, 0, false), (64, "D", false, 1)),
     ((3, 1, false), (60, "D", false, 1)),
     ((3, 2, false), (56, "F", false, 1)),
@@ -164,8 +165,14 @@ fn every_score_row_is_what_the_library_computes() {
     for &((errors, warnings, _), (score, grade, _, _)) in SCORES {
         let got = hcpx::check::score(errors as usize, warnings as usize);
         assert_eq!(got, score as u32, "score of ({errors}, {warnings})");
-        let got = hcpx::check::grade(got, errors as usize);
+        let got = hcpx::check::grade(got);
         assert_eq!(got.to_string(), grade, "grade of ({errors}, {warnings})");
+    }
+    // One score, one grade, whatever the counts behind it.
+    let mut seen = std::collections::BTreeMap::new();
+    for &(_, (score, grade, _, _)) in SCORES {
+        let first = *seen.entry(score).or_insert(grade);
+        assert_eq!(first, grade, "score {score} has two grades");
     }
 }
 
@@ -191,6 +198,10 @@ fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
     assert!(ids.len() >= 60, "about 60 rules: {}", ids.len());
     let mut failures = Vec::new();
     for id in &ids {
+        // R016 is what Landlock hides: without the layer there is nothing hidden to find.
+        if id == "R016" && !crate::escape::layer("landlock") {
+            continue;
+        }
         let fixture: Value =
             serde_json::from_str(&fs::read_to_string(dir.join(format!("{id}.json"))).unwrap()).unwrap();
         let t = TestDir::new();
@@ -378,7 +389,7 @@ fn the_eval_and_probe_layers_report_failures_timeouts_text_and_budget() {
 }
 
 #[test]
-fn init_evals_writes_the_starter_file_once_and_never_overwrites() {
+fn init_evals_writes_the_starter_file_then_adds_only_what_it_lacks() {
     let t = TestDir::new();
     let pack = t.join("pack");
     copy_tree(&base(), &pack);
@@ -405,11 +416,18 @@ fn init_evals_writes_the_starter_file_once_and_never_overwrites() {
     assert_eq!(e005.len(), 1, "{report}");
     assert!(e005[0]["message"].as_str().unwrap().contains("TODO"), "{report}");
     assert_eq!(report["evals"]["cases"][2]["ran"], false);
-    // A second run leaves the file (now edited) alone.
+    // A second run adds what an edited file lacks (#26), and never overwrites one it cannot read.
     fs::write(pack.join("hcp.eval.json"), r#"{ "cases": [] }"#).unwrap();
     let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--init-evals"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
-    assert_eq!(fs::read_to_string(pack.join("hcp.eval.json")).unwrap(), r#"{ "cases": [] }"#);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("added 3 missing case(s)"));
+    let again: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("hcp.eval.json")).unwrap()).unwrap();
+    assert_eq!(again, written);
+    fs::write(pack.join("hcp.eval.json"), "{ not json").unwrap();
+    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--init-evals"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid JSON"));
+    assert_eq!(fs::read_to_string(pack.join("hcp.eval.json")).unwrap(), "{ not json");
 }
 
 /// A fake CLI on a PATH of the test's own, with subcommands in its `--help`.

@@ -345,6 +345,39 @@ fn a_tampered_cache_file_is_refused_and_replaced() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert_ne!(fs::read(&cwasm[0]).unwrap(), bytes, "the tampered file was replaced, not loaded");
+
+    // Once settled, the cache file and the component are checked by the kernel's word on them (their digests
+    // remembered, store/memo.rs); a change of the same size is still seen, and refused or replaced.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    for _ in 0..2 {
+        assert_eq!(h.run(&["exec", &id, "ok", "--json"]).status.code(), Some(0));
+    }
+    assert!(h.store().join("cache/digests").read_dir().unwrap().count() >= 2, "digests remembered");
+    let mut bytes = fs::read(&cwasm[0]).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0xff;
+    }
+    fs::write(&cwasm[0], &bytes).unwrap();
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_ne!(
+        fs::read(&cwasm[0]).unwrap(),
+        bytes,
+        "the settled, then tampered, file was replaced, not loaded"
+    );
+    let installed = h.store().join("packs").join(&id).join("adapter.wasm");
+    let mut component = fs::read(&installed).unwrap();
+    let last = component.len() - 1;
+    component[last] ^= 0x01;
+    fs::write(&installed, &component).unwrap();
+    let out = h.run(&["exec", &id, "ok", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout_json(&out)["error"].as_str().unwrap().contains("changed since install"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

@@ -105,7 +105,7 @@ fn connect_needs_pack_connect_and_a_connect_command() {
     let h = Home::new();
     h.install(&linker(), "linker");
     // Grants without pack.connect: the connect is denied naming the capability.
-    assert!(h.run(&["grant", "verb.exec.read:*", "verb.exec.write:*"]).status.success());
+    assert!(h.run(&["grant", "--only", "verb.exec.read:*", "verb.exec.write:*"]).status.success());
     let (code, out) = connect(&h, &["provider=good"]);
     assert_ne!(code, 0);
     assert_eq!(out["code"], "denied", "{out}");

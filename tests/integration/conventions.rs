@@ -59,7 +59,7 @@ fn every_json_run_prints_one_document_even_a_usage_error() {
     let v = stdout_json(&h.run(&["exec", "--json"]));
     assert_eq!(
         v["error"],
-        "the following required arguments were not provided: <ID>, <VERB>; see `hcpx exec --help`"
+        "the following required arguments were not provided: <ID>; see `hcpx exec --help`"
     );
     // `--json` after `--` is a command's word, not the flag: a usage error there stays text.
     let out = h.run(&["nosuch", "--", "--json"]);

@@ -961,6 +961,8 @@ fn require_full_refuses_a_call_that_cannot_get_every_layer() {
     let v = go(&h);
     assert_eq!(v["code"], "sandbox_denied", "{v}");
     assert!(v["error"].as_str().unwrap().contains("landlock-scope"), "{v}");
+    // The fix never suggests weakening the requirement (#26: advice that never fails open).
+    assert!(!v["error"].as_str().unwrap().contains("remove"), "{v}");
     assert_eq!(h.runs(), 0, "the bin never ran");
 }
 

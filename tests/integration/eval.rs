@@ -37,7 +37,7 @@ crate::serve::on_both_stores! {
     let dir = f.write(h.t.path());
     // The operator's grant of the marker directory reaches the trial store eval runs in.
     h.write_store("sandbox.json", &json!({ "packs": { "probe": { "write": [h.marks()] } } }).to_string());
-    let out = h.run(&["eval", dir.to_str().unwrap(), "--json", "--timeout", "400"]);
+    let out = h.run(&["eval", dir.to_str().unwrap(), "--json", "--timeout", "1500"]);
     assert_eq!(out.status.code(), Some(1));
     let v = stdout_json(&out);
     let by: std::collections::HashMap<String, Value> = v["cases"]
@@ -61,7 +61,7 @@ crate::serve::on_both_stores! {
     );
     // The TODO case never ran the bin: 5 runs for the 6 cases that ran minus the gated one.
     assert_eq!(h.runs(), 5);
-    let text = h.run(&["eval", dir.to_str().unwrap(), "--timeout", "400"]);
+    let text = h.run(&["eval", dir.to_str().unwrap(), "--timeout", "1500"]);
     let s = String::from_utf8_lossy(&text.stdout);
     assert!(s.contains("PASS passes") && s.contains("FAIL not json: expected JSON output, got text"), "{s}");
     assert!(s.contains("probe: 2 of 7 case(s) passed"), "{s}");

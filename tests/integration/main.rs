@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
 
+mod approvals;
 mod args;
 mod attacks;
 mod audit_chain;
@@ -27,6 +28,7 @@ mod layers;
 mod lint;
 mod mcp;
 mod new;
+mod operator;
 mod pg;
 mod properties;
 mod render;

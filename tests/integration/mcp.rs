@@ -191,7 +191,11 @@ pub(crate) fn check_elicitation(h: &Home, r: &Value) {
     let audit = h.audit_log();
     let paid = audit
         .lines()
-        .filter(|l| l.contains("\"verb_key\":\"transfer\"") && l.contains("\"ok\":true"))
+        .filter(|l| {
+            l.contains("\"verb_key\":\"transfer\"")
+                && l.contains("\"ok\":true")
+                && !l.contains("\"decision\"")
+        })
         .count();
     assert_eq!(paid, 1, "{audit}");
 }

@@ -260,14 +260,23 @@ pub fn cluster() -> &'static Cluster {
 impl Cluster {
     /// Runs `sql` with psql against `db` and returns its unaligned, tuples-only output.
     pub fn psql(&self, db: &str, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", ROLE, "-d", db])
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run psql");
+        let out = self.psql_command(db).args(["-c", sql]).stdin(Stdio::null()).output().expect("run psql");
         assert!(out.status.success(), "psql {sql:?} on {db}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// `psql` connected to `db` (quiet, unaligned, stopping at the first error); the caller adds `-c SQL`.
+    pub fn psql_command(&self, db: &str) -> Command {
+        let mut c = Command::new(self.bin.join("psql"));
+        c.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", ROLE, "-d", db]).args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ]);
+        c
     }
 
     /// A client binary of the cluster's version (`psql`, `pg_dump`).

@@ -80,7 +80,7 @@ fn sense_without_the_grant_is_denied_naming_sense_announce() {
     let h = Home::new();
     sense_pack(&h);
     emit(&h, "demo", "item.changed", "{}");
-    assert_eq!(h.run(&["grant", "verb.exec.read:*"]).status.code(), Some(0));
+    assert_eq!(h.run(&["grant", "--only", "verb.exec.read:*"]).status.code(), Some(0));
     let (rc, v) = watch(&h, &[]);
     assert_eq!((rc, v["code"].as_str()), (1, Some("denied")), "{v}");
     assert!(v["error"].as_str().unwrap().contains("missing sense.announce"), "{v}");
@@ -277,7 +277,7 @@ fn a_following_watch_ends_when_its_grant_is_taken_back() {
     let mut child = follow(&h, &[]);
     std::thread::sleep(Duration::from_millis(500));
     // The local Principal's grants now hold no sense.announce.
-    assert_eq!(h.run(&["grant", "verb.exec.read:*"]).status.code(), Some(0));
+    assert_eq!(h.run(&["grant", "--only", "verb.exec.read:*"]).status.code(), Some(0));
     let started = Instant::now();
     let ended = loop {
         if let Some(status) = child.try_wait().unwrap() {

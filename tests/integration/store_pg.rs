@@ -420,3 +420,79 @@ fn a_replica_without_its_database_answers_503_and_never_reads_local_files() {
     }
     assert_eq!(status, 200, "the replica serves again once its database is back");
 }
+
+/// A write waits for its audit line's commit without holding one of the server's workers: while the tenant's
+/// chain is locked in the database (another replica's long commit, here a psql session), the writes queue for
+/// the lock and a read on the same replica still answers at once; once the lock goes, every write commits
+/// with its line. (Before: each waiting write blocked a tokio worker, so a 2-core replica with two writes
+/// waiting answered nothing, and concurrent writes never reached the database together to share a commit.)
+#[test]
+fn writes_waiting_on_the_database_never_stall_other_calls_on_the_replica() {
+    let Some(db) = PgStore::new() else { return };
+    let pack = write_pack(db.t.path());
+    db.ok("a", &["install", pack.to_str().unwrap()]);
+    db.ok("a", &["activate", "transit-db"]);
+    let added = db.ok(
+        "a",
+        &[
+            "principal",
+            "add",
+            "alice",
+            "--tenant",
+            "acme",
+            "--grant",
+            "verb.exec.read:*",
+            "--grant",
+            "verb.exec.write:*",
+        ],
+    );
+    let token = added["token"].as_str().unwrap().to_string();
+    let s = crate::store_pg_replicas::Replica::start(&db, "r", &db.url);
+    let write = |i: usize| json!({ "option": format!("opt-{i}"), "confirm": true });
+    let (st, v) = s.post("/v1/exec/transit-db/follow", &token, &write(0));
+    assert_eq!(st, 200, "{v}");
+
+    // Another session holds acme's chain for a few seconds.
+    let hold = crate::pg::cluster()
+        .psql_command(crate::pg::database_of(&db.url))
+        .args([
+            "-c",
+            "BEGIN; SELECT 1 FROM hcpx_audit_heads WHERE tenant = 'acme' FOR UPDATE; SELECT pg_sleep(6); COMMIT;",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
+    let writers: Vec<_> = (1..=6)
+        .map(|i| {
+            let (addr, token, body) = (s.addr.clone(), token.clone(), write(i));
+            std::thread::spawn(move || {
+                crate::serve::request(
+                    &addr,
+                    "POST",
+                    "/v1/exec/transit-db/follow",
+                    Some(&token),
+                    Some(body.to_string().as_bytes()),
+                )
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, v) = s.post("/v1/exec/transit-db/plan", &token, &json!({ "from": "A", "to": "B" }));
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        held.elapsed() < Duration::from_secs(5),
+        "the read waited for the writes' lock: {:?}",
+        held.elapsed()
+    );
+    for w in writers {
+        let (st, _, v) = w.join().unwrap();
+        assert_eq!(st, 200, "{v}");
+    }
+    let mut hold = hold;
+    assert!(hold.wait().unwrap().success());
+    assert_eq!(db.psql("SELECT count(*) FROM hcpx_audit WHERE tenant = 'acme'"), "7");
+    let out = db.run("a", &["audit", "verify", "--tenant", "acme"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

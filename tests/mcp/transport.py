@@ -24,3 +24,13 @@ def open_transport(hcpx, home, url=None, token=None):
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         return streamable_http_client(url, http_client=http)
     return stdio_client(StdioServerParameters(command=hcpx, args=["mcp"], env=env_for(home), cwd=home))
+
+
+def client_for(hcpx, home, url=None, token=None, **options):
+    """The SDK's default `mcp.Client` (it negotiates the newest protocol, 2026-07-28) over the same transport."""
+    from mcp import Client
+
+    if url:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        return Client(streamable_http_client(url, http_client=http), **options)
+    return Client(StdioServerParameters(command=hcpx, args=["mcp"], env=env_for(home), cwd=home), **options)

@@ -9,6 +9,17 @@ use wasmtime::Engine;
 
 use std::path::Path;
 
+use crate::store::memo::{Fingerprint, Memo};
+
+/// Records that `file` has `digest` as the kernel now describes it (when it is settled).
+fn remember(memo: &Memo, file: &Path, digest: &str) {
+    if let Ok(meta) = std::fs::symlink_metadata(file) {
+        let mut fp = Fingerprint::new();
+        fp.add(b"cwasm", &meta);
+        let _ = memo.digest(file, fp, || digest.to_string());
+    }
+}
+
 /// The wasmtime release the cache files were compiled by (also covered by the compatibility hash).
 pub const WASMTIME_VERSION: &str = "48";
 
@@ -19,23 +30,48 @@ pub fn cache_key(engine: &Engine, component_sha: &str) -> String {
     format!("{component_sha}-wasmtime{WASMTIME_VERSION}-{:016x}", h.finish())
 }
 
-/// Loads the component from the cache, or compiles it and fills the cache. `Err` is a message.
-pub fn load(cache: &Path, engine: &Engine, bytes: &[u8], component_sha: &str) -> Result<Component, String> {
+/// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
+/// `Err` is a message.
+pub fn load(
+    cache: &Path,
+    engine: &Engine,
+    component_sha: &str,
+    memo: &Memo,
+    bytes: impl FnOnce() -> Result<Vec<u8>, String>,
+) -> Result<Component, String> {
     let key = cache_key(engine, component_sha);
     let file = cache.join(format!("{key}.cwasm"));
     let digest_file = cache.join(format!("{key}.sha256"));
-    if let (Ok(cached), Ok(expected)) = (std::fs::read(&file), std::fs::read_to_string(&digest_file)) {
-        if sha256_hex(&cached) == expected.trim() {
+    if let (Ok(expected), Ok(meta)) =
+        (std::fs::read_to_string(&digest_file), std::fs::symlink_metadata(&file))
+    {
+        let expected = expected.trim();
+        let mut fp = Fingerprint::new();
+        fp.add(b"cwasm", &meta);
+        // The file as the kernel said when its digest was last checked (store/memo.rs): mapped, not read, so a
+        // large component's pages (and its memory images) come from the page cache only as they are touched.
+        if meta.is_file() && memo.digest(&file, fp, String::new) == expected {
             // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility
-            // hash (it is in the key), and its bytes match the digest recorded when it was written.
-            if let Ok(c) = unsafe { Component::deserialize(engine, &cached) } {
+            // hash (it is in the key), atomically (a rename), and the file is the one whose bytes matched the
+            // digest recorded when it was written.
+            if let Ok(c) = unsafe { Component::deserialize_file(engine, &file) } {
                 return Ok(c);
+            }
+        }
+        if let Ok(cached) = std::fs::read(&file) {
+            if sha256_hex(&cached) == expected {
+                // SAFETY: as above; these bytes match the digest recorded when the file was written.
+                if let Ok(c) = unsafe { Component::deserialize(engine, &cached) } {
+                    remember(memo, &file, expected);
+                    return Ok(c);
+                }
             }
         }
         // A tampered or stale file is never loaded: it is replaced below.
     }
+    let bytes = bytes()?;
     let component =
-        Component::new(engine, bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
+        Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
     if let Ok(serialized) = component.serialize() {
         let _ = std::fs::create_dir_all(cache);
         let digest = sha256_hex(&serialized);

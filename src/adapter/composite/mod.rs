@@ -26,8 +26,10 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
 use crate::model::digest::sha256_hex;
+use crate::model::io_reason;
 use crate::model::{Code, Denial};
 use crate::pack::Pack;
+use crate::store::memo::{Fingerprint, Memo};
 use bindings::{Composite, CompositePre};
 use host::CallState;
 
@@ -274,15 +276,39 @@ impl Source {
     /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
     /// against WASI and the host interface; with it, whether the component imports the preopens. Blocks.
     fn compile(&self, engine: &Engine) -> Result<(CompositePre<CallState>, bool), String> {
-        let bytes = self.read()?;
-        let sha = sha256_hex(&bytes);
+        // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
+        // process that finds the compile cache never reads the component's tens of MiB at all.
+        let memo = Memo::new(self.cache.join("digests"));
+        let (mut file, rel) = self.open()?;
+        let meta =
+            file.metadata().map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
+        let mut fp = Fingerprint::new();
+        fp.add(rel.as_bytes(), &meta);
+        let (mut bytes, mut failed) = (None, None);
+        let sha = memo.digest(&self.dir.join(&rel), fp, || match read_capped(&mut file, &rel) {
+            Ok(b) => {
+                let sha = sha256_hex(&b);
+                bytes = Some(b);
+                sha
+            }
+            Err(e) => {
+                failed = Some(e);
+                String::new()
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
         if sha != self.installed {
             return Err(format!(
                 "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
                 self.id, self.installed
             ));
         }
-        let component = cache::load(&self.cache, engine, &bytes, &sha)?;
+        let component = cache::load(&self.cache, engine, &sha, &memo, || match bytes.take() {
+            Some(b) => Ok(b),
+            None => self.read(),
+        })?;
         link(engine, &component)
     }
 }
@@ -304,21 +330,36 @@ fn link(engine: &Engine, component: &Component) -> Result<(CompositePre<CallStat
 }
 
 impl Source {
-    /// Reads the component through a capability on the installed pack directory.
-    fn read(&self) -> Result<Vec<u8>, String> {
+    /// Opens the component through a capability on the installed pack directory; with its relative path.
+    fn open(&self) -> Result<(std::fs::File, String), String> {
         let rel = self.component.as_deref().ok_or_else(|| format!("pack {} names no component", self.id))?;
         let root = cap_std::fs::Dir::open_ambient_dir(&self.dir, cap_std::ambient_authority())
-            .map_err(|e| format!("the installed pack cannot be opened: {}", crate::model::io_reason(&e)))?;
-        let mut bytes = Vec::new();
-        root.open(rel)
-            .and_then(|f| f.take(MAX_COMPONENT_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(|e| format!("component {rel} cannot be read: {}", crate::model::io_reason(&e)))?;
-        if bytes.len() as u64 > MAX_COMPONENT_BYTES {
-            return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
-        }
-        Ok(bytes)
+            .map_err(|e| format!("the installed pack cannot be opened: {}", io_reason(&e)))?;
+        let file =
+            root.open(rel).map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
+        Ok((file.into_std(), rel.to_string()))
+    }
+
+    /// Reads the component through a capability on the installed pack directory.
+    fn read(&self) -> Result<Vec<u8>, String> {
+        let (mut file, rel) = self.open()?;
+        read_capped(&mut file, &rel)
     }
 }
+
+/// All of `file`, refused past [`MAX_COMPONENT_BYTES`].
+fn read_capped(file: &mut std::fs::File, rel: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    file.take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
+    }
+    Ok(bytes)
+}
+
+impl Source {}
 
 fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     let mut cfg = Config::new();

@@ -242,22 +242,20 @@ impl Db {
     pub fn audit_intent(&self, rec: &AuditRecord) -> Result<i64, StoreError> {
         let text = serde_json::to_string(rec)
             .map_err(|e| StoreError::Corrupt { path: "audit intent".into(), reason: e.to_string() })?;
-        let (pool, shown, me) = (self.pool(), self.shown().to_string(), self.replica);
+        let (pool, shown, me) = (self.intents_pool(), self.shown().to_string(), self.replica);
         self.run(async move {
-            let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
-            let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
-            // Committed without waiting for its WAL flush: what an intent guards against is its replica dying,
-            // which cannot lose it; only a crash of the database itself within the WAL writer's delay could,
-            // and that crash fails the write's own audit line too (the write is then reported failed).
-            tx.batch_execute("SET LOCAL synchronous_commit TO OFF").await.map_err(|e| db_error(&shown, e))?;
-            let st = tx
+            // One statement on a connection of the intents pool, committed without waiting for its WAL flush:
+            // what an intent guards against is its replica dying, which cannot lose it; only a crash of the
+            // database itself within the WAL writer's delay could, and that crash fails the write's own audit
+            // line too (the write is then reported failed).
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let st = c
                 .prepare_cached(
                     "INSERT INTO hcpx_audit_intents (replica, record) VALUES ($1, $2) RETURNING id",
                 )
                 .await
                 .map_err(|e| db_error(&shown, e))?;
-            let id: i64 = tx.query_one(&st, &[&me, &text]).await.map_err(|e| db_error(&shown, e))?.get(0);
-            tx.commit().await.map_err(|e| db_error(&shown, e))?;
+            let id: i64 = c.query_one(&st, &[&me, &text]).await.map_err(|e| db_error(&shown, e))?.get(0);
             Ok(id)
         })
     }

@@ -43,6 +43,9 @@ pub struct Db {
     rt: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
     pool: Pool,
+    /// Connections whose commits do not wait for their WAL flush (`synchronous_commit = off`), for write
+    /// intents only: one statement each, no transaction around it (pg/audit.rs says why that is safe).
+    intents: Pool,
     /// The URL without its password, for messages.
     shown: String,
     seal: Option<seal::Sealer>,
@@ -78,6 +81,20 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// A pool of at most `size` connections made from `config`, each wait bounded by [`POOL_WAIT`].
+fn make_pool(config: tokio_postgres::Config, size: usize, shown: &str) -> Result<Pool, StoreError> {
+    let manager =
+        Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(POOL_WAIT))
+        .create_timeout(Some(POOL_WAIT))
+        .recycle_timeout(Some(POOL_WAIT))
+        .build()
+        .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))
+}
+
 pub(crate) fn db_error(shown: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Database(format!("{shown}: {e}"))
 }
@@ -101,24 +118,29 @@ impl Db {
             .map_err(|e| StoreError::Database(format!("cannot start the store's runtime: {e}")))?;
         let handle = rt.handle().clone();
         let size = std::env::var("HCP_STORE_POOL").ok().and_then(|v| v.parse().ok()).unwrap_or(POOL_SIZE);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(size.max(2))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(POOL_WAIT))
-            .create_timeout(Some(POOL_WAIT))
-            .recycle_timeout(Some(POOL_WAIT))
-            .build()
-            .map_err(|e| StoreError::Database(format!("{shown}: cannot make a connection pool: {e}")))?;
+        let pool = make_pool(config.clone(), size.max(2), &shown)?;
+        let mut asynchronous = config.clone();
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} -c synchronous_commit=off"),
+            _ => "-c synchronous_commit=off".to_string(),
+        };
+        asynchronous.options(&options);
+        let intents = make_pool(asynchronous, (size / 4).max(2), &shown)?;
         let live = Arc::new(Live::default());
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
         let replica = (u32::from_le_bytes(crate::store::random_bytes::<4>()?) >> 1) as i32;
-        let db =
-            Db { rt: Some(rt), handle, pool, shown, seal, live, docs: Default::default(), appender, replica };
+        let db = Db {
+            rt: Some(rt),
+            handle,
+            pool,
+            intents,
+            shown,
+            seal,
+            live,
+            docs: Default::default(),
+            appender,
+            replica,
+        };
         db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;
         live::spawn_listener(&db.handle, config.clone(), db.live.clone());
         live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
@@ -148,6 +170,10 @@ impl Db {
 
     pub(crate) fn pool(&self) -> Pool {
         self.pool.clone()
+    }
+
+    pub(crate) fn intents_pool(&self) -> Pool {
+        self.intents.clone()
     }
 
     pub(crate) fn shown(&self) -> &str {

@@ -82,12 +82,28 @@ impl Sealer {
 
     /// Seals the document at `path`.
     pub fn seal(&self, path: &str, plain: &[u8]) -> Result<Sealed, StoreError> {
+        self.seal_bound(&aad(path), plain).map_err(|_| StoreError::Refused(format!("cannot seal {path}")))
+    }
+
+    /// Seals `plain` bound to `context` (the associated data): it opens only with the same context. Callers
+    /// give each use its own prefix (documents: `hcpx-document:`), so a value sealed for one never opens as
+    /// another.
+    pub fn seal_bound(&self, context: &[u8], plain: &[u8]) -> Result<Sealed, StoreError> {
         let nonce = crate::store::random_bytes::<24>()?;
         let bytes = self
             .cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad: &aad(path) })
-            .map_err(|_| StoreError::Refused(format!("cannot seal {path}")))?;
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad: context })
+            .map_err(|_| StoreError::Refused("cannot seal a value".into()))?;
         Ok(Sealed { bytes, nonce: nonce.to_vec(), key_id: self.id.clone() })
+    }
+
+    /// Opens what [`Sealer::seal_bound`] sealed with this key and `context`; `None` when it was sealed under
+    /// another key or context, or altered.
+    pub fn open_bound(&self, context: &[u8], nonce: &[u8], bytes: &[u8]) -> Option<Vec<u8>> {
+        if nonce.len() != 24 {
+            return None;
+        }
+        self.cipher.decrypt(XNonce::from_slice(nonce), Payload { msg: bytes, aad: context }).ok()
     }
 
     /// Opens the sealed document at `path`; a row sealed under another key, or altered, is refused.

@@ -49,7 +49,12 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
     for path in db.doc_list("")? {
         let Some(text) = db.doc_text(&path)? else { continue };
         let secret = super::seal::is_secret(&path);
-        let private = secret || path.ends_with("principals.json") || path.ends_with("connections.json");
+        // The request-state key and the approvals (their cards) are as private as the Principals.
+        let private = secret
+            || path.ends_with("principals.json")
+            || path.ends_with("connections.json")
+            || path == crate::store::REQUEST_STATE_KEY
+            || path.starts_with(&format!("{}/", crate::store::approvals::APPROVALS_DIR));
         write(dir, &path, text.as_bytes(), if private { 0o600 } else { 0o644 })?;
         if secret {
             moved.credentials += 1;

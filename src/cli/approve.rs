@@ -1,0 +1,88 @@
+//! `hcpx approve [ID]` and `hcpx refuse ID`: the store owner, at a terminal, decides a write the operator's
+//! `human_approval` holds for a person. With no id, `approve` lists what waits, each with its card.
+
+use serde_json::json;
+
+use super::{exit, fail, open_store, ApproveArgs, RefuseArgs};
+use crate::output::Printer;
+use hcpx::model::Invoker;
+use hcpx::runtime::{DecidedThrough, Runtime};
+use hcpx::store::approvals::Approval;
+
+/// `hcpx approve [ID]`.
+pub fn approve(p: &Printer, a: &ApproveArgs) -> anyhow::Result<u8> {
+    match &a.id {
+        Some(id) => decide(p, id, true),
+        None => list(p),
+    }
+}
+
+/// `hcpx refuse ID`.
+pub fn refuse(p: &Printer, a: &RefuseArgs) -> anyhow::Result<u8> {
+    decide(p, &a.id, false)
+}
+
+fn decide(p: &Printer, id: &str, approve: bool) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    let by = store.local_principal(Invoker::Cli).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtime = Runtime::new(store);
+    match runtime.decide_approval(&by, id, approve, DecidedThrough::Terminal) {
+        Ok(done) => {
+            if p.json {
+                p.json_doc(&json!({ "ok": true, "approval": done }));
+            } else if approve {
+                p.message(&format!(
+                    "approved {id}: {}.{} for principal {} (tenant {}) runs once when it is called again with \"approval_id\": \"{id}\", until {}",
+                    done.pack_id, done.verb_key, done.principal, done.tenant, done.expires_at()
+                ));
+            } else {
+                p.message(&format!("refused {id}: {}.{} never runs", done.pack_id, done.verb_key));
+            }
+            Ok(exit::OK)
+        }
+        Err(r) => Ok(fail(p, &r.denial.message)),
+    }
+}
+
+fn list(p: &Printer) -> anyhow::Result<u8> {
+    let store = open_store()?;
+    let pending = match store.approvals_pending() {
+        Ok(v) => v,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
+    if p.json {
+        p.json_doc(&json!({ "ok": true, "pending": pending }));
+        return Ok(exit::OK);
+    }
+    if pending.is_empty() {
+        p.message("no write waits for a person");
+    }
+    for a in &pending {
+        p.data(&card_text(a));
+    }
+    Ok(exit::OK)
+}
+
+/// One pending approval as a person reads it: what, for whom, the card, until when, and how to decide it.
+fn card_text(a: &Approval) -> String {
+    let mut text = format!(
+        "{}  {}.{} for {} (tenant {}, through {}), until {}",
+        a.id,
+        a.pack_id,
+        a.verb_key,
+        a.principal,
+        a.tenant,
+        a.invoker.as_str(),
+        a.expires_at()
+    );
+    if let Some(card) = &a.preview {
+        if let Some(t) = &card.title {
+            text.push_str(&format!("\n    {t}"));
+        }
+        for (k, v) in &card.fields {
+            text.push_str(&format!("\n    {k}: {v}"));
+        }
+    }
+    text.push_str(&format!("\n    hcpx approve {0}   |   hcpx refuse {0}", a.id));
+    text
+}

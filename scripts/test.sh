@@ -13,3 +13,6 @@ bash scripts/build-lang-guests.sh
 cargo build --locked --quiet
 HCP_HOME="$(mktemp -d)" target/debug/hcpx doctor 2>&1 | grep '^[a-z]* *sandbox ' || true
 cargo test --locked
+# The escape suite and the packs' proofs again as an unprivileged user (as root: a user made for it), and that
+# user's `hcpx doctor` checked against what held.
+bash scripts/test-nonroot.sh

@@ -86,6 +86,7 @@ fn run_script(
         home: &home,
         tmpdir: &tmp,
         network: &[],
+        unix_sockets: &[],
         project: false,
         timeout_ms: timeout.as_millis() as u64,
     };

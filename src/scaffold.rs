@@ -61,21 +61,49 @@ fn bare(bin: &str) -> bool {
         && bin.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
 }
 
-/// `BIN --help` (stdout and stderr), run the way the wrap adapter runs a CLI: no shell, no stdin, a built
-/// environment, a deadline that kills its process group, capped output. The working directory is the caller's.
+/// `BIN --help` (stdout and stderr), run as the wrap adapter runs a read: no shell, no stdin, a built
+/// environment, confined (the system paths and the program readable, nothing writable but a private temp
+/// directory, no network, no UNIX sockets), in an empty private working directory that is also its `HOME`, a
+/// deadline that kills everything it started, capped output. Nothing of the user's is in reach: a CLI's help
+/// needs none of it, and the CLI is not yet reviewed. An empty text when it cannot run.
 fn help_text(program: &Path) -> String {
-    let Ok(cwd) = cap_std::fs::Dir::open_ambient_dir(".", cap_std::ambient_authority()) else {
+    use crate::sandbox::{Confinement, KernelProbe, WrapView};
+    let Ok(root) = tempfile::Builder::new().prefix("hcpx-wrap-help-").tempdir() else {
         return String::new();
     };
-    let mut env = vec![
+    let (work, tmp) = (root.path().join("work"), root.path().join("tmp"));
+    if std::fs::create_dir(&work).and_then(|()| std::fs::create_dir(&tmp)).is_err() {
+        return String::new();
+    }
+    let Ok(cwd) = cap_std::fs::Dir::open_ambient_dir(&work, cap_std::ambient_authority()) else {
+        return String::new();
+    };
+    let probe = KernelProbe::get();
+    let cfg = crate::store::config::SandboxConfig::default();
+    let view = WrapView {
+        pack_id: "hcpx-wrap-help",
+        pack_dir: &work,
+        program,
+        workdir: &work,
+        workdir_writable: false,
+        home: &work,
+        tmpdir: &tmp,
+        network: &[],
+        unix_sockets: &[],
+        project: false,
+        timeout_ms: HELP_TIMEOUT.as_millis() as u64,
+    };
+    let Ok(confinement) = Confinement::for_wrap(&view, &cfg, &probe) else {
+        return String::new();
+    };
+    let env = vec![
         ("PATH".to_string(), CHILD_PATH.to_string()),
         ("LANG".to_string(), "C".to_string()),
         ("NO_COLOR".to_string(), "1".to_string()),
         ("TERM".to_string(), "dumb".to_string()),
+        ("HOME".to_string(), work.display().to_string()),
+        ("TMPDIR".to_string(), tmp.display().to_string()),
     ];
-    if let Ok(home) = std::env::var("HOME") {
-        env.push(("HOME".to_string(), home));
-    }
     let spec = Spawn {
         program,
         argv: &["--help".to_string()],
@@ -83,7 +111,7 @@ fn help_text(program: &Path) -> String {
         env: &env,
         timeout: HELP_TIMEOUT,
         max_output: HELP_CAP,
-        confine: None,
+        confine: Some((&confinement, probe.landlock_abi(&cfg))),
         cancel: None,
     };
     match spawn::run(&spec) {

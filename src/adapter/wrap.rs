@@ -10,6 +10,7 @@ use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
 use crate::model::{Code, Denial};
 use crate::pack::{Bin, Pack, WorkspaceMode, WrapTarget};
 use crate::render::{cli_selects_json, render_argv};
+use crate::sandbox::gitguard;
 use crate::sandbox::spawn::{self, Spawn};
 use crate::sandbox::{workdir_writable, Confinement, KernelProbe, WrapView};
 use crate::store::config::SandboxConfig;
@@ -53,6 +54,7 @@ impl Adapter for WrapAdapter {
         let wrap = target(pack)?;
         resolve_bin(pack, wrap, env.sandbox)?;
         crate::sandbox::network_granted(&pack.id, &wrap.network, env.sandbox)
+            .and_then(|()| crate::sandbox::sockets_granted(&pack.id, &wrap.unix_sockets, env.sandbox))
             .map_err(|r| Denial::new(Code::SandboxDenied, r.0))
     }
 }
@@ -117,6 +119,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         home: &work.home,
         tmpdir: &work.tmpdir,
         network: &wrap.network,
+        unix_sockets: &wrap.unix_sockets,
         project,
         timeout_ms: limits.timeout_ms,
     };
@@ -131,6 +134,9 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
             ),
         ));
     }
+    // A project without `.git` must not be given one (the user's next `git` would run its hooks).
+    let unguarded_project =
+        (project && writable && gitguard::has_no_git(&work.path)).then(|| work.path.clone());
     let env = child_env(call, wrap, &work.home, &work.tmpdir, confinement.mode().as_str());
     if call.hooks.watching() {
         call.hooks.started(call.live_title, &command_line(&program, &argv));
@@ -162,6 +168,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         };
         Denial::new(Code::SandboxDenied, message)
     })?;
+    let planted = unguarded_project.and_then(|p| gitguard::no_git_planted(&p).err());
     let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
     let trimmed = stdout.trim();
@@ -203,6 +210,20 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
             error = format!("{error}\n{}", crate::sandbox::hidden::landlock_hint(&call.pack.id, &asked));
         }
         out.error = Some(error);
+    }
+    if let Some(over) = fin.disk_over {
+        out.ok = false;
+        out.code = Some(Code::SandboxDenied);
+        out.error = Some(format!(
+            "sandbox: the command wrote {} MiB to its working directory and TMPDIR, past max_disk_mb ({} MiB) in sandbox.json, and was stopped; raise max_disk_mb if it needs more",
+            over.written >> 20,
+            over.max_bytes >> 20
+        ));
+    }
+    if let Some(e) = planted {
+        out.ok = false;
+        out.code = Some(Code::SandboxDenied);
+        out.error = Some(format!("sandbox: {e}"));
     }
     Ok(out)
 }

@@ -446,6 +446,7 @@ pub fn install(
             project_dir: None,
             approval: None,
             decision: None,
+            action: None,
             prev: None,
         };
         store.append_audit(&rec)?;

@@ -341,6 +341,12 @@ fn check_kind(root: &Dir, m: &RawManifest, kind: AdapterKind, is: &mut Issues) -
                     n.dedup();
                     n
                 },
+                unix_sockets: {
+                    let mut s = w.unix_sockets.clone();
+                    s.sort();
+                    s.dedup();
+                    s
+                },
                 read: w
                     .read
                     .iter()

@@ -73,6 +73,8 @@ pub struct WrapTarget {
     pub workspace: WorkspaceMode,
     /// The network kinds the CLI needs (`wrap.network`), sorted, without repeats.
     pub network: Vec<NetKind>,
+    /// The pathname UNIX sockets the CLI connects to (`wrap.unix_sockets`), sorted, without repeats.
+    pub unix_sockets: Vec<std::path::PathBuf>,
     /// The paths outside the default view the pack asks to read (`wrap.read`): absolute, without `..`; only
     /// what the operator lends (`sandbox.json` `packs.<id>.read`) is readable.
     pub read: Vec<std::path::PathBuf>,

@@ -160,6 +160,11 @@ pub struct RawWrap {
     /// The network kinds the CLI needs; granted only where `sandbox.json` allows the pack.
     #[serde(default)]
     pub network: Vec<NetKind>,
+    /// The pathname UNIX sockets the CLI connects to (absolute paths, such as
+    /// `/run/postgresql/.s.PGSQL.5432`); granted only where `sandbox.json` allows the pack the same paths.
+    /// Without one, the CLI can make no UNIX socket but a stream socketpair.
+    #[serde(default)]
+    pub unix_sockets: Vec<std::path::PathBuf>,
     /// Absolute paths outside the default view the CLI must read (`/sys`, `/run/udev`): asked for, never
     /// granted by the pack; the operator lends them with `hcpx allow-read`.
     #[serde(default)]

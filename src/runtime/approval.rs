@@ -122,6 +122,7 @@ impl Runtime {
             project_dir: None,
             approval: Some(decided.id.clone()),
             decision: Some(if approve { "approved" } else { "refused" }.to_string()),
+            action: None,
             prev: None,
         };
         // A decision that cannot be audited is taken back: never an unrecorded approval.

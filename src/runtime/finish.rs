@@ -121,6 +121,7 @@ fn record(
         code,
         args_sha256: args_digest(args),
         project_dir: project.map(|p| p.display().to_string()),
+        action: None,
         approval: None,
         decision: None,
         prev: None,

@@ -19,14 +19,16 @@ pub fn unknown_pack<'a>(id: &str, installed: impl IntoIterator<Item = &'a str>) 
     Denial::new(Code::UnknownPack, message)
 }
 
-/// `no_policy`: the pack has no command (nor pass-through subcommand) `verb`; names the closest one and the
-/// command that lists them.
+/// `no_policy`: the pack has no command (nor pass-through subcommand) `verb`. The message starts with
+/// execution.md step 1's `no policy for <verb_key>`, then names the closest command and the one that lists them.
 pub fn no_command<'a>(pack_id: &str, verb: &str, known: impl IntoIterator<Item = &'a str>) -> Denial {
     let message = match closest(verb, known) {
         Some(near) => {
-            format!("no command `{verb}` in pack {pack_id}; did you mean `{near}`? `hcpx commands {pack_id}` lists them")
+            format!("no policy for {verb}; pack {pack_id} has no command `{verb}`; did you mean `{near}`? `hcpx commands {pack_id}` lists them")
         }
-        None => format!("no command `{verb}` in pack {pack_id}; `hcpx commands {pack_id}` lists them"),
+        None => {
+            format!("no policy for {verb}; pack {pack_id} has no command `{verb}`; `hcpx commands {pack_id}` lists them")
+        }
     };
     Denial::new(Code::NoPolicy, message)
 }

@@ -1,14 +1,18 @@
 //! Sense (docs/sense.md): upstream pushes of a pack's declared `stimulusTriggers`, the runtime's own
 //! `binding.degraded`, and their delivery to the Principals of the same tenant holding `sense.announce` for the
-//! pack. The store keeps the events (`store::sense`); this module decides who may push and who may see.
+//! pack. The store keeps the events (`store::sense`); this module decides who may push and who may see, and
+//! audits each push (recorded or refused) and each refused watch with the attribution tuple, in the chain.
 
 use serde_json::{json, Map, Value};
 
 use super::{fix, MintError, Runtime};
+use crate::model::digest::sha256_hex;
 use crate::model::grants::{Capability, Grants};
 use crate::model::suggest::closest;
 use crate::model::{BindingMode, Code, Denial, Invoker, Principal};
+use crate::pack::Operation;
 use crate::pack::Pack;
+use crate::store::audit::{AuditAction, AuditRecord};
 use crate::store::sense::{NewEvent, SenseEvent, MAX_PAYLOAD_BYTES};
 use crate::store::{Store, StoreError};
 
@@ -69,11 +73,63 @@ fn store_failed(e: StoreError) -> Denial {
     Denial::new(Code::AdapterFailed, format!("sense: {e}"))
 }
 
+/// The audit line of a Sense push or a refused watch (the store sets `prev` when it appends it).
+fn sense_record(
+    principal: &Principal,
+    action: AuditAction,
+    pack_id: &str,
+    reference: &str,
+    payload_sha256: String,
+    refused: Option<Code>,
+) -> AuditRecord {
+    AuditRecord {
+        at: crate::model::clock::now_rfc3339(),
+        principal: principal.id.clone(),
+        tenant: principal.tenant.clone(),
+        invoker: principal.invoker,
+        pack_id: pack_id.to_string(),
+        verb_key: reference.to_string(),
+        operation: if action == AuditAction::SenseEmit { Operation::Write } else { Operation::Read },
+        ok: refused.is_none(),
+        code: refused,
+        args_sha256: payload_sha256,
+        project_dir: None,
+        approval: None,
+        decision: None,
+        action: Some(action),
+        prev: None,
+    }
+}
+
 impl Runtime {
     /// An upstream push of `pack_id`'s trigger `reference` with `payload`, recorded in the Principal's tenant.
     /// The pack must be installed and activated, declare the ref (`binding.degraded` is the runtime's own and
-    /// never pushed), and the Principal must hold `sense.announce` for it.
+    /// never pushed), and the Principal must hold `sense.announce` for it. Recorded or refused, the push is an
+    /// audit line; a recorded push whose line cannot be written is reported as failed, never unaudited.
     pub fn sense_emit(
+        &self,
+        principal: &Principal,
+        pack_id: &str,
+        reference: &str,
+        payload: Value,
+    ) -> Result<SenseEvent, Denial> {
+        let digest = sha256_hex(serde_json::to_string(&payload).unwrap_or_default().as_bytes());
+        let out = self.sense_emit_unaudited(principal, pack_id, reference, payload);
+        let code = out.as_ref().err().map(|d| d.code);
+        let rec = sense_record(principal, AuditAction::SenseEmit, pack_id, reference, digest, code);
+        match (self.store.append_audit(&rec), out) {
+            (Err(e), Ok(event)) => Err(Denial::new(
+                Code::AdapterFailed,
+                format!(
+                    "sense: event {} was recorded but its audit line could not be written: {e}",
+                    event.id
+                ),
+            )),
+            (_, out) => out,
+        }
+    }
+
+    fn sense_emit_unaudited(
         &self,
         principal: &Principal,
         pack_id: &str,
@@ -123,8 +179,19 @@ impl Runtime {
     }
 
     /// Checks, before any delivery, that the Principal may watch: `sense.announce` for `pack_id` (or for some
-    /// pack, when none is named).
+    /// pack, when none is named). A refusal is an audit line (best effort: the caller gets the denial either way).
     pub fn sense_may_watch(&self, principal: &Principal, pack_id: Option<&str>) -> Result<(), Denial> {
+        let out = self.sense_may_watch_unaudited(principal, pack_id);
+        if let Err(d) = &out {
+            let pack = pack_id.unwrap_or("*");
+            let rec =
+                sense_record(principal, AuditAction::SenseWatch, pack, "*", sha256_hex(b""), Some(d.code));
+            let _ = self.store.append_audit(&rec);
+        }
+        out
+    }
+
+    fn sense_may_watch_unaudited(&self, principal: &Principal, pack_id: Option<&str>) -> Result<(), Denial> {
         if !holds_announce(&principal.grants, pack_id) {
             return Err(missing_announce(principal, pack_id));
         }

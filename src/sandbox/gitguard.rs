@@ -35,6 +35,15 @@ pub enum GitGuardError {
         #[source]
         source: std::io::Error,
     },
+    /// A write made a `.git` in a project that had none; the call fails, and it is out of the way.
+    #[error("the command created .git in {}, which had none, so the user's next git would have read it; hcpx moved it to {} (a write may not make the project a repository)", project.display(), aside.display())]
+    PlantedMovedAside { project: PathBuf, aside: PathBuf },
+    #[error("the command created .git in {}, which had none, and it cannot be moved aside ({source}); remove it before running git there", project.display())]
+    PlantedStays {
+        project: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The call fails, though the project is whole again.
     #[error("the component moved the project's .git; hcpx put it back{}", aside.as_ref().map(|a| format!(", and moved what it left in its place to {}", a.display())).unwrap_or_default())]
     Restored { aside: Option<PathBuf> },
@@ -80,6 +89,28 @@ impl GuardedDir {
         std::fs::rename(&now, &here)
             .map_err(|source| GitGuardError::CannotRestore { to: now.clone(), source })?;
         Err(GitGuardError::Restored { aside })
+    }
+}
+
+/// Whether `project` has no `.git` at all (no directory, file or link): a write there is then checked by
+/// [`no_git_planted`] after it ends.
+pub fn has_no_git(project: &Path) -> bool {
+    std::fs::symlink_metadata(project.join(".git")).is_err()
+}
+
+/// After a write in a project that had no `.git` (see [`has_no_git`]): if the call made one (a directory, a
+/// gitfile or a link, any of which the user's next `git` there would read, hooks and `core.fsmonitor`
+/// included), it is moved aside under a name git ignores and the call fails. The call's processes are gone
+/// by then (its PID namespace; without one, a `setsid` child that outlives the call could make another).
+pub fn no_git_planted(project: &Path) -> Result<(), GitGuardError> {
+    let here = project.join(".git");
+    if std::fs::symlink_metadata(&here).is_err() {
+        return Ok(());
+    }
+    let aside = project.join(crate::store::unique_name(".git.planted"));
+    match std::fs::rename(&here, &aside) {
+        Ok(()) => Err(GitGuardError::PlantedMovedAside { project: project.to_path_buf(), aside }),
+        Err(source) => Err(GitGuardError::PlantedStays { project: project.to_path_buf(), source }),
     }
 }
 

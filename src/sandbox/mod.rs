@@ -4,6 +4,7 @@
 //! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
 
+pub mod disk;
 pub mod gitguard;
 pub mod hidden;
 pub mod landlock_rules;
@@ -92,6 +93,9 @@ pub struct Confinement {
     pub write: Vec<PathBuf>,
     /// Network kinds granted (declared by the pack and allowed by `sandbox.json`).
     pub network: Vec<NetKind>,
+    /// Pathname UNIX sockets granted (declared by the pack and allowed by `sandbox.json`): with none, the
+    /// child can make no UNIX socket but a stream socketpair (seccomp).
+    pub unix_sockets: Vec<PathBuf>,
     /// Paths kept read-only inside a writable working directory (`.git/config`, `.git/hooks`), and `.git`
     /// itself pinned so it cannot be renamed away, through a mount namespace.
     pub protect: Vec<PathBuf>,
@@ -100,6 +104,8 @@ pub struct Confinement {
     /// The working directory (entered by path inside a mount namespace).
     pub workdir: PathBuf,
     pub limits: ChildLimits,
+    /// What the call may add in total to its private writable directories.
+    pub disk: disk::DiskCap,
     /// The layers that apply, with what the kernel gives.
     pub layers: Vec<Layer>,
 }
@@ -120,6 +126,8 @@ pub struct WrapView<'a> {
     pub tmpdir: &'a Path,
     /// The network kinds the pack declares (`wrap.network`).
     pub network: &'a [NetKind],
+    /// The pathname UNIX sockets the pack declares (`wrap.unix_sockets`).
+    pub unix_sockets: &'a [PathBuf],
     /// Project mode: protect the project's `.git` when the working directory is writable.
     pub project: bool,
     pub timeout_ms: u64,
@@ -177,6 +185,25 @@ pub fn network_granted(pack_id: &str, declared: &[NetKind], cfg: &SandboxConfig)
     }
 }
 
+/// Refuses a pack that declares a UNIX socket path that is not absolute, or one `sandbox.json` does not grant
+/// it (naming the entry that would).
+pub fn sockets_granted(pack_id: &str, declared: &[PathBuf], cfg: &SandboxConfig) -> Result<(), Refusal> {
+    let granted: &[PathBuf] = cfg.for_pack(pack_id).map(|e| e.unix_sockets.as_slice()).unwrap_or_default();
+    if let Some(relative) = declared.iter().find(|p| !p.is_absolute()) {
+        return Err(Refusal(format!(
+            "sandbox: pack {pack_id} declares UNIX socket {:?} (wrap.unix_sockets), which is not an absolute path; give the full path and reinstall",
+            relative.display().to_string()
+        )));
+    }
+    match declared.iter().find(|p| !granted.contains(p)) {
+        None => Ok(()),
+        Some(missing) => Err(Refusal(format!(
+            "sandbox: pack {pack_id} connects to the UNIX socket {} (wrap.unix_sockets), which sandbox.json does not grant it; if you trust it with what listens there, add it to packs.{pack_id}.unix_sockets in sandbox.json",
+            missing.display()
+        ))),
+    }
+}
+
 impl Confinement {
     /// Plans a wrap call's confinement. Refuses a pack that asks for network `sandbox.json` does not grant it,
     /// and an operator path that is not absolute.
@@ -187,6 +214,7 @@ impl Confinement {
     ) -> Result<Confinement, Refusal> {
         let extra = cfg.for_pack(view.pack_id);
         network_granted(view.pack_id, view.network, cfg)?;
+        sockets_granted(view.pack_id, view.unix_sockets, cfg)?;
         let network: Vec<NetKind> = view.network.to_vec();
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
@@ -226,14 +254,21 @@ impl Confinement {
             memory_bytes: l.wrap_memory_mb.saturating_mul(1 << 20),
             cpu_seconds: view.timeout_ms.div_ceil(1000) + 1,
         };
+        let mut disk_dirs = vec![view.tmpdir.to_path_buf()];
+        if view.workdir_writable && !view.project {
+            disk_dirs.push(view.workdir.to_path_buf());
+        }
+        let disk = disk::DiskCap { dirs: disk_dirs, max_bytes: l.max_disk_mb.saturating_mul(1 << 20) };
         let mut c = Confinement {
             read,
             write,
             network,
+            unix_sockets: view.unix_sockets.to_vec(),
             protect,
             pin,
             workdir: view.workdir.to_path_buf(),
             limits,
+            disk,
             layers: Vec::new(),
         };
         c.layers = probe.layers_for(&c, cfg);
@@ -305,6 +340,7 @@ mod tests {
             home: Path::new("/store/workspaces/demo"),
             tmpdir: Path::new("/tmp/hcpx-call-1"),
             network,
+            unix_sockets: &[],
             project: true,
             timeout_ms: 1500,
         }

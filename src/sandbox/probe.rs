@@ -85,6 +85,7 @@ impl KernelProbe {
             read: Vec::new(),
             write: Vec::new(),
             network: Vec::new(),
+            unix_sockets: Vec::new(),
             protect: vec![std::path::PathBuf::from(".git/config")],
             pin: Vec::new(),
             workdir: std::path::PathBuf::new(),
@@ -95,6 +96,7 @@ impl KernelProbe {
                 memory_bytes: 0,
                 cpu_seconds: 0,
             },
+            disk: super::disk::DiskCap { dirs: Vec::new(), max_bytes: 0 },
             layers: Vec::new(),
         };
         self.layers_for(&c, cfg)
@@ -160,11 +162,14 @@ impl KernelProbe {
         } else if !self.seccomp {
             add(LayerName::Seccomp, LayerStatus::Unavailable, "the kernel has no seccomp filters".into());
         } else {
-            let nets: Vec<&str> = c.network.iter().map(|n| n.as_str()).collect();
+            let mut nets: Vec<&str> = c.network.iter().map(|n| n.as_str()).collect();
+            if !c.unix_sockets.is_empty() {
+                nets.insert(0, "AF_UNIX (the granted socket paths)");
+            }
             let allowed = if nets.is_empty() {
-                "AF_UNIX sockets only".to_string()
+                "no sockets but a stream socketpair".to_string()
             } else {
-                format!("AF_UNIX and {} sockets", nets.join(", "))
+                format!("{} sockets only", nets.join(", "))
             };
             add(
                 LayerName::Seccomp,

@@ -76,32 +76,41 @@ const CLONE_NS: &[u64] = &[
 #[error("cannot build the seccomp filter: {0}")]
 pub struct SeccompError(#[source] seccompiler::Error);
 
-/// The programs for a call granted `network`, with the privileged calls too when `caps_dropped` is false;
-/// compiled once per process and setting.
-pub fn programs(network: &[NetKind], caps_dropped: bool) -> Result<Arc<Vec<BpfProgram>>, SeccompError> {
-    type Key = (Vec<NetKind>, bool);
+/// The programs for a call granted `network` (and UNIX sockets when `unix`), with the privileged calls too when
+/// `caps_dropped` is false; compiled once per process and setting.
+pub fn programs(
+    network: &[NetKind],
+    unix: bool,
+    caps_dropped: bool,
+) -> Result<Arc<Vec<BpfProgram>>, SeccompError> {
+    type Key = (Vec<NetKind>, bool, bool);
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = (network.to_vec(), caps_dropped);
+    let key = (network.to_vec(), unix, caps_dropped);
     if let Some(p) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(p);
     }
-    let built = Arc::new(build(network, caps_dropped).map_err(SeccompError)?);
+    let built = Arc::new(build(network, unix, caps_dropped).map_err(SeccompError)?);
     if let Ok(mut m) = cache.lock() {
         m.insert(key, built.clone());
     }
     Ok(built)
 }
 
-fn build(network: &[NetKind], caps_dropped: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
+fn build(network: &[NetKind], unix: bool, caps_dropped: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let dword =
         |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v);
     let qword =
         |arg: u8, op: SeccompCmpOp, v: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, v);
 
-    // socket(domain, ...): refused unless the domain is allowed.
-    let mut allowed = vec![libc::AF_UNIX as u64];
+    // socket(domain, ...): refused unless the domain is allowed. A UNIX socket only with a granted path
+    // (Landlock before ABI 9 has no right for connecting to a pathname socket, and seccomp cannot read the
+    // address); a socketpair needs no name, but a datagram one could still send to any named socket.
+    let mut allowed = Vec::new();
+    if unix {
+        allowed.push(libc::AF_UNIX as u64);
+    }
     if network.contains(&NetKind::Inet) {
         allowed.extend([libc::AF_INET as u64, libc::AF_INET6 as u64]);
     }
@@ -113,7 +122,15 @@ fn build(network: &[NetKind], caps_dropped: bool) -> Result<Vec<BpfProgram>, sec
     let privileged: &[libc::c_long] = if caps_dropped { &[] } else { PRIVILEGED };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().chain(privileged).map(|n| (*n, Vec::new())).collect();
-    rules.insert(libc::SYS_socket, vec![SeccompRule::new(not_allowed)?]);
+    // An empty condition list matches every call: with nothing allowed, every socket is refused.
+    rules.insert(
+        libc::SYS_socket,
+        if not_allowed.is_empty() { Vec::new() } else { vec![SeccompRule::new(not_allowed)?] },
+    );
+    if !unix {
+        let dgram = dword(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?;
+        rules.insert(libc::SYS_socketpair, vec![SeccompRule::new(vec![dgram])?]);
+    }
     let ns = CLONE_NS
         .iter()
         .map(|f| Ok(SeccompRule::new(vec![qword(0, SeccompCmpOp::MaskedEq(*f), *f)?])?))

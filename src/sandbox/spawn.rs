@@ -30,7 +30,7 @@ pub struct Spawn<'a> {
     pub timeout: Duration,
     pub max_output: u64,
     /// The confinement and the Landlock ABI to apply; `None` runs the child with only a fresh environment
-    /// (`hcpx wrap` reading a CLI's `--help` on the user's behalf).
+    /// (nothing in hcpx runs a child so any more; kept for a caller that confines by other means).
     pub confine: Option<(&'a Confinement, u8)>,
     /// Set by the caller to stop the call before its deadline.
     pub cancel: Option<&'a crate::model::Cancel>,
@@ -46,6 +46,9 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub truncated: bool,
+    /// The call added more than `max_disk_mb` to its private directories and was stopped (or, ending first,
+    /// is reported so).
+    pub disk_over: Option<super::disk::OverCap>,
 }
 
 impl Finished {
@@ -156,6 +159,8 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         error: e,
         not_runnable: false,
     })?;
+    let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
+    let disk_base = disk.map(|d| d.used()).unwrap_or(0);
     let pid = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
     drop((out_w, err_w, null));
     let cap = spec.max_output;
@@ -174,18 +179,29 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     std::thread::spawn(move || {
         let _ = tx_exit.send(wait_no_reap(pid));
     });
-    // Until the child ends, the deadline passes or the caller cancels, looking at the flag every 20 ms.
-    let deadline = std::time::Instant::now() + spec.timeout;
-    let (mut timed_out, mut cancelled) = (false, false);
+    // Until the child ends, the deadline passes or the caller cancels, looking at the flag every 20 ms and at
+    // what the call wrote every `disk::CHECK_EVERY`.
+    let start_at = std::time::Instant::now();
+    let deadline = start_at + spec.timeout;
+    let (mut timed_out, mut cancelled, mut disk_over) = (false, false, None);
+    let mut next_disk = start_at + super::disk::CHECK_EVERY;
     loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let step = if spec.cancel.is_some() { left.min(Duration::from_millis(20)) } else { left };
+        let now = std::time::Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        let mut step = if spec.cancel.is_some() { left.min(Duration::from_millis(20)) } else { left };
+        if disk.is_some() {
+            step = step.min(next_disk.saturating_duration_since(now));
+        }
         match rx_exit.recv_timeout(step) {
             Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 cancelled = spec.cancel.is_some_and(|c| c.is_cancelled());
                 timed_out = !cancelled && left <= step;
-                if cancelled || timed_out {
+                if let Some(d) = disk.filter(|_| std::time::Instant::now() >= next_disk) {
+                    disk_over = d.over(disk_base);
+                    next_disk = std::time::Instant::now() + super::disk::CHECK_EVERY;
+                }
+                if cancelled || timed_out || disk_over.is_some() {
                     kill_call(pid);
                     let _ = rx_exit.recv();
                     break;
@@ -194,6 +210,10 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         }
     }
     kill_call(pid);
+    // A call that ended between two checks is measured once more.
+    if disk_over.is_none() {
+        disk_over = disk.and_then(|d| d.over(disk_base));
+    }
     let status = reap(pid).map_err(|e| SpawnError {
         stage: "cannot wait for the program",
         error: e,
@@ -204,7 +224,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     // grace period, and say the output is incomplete.
     let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or((Vec::new(), true));
     let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or((Vec::new(), true));
-    Ok(Finished { status, timed_out, cancelled, stdout, stderr, truncated: t1 || t2 })
+    Ok(Finished { status, timed_out, cancelled, stdout, stderr, truncated: t1 || t2, disk_over })
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -310,8 +330,12 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
             .map_err(|e| fail("cannot prepare Landlock", io::Error::other(e)))?;
         args.landlock = landlock_fd.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
         if c.applies(LayerName::Seccomp) {
-            let p = super::seccomp::programs(&c.network, c.enforces(LayerName::Capabilities))
-                .map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
+            let p = super::seccomp::programs(
+                &c.network,
+                !c.unix_sockets.is_empty(),
+                c.enforces(LayerName::Capabilities),
+            )
+            .map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
             args.filters = p
                 .iter()
                 .map(|prog| libc::sock_fprog {

@@ -63,6 +63,16 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
     resp
 }
 
+/// For `/openapi.json`: a request without an `Authorization` header passes as a stranger; one with a header is
+/// held to [`require_bearer`] (a wrong token is 401, never read as no token).
+pub(crate) async fn optional_bearer(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        require_bearer(State(app), req, next).await
+    } else {
+        next.run(req).await
+    }
+}
+
 fn unauthorized(message: &str) -> Response {
     let mut resp = http_error(StatusCode::UNAUTHORIZED, Code::Denied, message).into_response();
     resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

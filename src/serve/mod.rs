@@ -127,7 +127,11 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router 
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
-        .route("/openapi.json", get(openapi::document))
+        .route(
+            "/openapi.json",
+            get(openapi::document)
+                .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::optional_bearer)),
+        )
         .merge(authed)
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(cfg.max_body_bytes))

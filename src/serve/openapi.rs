@@ -1,16 +1,20 @@
-//! `GET /openapi.json`: an OpenAPI 3.1 document made at each request from the packs activated now — the fixed
-//! routes, plus one path per command (`POST /v1/exec/{pack_id}/{verb_key}`) with its argument schema.
+//! `GET /openapi.json`: an OpenAPI 3.1 document made at each request — the API's own routes, and for a caller
+//! with a bearer token one path per command that Principal may call (`POST /v1/exec/{pack_id}/{verb_key}`),
+//! with its argument schema. Without a token it names no pack and no command: a stranger learns nothing of
+//! what is installed, nor of any tenant.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::App;
-use crate::model::Code;
+use crate::model::grants::Capability;
+use crate::model::{Code, Principal};
 use crate::pack::Operation;
 use crate::runtime::Runtime;
+use crate::store::principals::Authenticated;
 
 /// The statuses a call can answer with, each with the result envelope: success, what the face itself refuses
 /// (no token, a body too large) and every code's status from `Code::status()`, the one table.
@@ -22,12 +26,24 @@ fn call_statuses() -> Vec<u16> {
     s
 }
 
-pub(crate) async fn document(State(app): State<Arc<App>>) -> Response {
-    Json(build(&app.runtime)).into_response()
+/// The document for the caller: with a token (checked by [`super::auth::optional_bearer`]), its Principal's
+/// commands; without one, the API's own routes only.
+pub(crate) async fn document(State(app): State<Arc<App>>, who: Option<Extension<Authenticated>>) -> Response {
+    let principal = who.map(|Extension(a)| a.principal);
+    let rt = app.runtime.clone();
+    match tokio::task::spawn_blocking(move || build(&rt, principal.as_ref())).await {
+        Ok(doc) => Json(doc).into_response(),
+        Err(e) => super::routes::http_error(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Code::AdapterFailed,
+            &format!("the document could not be made: {e}"),
+        ),
+    }
 }
 
-/// The document for the packs activated in `runtime`'s store.
-pub fn build(runtime: &Runtime) -> Value {
+/// The document for `principal`: the fixed routes, and the commands of the packs activated for its tenant that
+/// its grants let it call; for `None`, the fixed routes only.
+pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
     let mut paths = Map::new();
     let mut health = public_op("healthz", "Whether the store answers.", "Health");
     health["responses"]["503"] = health_answer("The store does not answer");
@@ -53,7 +69,7 @@ pub fn build(runtime: &Runtime) -> Value {
     paths.insert("/metrics".into(), json!({ "get": metrics }));
     paths
         .insert("/openapi.json".into(), json!({ "get": public_op("openapi", "This document.", "Document") }));
-    let commands = commands(runtime);
+    let commands = principal.map(|p| commands(runtime, p)).unwrap_or_default();
     // The envelope of each command, so a generated envelope names a real command with fitting arguments.
     let envelopes: Vec<Value> = commands.iter().map(|c| c.envelope()).collect();
     let envelope = if envelopes.is_empty() {
@@ -131,7 +147,7 @@ pub fn build(runtime: &Runtime) -> Value {
     json!({
         "openapi": "3.1.0",
         "info": { "title": "hcpx", "version": env!("CARGO_PKG_VERSION"),
-            "description": "The activated HCP packs of this runtime. Every route but /healthz, /readyz and /openapi.json needs `Authorization: Bearer TOKEN`." },
+            "description": "The HCP commands the caller may call (none without a bearer token). Every route but /healthz, /readyz and /openapi.json needs `Authorization: Bearer TOKEN`; /openapi.json with one lists that Principal's commands." },
         "security": [{ "bearer": [] }],
         "paths": paths,
         "components": {
@@ -250,11 +266,22 @@ fn wrap_text_rules(props: &mut Map<String, Value>, c: &crate::pack::Command, wra
     }
 }
 
-/// Every command of every activated pack.
-fn commands(runtime: &Runtime) -> Vec<CommandDoc> {
+/// Every command `principal` may call: of the packs activated for its tenant, those its grants allow (the
+/// capability the pipeline's step 3 asks for).
+fn commands(runtime: &Runtime, principal: &Principal) -> Vec<CommandDoc> {
     let mut out = Vec::new();
-    for pack in runtime.activated_packs(None) {
+    for pack in runtime.activated_packs(Some(&principal.tenant)) {
         for c in pack.commands.values() {
+            let cap = if c.key == "connect" {
+                Capability::PackConnect
+            } else if c.policy.operation == Operation::Write {
+                Capability::ExecWrite
+            } else {
+                Capability::ExecRead
+            };
+            if !principal.grants.allows(cap, &pack.id, &c.key) {
+                continue;
+            }
             let mut args = c.args.schema().as_object().cloned().unwrap_or_default();
             args.insert("type".into(), json!("object"));
             args.insert("additionalProperties".into(), json!(false));

@@ -1,4 +1,5 @@
-//! The audit log (decisions.md §10): one JSON line per write that reached the adapter and per denied write,
+//! The audit log (decisions.md §10): one JSON line per write that reached the adapter and per denied write, and
+//! one per Sense push (recorded or refused) and per refused Sense watch (`action`),
 //! each carrying the SHA-256 of the line before it, so an edited, deleted, inserted or reordered line, a cut
 //! tail or an emptied log is found by `hcpx audit verify` (docs/security.md, The audit chain).
 //!
@@ -33,6 +34,10 @@ pub struct AuditRecord {
     /// The project a `project`-mode write ran in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_dir: Option<String>,
+    /// What the line records when it is not a command: a Sense push (`pack_id` the pack, `verb_key` its
+    /// trigger ref, `args_sha256` the payload's) or a refused Sense watch (`verb_key` `*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<AuditAction>,
     /// The person's approval this row is about (`sandbox.json` `human_approval`): the one a write waits for, the
     /// one it ran with, or the one decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,6 +48,17 @@ pub struct AuditRecord {
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
+}
+
+/// A line that records something other than a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuditAction {
+    /// `hcpx sense emit` or `POST /v1/sense/{pack}/{ref}`: recorded, or refused with its code.
+    #[serde(rename = "sense.emit")]
+    SenseEmit,
+    /// `hcpx sense watch` or `GET /v1/sense`, refused.
+    #[serde(rename = "sense.watch")]
+    SenseWatch,
 }
 
 /// One row of the log as `hcpx audit` lists it: a record, or a line that does not parse, kept in its place.

@@ -50,6 +50,11 @@ pub struct SandboxConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_MAX_FILE_MB))]
     pub max_file_mb: Option<u64>,
+    /// The most a wrap call may add in total to its TMPDIR and its private working directory (`workspace`
+    /// and `ephemeral` modes), in MiB: measured while it runs, and a call past it is stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_DISK_MB))]
+    pub max_disk_mb: Option<u64>,
     /// Data memory (heap and private writable mappings) per process of a wrap call, in MiB (at least 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_WRAP_MEMORY_MB))]
@@ -145,6 +150,10 @@ pub struct PackSandbox {
     /// Extra absolute paths the pack's commands may read and write.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write: Vec<std::path::PathBuf>,
+    /// Pathname UNIX sockets the pack's commands may connect to; it must also declare them in
+    /// `wrap.unix_sockets`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unix_sockets: Vec<std::path::PathBuf>,
 }
 
 /// Default for `max_processes`.
@@ -155,6 +164,8 @@ pub const DEFAULT_MAX_OPEN_FILES: u64 = 1024;
 pub const DEFAULT_MAX_FILE_MB: u64 = 128;
 /// Default for `wrap_memory_mb`.
 pub const DEFAULT_WRAP_MEMORY_MB: u64 = 2048;
+/// Default for `max_disk_mb`.
+pub const DEFAULT_MAX_DISK_MB: u64 = 1024;
 
 /// The limits a call runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +176,7 @@ pub struct Limits {
     pub max_processes: u64,
     pub max_open_files: u64,
     pub max_file_mb: u64,
+    pub max_disk_mb: u64,
     pub wrap_memory_mb: u64,
 }
 
@@ -178,6 +190,7 @@ impl SandboxConfig {
             max_processes: self.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES).max(1),
             max_open_files: self.max_open_files.unwrap_or(DEFAULT_MAX_OPEN_FILES).max(16),
             max_file_mb: self.max_file_mb.unwrap_or(DEFAULT_MAX_FILE_MB),
+            max_disk_mb: self.max_disk_mb.unwrap_or(DEFAULT_MAX_DISK_MB),
             wrap_memory_mb: self.wrap_memory_mb.unwrap_or(DEFAULT_WRAP_MEMORY_MB).max(16),
         }
     }

@@ -538,6 +538,7 @@ mod tests {
             code: Some(Code::ConfirmRequired),
             args_sha256: crate::model::digest::sha256_hex(b"{}"),
             project_dir: None,
+            action: None,
             approval: None,
             decision: None,
             prev: None,

@@ -67,11 +67,11 @@ const SECRET: &str = "s3cr3t-escape-value-4711";
 
 /// Installs pack `evil`, whose one command `go` runs `script` under /bin/sh, with Policy row `op` and
 /// workspace `mode`; the local Principal then holds only `verb.exec.read` (and `verb.exec.write` for a write).
-fn evil(h: &Home, script: &str, op: &str, mode: &str) {
+pub(crate) fn evil(h: &Home, script: &str, op: &str, mode: &str) {
     evil_with(h, script, op, mode, |_| {});
 }
 
-fn evil_with(h: &Home, script: &str, op: &str, mode: &str, tweak: impl FnOnce(&mut Fixture)) {
+pub(crate) fn evil_with(h: &Home, script: &str, op: &str, mode: &str, tweak: impl FnOnce(&mut Fixture)) {
     let mut f = Fixture::wrap();
     f.surface = json!({
         "id": "evil", "name": "Evil", "kind": "wrap", "cliBin": "evil",
@@ -92,23 +92,23 @@ fn evil_with(h: &Home, script: &str, op: &str, mode: &str, tweak: impl FnOnce(&m
 }
 
 /// Runs `evil go` (confirmed when it is a write) with extra environment; returns the envelope.
-fn go_env(h: &Home, env: &[(&str, &str)]) -> Value {
+pub(crate) fn go_env(h: &Home, env: &[(&str, &str)]) -> Value {
     let out = hcpx_with(h.t.path(), &["exec", "evil", "go", "--json"], env, None);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn go(h: &Home) -> Value {
+pub(crate) fn go(h: &Home) -> Value {
     go_env(h, &[])
 }
 
 /// Runs `evil go` in project `dir`.
-fn go_in(h: &Home, dir: &Path) -> Value {
+pub(crate) fn go_in(h: &Home, dir: &Path) -> Value {
     go_env(h, &[("HCP_PROJECT_DIR", dir.to_str().unwrap())])
 }
 
 /// Everything the call printed.
-fn said(v: &Value) -> String {
+pub(crate) fn said(v: &Value) -> String {
     format!(
         "{} {} {}",
         v["stdout"].as_str().unwrap_or(""),
@@ -119,7 +119,7 @@ fn said(v: &Value) -> String {
 
 /// A fresh home when this kernel enforces layer `name`; `None` (the test is skipped, with the reason
 /// printed) when it does not.
-fn home_if(name: &str) -> Option<Home> {
+pub(crate) fn home_if(name: &str) -> Option<Home> {
     layer(name).then(Home::new)
 }
 
@@ -147,14 +147,14 @@ fn store(h: &Home) -> String {
     h.store().display().to_string()
 }
 
-fn project(h: &Home) -> PathBuf {
+pub(crate) fn project(h: &Home) -> PathBuf {
     let p = h.t.join("proj");
     fs::create_dir_all(&p).unwrap();
     fs::write(p.join("data.txt"), "original").unwrap();
     p
 }
 
-fn git_project(h: &Home) -> PathBuf {
+pub(crate) fn git_project(h: &Home) -> PathBuf {
     let p = project(h);
     fs::create_dir_all(p.join(".git/hooks")).unwrap();
     fs::write(p.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
@@ -666,9 +666,13 @@ fn abstract_unix_sockets_outside_the_call_are_refused() {
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
     l.set_nonblocking(true).unwrap();
-    evil(&h, &format!("perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die; connect($s, pack_sockaddr_un(\"\\0{name}\")) and print \"connected\\n\"'; exit 0"), "read", "none");
+    // The pack holds a granted socket path, so seccomp lets it make a UNIX socket: the scope is what refuses.
+    let granted = h.t.join("granted.sock");
+    let script = format!("perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die \"no socket: $!\"; connect($s, pack_sockaddr_un(\"\\0{name}\")) and print \"connected\\n\"; print \"tried\\n\"'; exit 0");
+    evil_with(&h, &script, "read", "none", |f| f.surface["wrap"]["unix_sockets"] = json!([granted]));
+    h.write_store("sandbox.json", &json!({ "packs": { "evil": { "unix_sockets": [granted] } } }).to_string());
     let v = go(&h);
-    assert!(!said(&v).contains("connected"), "{v}");
+    assert!(!said(&v).contains("connected") && said(&v).contains("tried"), "{v}");
     assert!(l.accept().is_err(), "{v}");
 }
 
@@ -876,7 +880,14 @@ fn privileges_are_dropped_for_good() {
     );
     let v = go(&h);
     let s = v["stdout"].as_str().unwrap().to_string();
+    // An unprivileged runtime cannot empty the bounding set (that takes CAP_SETPCAP); with no capability held
+    // and no_new_privs, exec gives nothing back whatever it holds.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        if cap == "CapBnd" && !root {
+            continue;
+        }
         assert!(s.contains(&format!("{cap}:\t0000000000000000")), "{cap}: {s}");
     }
     assert!(s.contains("NoNewPrivs:\t1") && s.contains("Seccomp:\t2"), "{s}");

@@ -40,7 +40,10 @@ fn unknown_pack_not_activated_and_no_policy_deny_before_anything_runs() {
     let (_, out) = h.exec("probe", "nope", &[]);
     assert_eq!(
         (code(&out), out["error"].as_str()),
-        ("no_policy", Some("no command `nope` in pack probe; `hcpx commands probe` lists them"))
+        (
+            "no_policy",
+            Some("no policy for nope; pack probe has no command `nope`; `hcpx commands probe` lists them")
+        )
     );
     assert_eq!(h.run(&["deactivate", "probe"]).status.code(), Some(0));
     let (rc, out) = h.exec("probe", "look", &[]);

@@ -35,7 +35,7 @@ fn denials_name_the_fix_and_the_fix_works() {
     assert_eq!(out["code"], "no_policy");
     assert_eq!(
         error(&out),
-        "no command `lok` in pack probe; did you mean `look`? `hcpx commands probe` lists them"
+        "no policy for lok; pack probe has no command `lok`; did you mean `look`? `hcpx commands probe` lists them"
     );
     let (_, out) = h.exec("hcp-cli", "hcp.lst", &[]);
     assert!(error(&out).contains("did you mean `hcp.list`?"), "{out}");

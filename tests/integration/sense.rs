@@ -308,3 +308,57 @@ fn follow(h: &Home, extra: &[&str]) -> std::process::Child {
         .spawn()
         .unwrap()
 }
+
+crate::serve::on_both_stores! {
+    /// Issue #24 point 6: a push (through the CLI and HTTP, recorded or refused) and a refused watch are audit
+    /// lines with the invoker, the Principal and the tenant, in the chain `hcpx audit verify` walks.
+    fn sense_pushes_and_refused_watches_are_audited_in_the_chain / sense_pushes_and_refused_watches_are_audited_in_the_chain_postgres (h) {
+        sense_pack(&h);
+        let alice = principal(&h, "alice", "acme", &["sense.announce:demo"], false);
+        let carol = principal(&h, "carol", "acme", &["verb.exec.read:*"], false);
+        let s = Server::start(&h, &[]);
+        let (st, v) = s.post("/v1/sense/demo/item.changed", &alice, &json!({ "id": "i-1" }));
+        assert_eq!(st, 200, "{v}");
+        let (st, _) = s.post("/v1/sense/demo/item.changed", &carol, &json!({ "id": "c-1" }));
+        assert_eq!(st, 403);
+        let (st, _, _) = s.call("GET", "/v1/sense?pack=demo", Some(&carol), None);
+        assert_eq!(st, 403);
+        // The local user: a push with the grant, then a watch without it.
+        assert_eq!(h.run(&["grant", "sense.announce:demo"]).status.code(), Some(0));
+        let out = h.run_with(&["sense", "emit", "demo", "item.changed", "--json"], &[], Some(r#"{"id":"l-1"}"#));
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        h.write_store("grants.json", "[]");
+        let out = h.run(&["sense", "watch", "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+
+        let rows: Vec<Value> = h.audit_log().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let sense: Vec<(String, String, String, String, String, bool, String)> = rows
+            .iter()
+            .filter(|r| r["action"].is_string())
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                (s("action"), s("invoker"), s("principal"), s("tenant"), s("pack_id"), r["ok"].as_bool().unwrap(), s("code"))
+            })
+            .collect();
+        let user = sense.iter().find(|r| r.1 == "cli").map(|r| r.2.clone()).unwrap_or_default();
+        let want = |a: &str, i: &str, p: &str, t: &str, ok: bool, code: &str| {
+            (a.to_string(), i.to_string(), p.to_string(), t.to_string(), "demo".to_string(), ok, code.to_string())
+        };
+        for row in [
+            want("sense.emit", "http", "alice", "acme", true, ""),
+            want("sense.emit", "http", "carol", "acme", false, "denied"),
+            want("sense.watch", "http", "carol", "acme", false, "denied"),
+            want("sense.emit", "cli", &user, "local", true, ""),
+        ] {
+            assert!(sense.contains(&row), "no audit line {row:?} in {sense:?}");
+        }
+        // The CLI watch refused for any pack.
+        assert!(
+            sense.iter().any(|r| r.0 == "sense.watch" && r.1 == "cli" && r.3 == "local" && r.4 == "*" && !r.5),
+            "{sense:?}"
+        );
+        // Each in the chain: verify walks every line.
+        let out = h.run(&["audit", "verify", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+}

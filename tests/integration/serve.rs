@@ -235,8 +235,9 @@ on_both_stores! {
         let (st, _, v) = s.call("GET", "/healthz", None, None);
         assert_eq!((st, v["ok"].as_bool()), (200, Some(true)));
 
-        // The document lists the fixed routes and one path per activated command, with its argument schema.
-        let (st, _, doc) = s.call("GET", "/openapi.json", None, None);
+        // The document lists the fixed routes and one path per command the caller may call, with its argument
+        // schema.
+        let (st, _, doc) = s.call("GET", "/openapi.json", Some(&alice), None);
         assert_eq!((st, doc["openapi"].as_str()), (200, Some("3.1.0")));
         let plan = &doc["paths"]["/v1/exec/transit-composite/plan"]["post"];
         let schema = &plan["requestBody"]["content"]["application/json"]["schema"];
@@ -441,6 +442,50 @@ on_both_stores! {
         let (st, v) = s.post("/v1/exec/probe/look", &a, &json!({}));
         assert_eq!((st, v["code"].as_str()), (409, Some("no_project")), "{v}");
         assert_eq!(h.runs(), 0);
+    }
+}
+
+on_both_stores! {
+    /// Issue #24 point 5: without a token the document names no pack and no command; with one, exactly the
+    /// commands of the packs activated for that Principal's tenant that its grants allow.
+    fn openapi_tells_a_stranger_only_the_api_and_a_principal_only_its_commands / openapi_tells_a_stranger_only_the_api_and_a_principal_only_its_commands_postgres (h) {
+        install_repo_packs(&h, &["transit-composite", "ledger"]);
+        let reader = principal(&h, "reader", "acme", &["verb.exec.read:*"], false);
+        let other = principal(&h, "other", "beta", ALL, false);
+        let out = h.run(&["deactivate", "ledger", "--tenant", "beta"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let s = Server::start(&h, &[]);
+        let commands = |doc: &Value| -> Vec<String> {
+            let mut c: Vec<String> = doc["paths"].as_object().unwrap().keys()
+                .filter(|p| p.starts_with("/v1/exec/")).cloned().collect();
+            c.sort();
+            c
+        };
+
+        let (st, _, stranger) = s.call("GET", "/openapi.json", None, None);
+        assert_eq!(st, 200);
+        assert!(commands(&stranger).is_empty(), "{:?}", commands(&stranger));
+        let text = stranger.to_string();
+        for installed in ["ledger", "transit", "transfer", "acme", "beta"] {
+            assert!(!text.contains(installed), "a stranger reads {installed:?} in the document");
+        }
+        for p in ["/v1/exec", "/v1/packs", "/healthz", "/readyz", "/metrics", "/openapi.json"] {
+            assert!(stranger["paths"][p].is_object(), "{p} missing");
+        }
+
+        // A reader sees the reads of every pack activated for its tenant, and no write.
+        let (_, _, doc) = s.call("GET", "/openapi.json", Some(&reader), None);
+        let mine = commands(&doc);
+        assert!(mine.contains(&"/v1/exec/ledger/status".to_string()), "{mine:?}");
+        assert!(mine.contains(&"/v1/exec/transit-composite/plan".to_string()), "{mine:?}");
+        assert!(!mine.iter().any(|c| c.ends_with("/transfer") || c.ends_with("/connect")), "{mine:?}");
+        // Another tenant, with every grant, sees nothing of a pack its tenant has deactivated.
+        let (_, _, doc) = s.call("GET", "/openapi.json", Some(&other), None);
+        let theirs = commands(&doc);
+        assert!(!theirs.is_empty() && theirs.iter().all(|c| c.starts_with("/v1/exec/transit-composite/")), "{theirs:?}");
+        // A wrong token is refused, not taken for a stranger.
+        let (st, _, v) = s.call("GET", "/openapi.json", Some("not-a-token"), None);
+        assert_eq!((st, v["code"].as_str()), (401, Some("denied")), "{v}");
     }
 }
 

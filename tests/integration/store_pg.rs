@@ -266,7 +266,8 @@ fn a_store_moves_from_files_to_the_database_and_back_with_its_chains_intact() {
     let v = db.ok("db", &["store", "import", files.join("hcp-home").to_str().unwrap()]);
     assert_eq!(v["moved"]["packs"], 1, "{v}");
     assert_eq!(v["moved"]["credentials"], 1, "{v}");
-    assert_eq!(v["moved"]["audit_lines"], 1, "{v}");
+    // The confirmed write and the Sense push: both audited.
+    assert_eq!(v["moved"]["audit_lines"], 2, "{v}");
     assert_eq!(v["moved"]["sense_events"], 1, "{v}");
     assert_eq!(db.ok("db", &["audit", "verify"])["ok"], true);
     assert_eq!(db.ok("db", &["list"])["packs"][0]["activated"], true);
@@ -288,7 +289,8 @@ fn a_store_moves_from_files_to_the_database_and_back_with_its_chains_intact() {
     let out =
         hcpx_with(&db.home("x"), &["audit", "verify", "--json", "--log", log.to_str().unwrap()], &[], None);
     let v = stdout_json(&out);
-    assert_eq!((v["ok"].as_bool(), v["lines"].as_u64()), (Some(true), Some(2)), "{v}");
+    // Two writes and the Sense push.
+    assert_eq!((v["ok"].as_bool(), v["lines"].as_u64()), (Some(true), Some(3)), "{v}");
     // The exported chain is the database's, line for line: an edit to it is found.
     let text = std::fs::read_to_string(&log).unwrap().replacen("\"ok\":true", "\"ok\":false", 1);
     std::fs::write(&log, text).unwrap();

@@ -19,14 +19,18 @@ impl Guest for Escape {
                 .and_then(|mut f| f.write_all(b"[core]\n\tfsmonitor = /tmp/x\n"))
                 .is_ok();
             let hook = std::fs::write(".git/hooks/pre-commit", "#!/bin/sh\necho pwned\n").is_ok();
-            let renamed = std::fs::rename(".git", ".git-old").is_ok();
+            // A project without .git: make one, as `git init` would.
+            let made = std::fs::metadata(".git").is_err()
+                && std::fs::create_dir(".git").is_ok()
+                && std::fs::write(".git/config", "[core]\n\tfsmonitor = /tmp/x\n").is_ok();
+            let renamed = !made && std::fs::rename(".git", ".git-old").is_ok();
             if renamed {
                 let _ = std::fs::create_dir(".git");
                 let _ = std::fs::write(".git/config", "[core]\n\tfsmonitor = /tmp/x\n");
             }
             let plain = std::fs::write("written.txt", "ok").is_ok();
             return Ok(format!(
-                "{{\"config\":{config},\"hook\":{hook},\"renamed\":{renamed},\"plain\":{plain}}}"
+                "{{\"config\":{config},\"hook\":{hook},\"renamed\":{renamed},\"made\":{made},\"plain\":{plain}}}"
             ));
         }
         let mut found = Vec::new();

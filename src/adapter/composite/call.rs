@@ -55,6 +55,12 @@ impl CompositeAdapter {
             && call.pack.workspace == crate::pack::WorkspaceMode::Project
             && crate::sandbox::KernelProbe::get().namespaces()
             && !call.env.sandbox.disable.contains(&crate::model::LayerName::MountNamespace);
+        // A project without `.git` must not be given one (checked after the call, as for a wrap).
+        let unguarded_project = (prepared.files
+            && writable
+            && call.pack.workspace == crate::pack::WorkspaceMode::Project
+            && crate::sandbox::gitguard::has_no_git(&work.path))
+        .then(|| work.path.clone());
         let guard = if guard_wanted {
             let project = work.path.clone();
             match blocking.run(move || crate::sandbox::gitguard::guard_git(&project)).await {
@@ -112,6 +118,11 @@ impl CompositeAdapter {
             Ok(Some(a)) => Some(a),
             Ok(None) => {
                 let _ = guard.finish();
+                if let Some(e) =
+                    unguarded_project.and_then(|p| crate::sandbox::gitguard::no_git_planted(&p).err())
+                {
+                    return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
+                }
                 return AdapterResult::fail(
                     Code::Cancelled,
                     "cancelled: the caller cancelled the call; the component was stopped",
@@ -120,9 +131,13 @@ impl CompositeAdapter {
             Err(_) => None,
         };
         let restored = guard.finish();
+        let planted = unguarded_project.and_then(|p| crate::sandbox::gitguard::no_git_planted(&p).err());
         drop(work);
         if let Err(e) = restored {
             return AdapterResult::fail(Code::AdapterFailed, e.to_string());
+        }
+        if let Some(e) = planted {
+            return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
         }
         match answer {
             Some((outcome, log)) => shape(outcome, log, &limits),

@@ -43,10 +43,7 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
     };
-    let progress =
-        |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
-    let report = check_dir(&a.dir, &opts, &progress);
-    p.progress_done();
+    let report = checked_with_progress(p, &a.dir, &opts);
     let dir = a.dir.display().to_string();
     if p.json {
         p.json_doc(&report);
@@ -100,4 +97,13 @@ fn human(p: &Printer, r: &CheckReport) {
         "{name}: score {}/100, grade {}{capped}; {} error(s), {} warning(s), {} note(s){ready}",
         r.score, r.grade, r.errors, r.warnings, r.notes
     ));
+}
+
+/// `check_dir` with each probe and case shown as progress (`hcpx check`, and `hcpx publish` before it pushes).
+pub fn checked_with_progress(p: &Printer, dir: &std::path::Path, opts: &CheckOptions) -> CheckReport {
+    let progress =
+        |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
+    let report = check_dir(dir, opts, &progress);
+    p.progress_done();
+    report
 }

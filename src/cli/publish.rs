@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, PublishArgs};
 use crate::output::Printer;
-use hcpx::check::{check_dir, CheckOptions};
+use hcpx::check::CheckOptions;
 use hcpx::distribution::{self, sign::PrivateKey, PackRef};
 
 /// Runs `hcpx publish`.
@@ -66,10 +66,7 @@ pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
     };
-    let progress =
-        |layer: &str, n: usize, m: usize, title: &str| p.progress(&format!("{layer} {n} of {m}: {title}"));
-    let report = check_dir(&a.dir, &opts, &progress);
-    p.progress_done();
+    let report = super::check::checked_with_progress(p, &a.dir, &opts);
     if report.errors > 0 || report.score < a.min_score {
         return Ok(fail(p, &format!(
             "pack {} scores {} with {} error(s) and {} warning(s), below the {} a publish needs; run hcpx check {} and fix what it lists (or lower --min-score)",

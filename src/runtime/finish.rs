@@ -110,21 +110,11 @@ fn record(
     code: Option<Code>,
 ) -> AuditRecord {
     AuditRecord {
-        at: crate::model::clock::now_rfc3339(),
-        principal: principal.id.clone(),
-        tenant: principal.tenant.clone(),
-        invoker: principal.invoker,
-        pack_id: env.pack_id.clone(),
-        verb_key: env.verb_key.clone(),
-        operation,
         ok,
         code,
         args_sha256: args_digest(args),
         project_dir: project.map(|p| p.display().to_string()),
-        action: None,
-        approval: None,
-        decision: None,
-        prev: None,
+        ..AuditRecord::attributed(principal, &env.pack_id, &env.verb_key, operation)
     }
 }
 

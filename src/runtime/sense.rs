@@ -82,22 +82,13 @@ fn sense_record(
     payload_sha256: String,
     refused: Option<Code>,
 ) -> AuditRecord {
+    let operation = if action == AuditAction::SenseEmit { Operation::Write } else { Operation::Read };
     AuditRecord {
-        at: crate::model::clock::now_rfc3339(),
-        principal: principal.id.clone(),
-        tenant: principal.tenant.clone(),
-        invoker: principal.invoker,
-        pack_id: pack_id.to_string(),
-        verb_key: reference.to_string(),
-        operation: if action == AuditAction::SenseEmit { Operation::Write } else { Operation::Read },
         ok: refused.is_none(),
         code: refused,
         args_sha256: payload_sha256,
-        project_dir: None,
-        approval: None,
-        decision: None,
         action: Some(action),
-        prev: None,
+        ..AuditRecord::attributed(principal, pack_id, reference, operation)
     }
 }
 

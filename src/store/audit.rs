@@ -99,6 +99,35 @@ fn rotate_bytes() -> u64 {
         .unwrap_or(ROTATE_BYTES)
 }
 
+impl AuditRecord {
+    /// A line attributed to `principal` for `pack_id`.`verb_key`, stamped now, ok, with no arguments, project,
+    /// approval or action: the caller fills in what its line records (the store sets `prev` when it appends).
+    pub fn attributed(
+        principal: &crate::model::Principal,
+        pack_id: &str,
+        verb_key: &str,
+        operation: Operation,
+    ) -> AuditRecord {
+        AuditRecord {
+            at: crate::model::clock::now_rfc3339(),
+            principal: principal.id.clone(),
+            tenant: principal.tenant.clone(),
+            invoker: principal.invoker,
+            pack_id: pack_id.to_string(),
+            verb_key: verb_key.to_string(),
+            operation,
+            ok: true,
+            code: None,
+            args_sha256: String::new(),
+            project_dir: None,
+            approval: None,
+            decision: None,
+            action: None,
+            prev: None,
+        }
+    }
+}
+
 impl Store {
     /// Appends one line under the store lock, chained to the line before, and records the new head.
     pub fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {

@@ -1192,6 +1192,24 @@ fn a_composites_flood_is_cut_at_max_output_bytes() {
 fn a_composite_write_cannot_plant_code_in_the_projects_git() {
     let Some(h) = home_if("mount-namespace") else { return };
     let p = git_project(&h);
+    let v = gitw_writes_in(&h, &p);
+    // .git/config and .git/hooks were read-only; the rename of .git (which the namespace's pin cannot stop
+    // for a component, whose file calls run outside it) was undone, and the call failed saying so.
+    assert_eq!((v["ok"].clone(), v["code"].as_str()), (json!(false), Some("adapter_failed")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("put it back"), "{v}");
+    assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "[core]\n\tbare = false\n");
+    assert!(!p.join(".git/hooks/pre-commit").exists() && !p.join(".git-old").exists());
+    assert!(p.join("written.txt").exists(), "the rest of the project stays writable");
+    let planted = fs::read_dir(&p)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".git.planted"));
+    assert!(planted, "what the component left at .git was moved aside, not deleted");
+}
+
+/// `test-escape` as composite pack `gitw` in project mode (`git` a write that tries the project's git files),
+/// installed and activated in `h`; the result envelope of its `git` command run in project `p`.
+pub(crate) fn gitw_writes_in(h: &Home, p: &std::path::Path) -> Value {
     let mut f = Fixture::wrap();
     f.surface = json!({ "id": "gitw", "kind": "composite", "component": { "path": "./adapter.wasm" }, "wrap": { "workspace": { "mode": "project" } },
         "verbs": { "git": { "description": "Try the project's git files." }, "run": { "description": "Look around." } } });
@@ -1208,17 +1226,5 @@ fn a_composite_write_cannot_plant_code_in_the_projects_git() {
         &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
         None,
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // .git/config and .git/hooks were read-only; the rename of .git (which the namespace's pin cannot stop
-    // for a component, whose file calls run outside it) was undone, and the call failed saying so.
-    assert_eq!((v["ok"].clone(), v["code"].as_str()), (json!(false), Some("adapter_failed")), "{v}");
-    assert!(v["error"].as_str().unwrap().contains("put it back"), "{v}");
-    assert_eq!(fs::read_to_string(p.join(".git/config")).unwrap(), "[core]\n\tbare = false\n");
-    assert!(!p.join(".git/hooks/pre-commit").exists() && !p.join(".git-old").exists());
-    assert!(p.join("written.txt").exists(), "the rest of the project stays writable");
-    let planted = fs::read_dir(&p)
-        .unwrap()
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy().starts_with(".git.planted"));
-    assert!(planted, "what the component left at .git was moved aside, not deleted");
+    serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -182,23 +182,7 @@ fn a_call_cannot_fill_the_disk_through_its_workspace_or_its_tmpdir() {
 fn a_composite_write_cannot_give_a_project_without_git_a_git() {
     let h = Home::new();
     let p = project(&h);
-    let mut f = crate::helpers::Fixture::wrap();
-    f.surface = json!({ "id": "gitw", "kind": "composite", "component": { "path": "./adapter.wasm" }, "wrap": { "workspace": { "mode": "project" } },
-        "verbs": { "git": { "description": "Try the project's git files." }, "run": { "description": "Look around." } } });
-    f.policy = json!({ "surface_id": "gitw", "verbs": { "git": { "operation": "write" }, "run": { "operation": "read" } } });
-    f.harness = "# Gitw\n\nA test guest.\n".into();
-    f.files.clear();
-    let dir = f.write(&h.t.join("src-gitw"));
-    fs::copy(crate::composite::guest("test-escape"), dir.join("adapter.wasm")).unwrap();
-    assert_eq!(h.run(&["install", dir.to_str().unwrap()]).status.code(), Some(0));
-    assert_eq!(h.run(&["activate", "gitw"]).status.code(), Some(0));
-    let out = hcpx_with(
-        h.t.path(),
-        &["exec", "gitw", "git", "--json"],
-        &[("HCP_PROJECT_DIR", p.to_str().unwrap())],
-        None,
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = crate::escape::gitw_writes_in(&h, &p);
     assert_eq!((v["ok"].clone(), v["code"].as_str()), (json!(false), Some("sandbox_denied")), "{v}");
     assert!(v["error"].as_str().unwrap().contains("created .git"), "{v}");
     assert!(fs::symlink_metadata(p.join(".git")).is_err(), "{v}");

@@ -837,7 +837,7 @@ pub fn open_store_watched() -> anyhow::Result<Store> {
 /// check` and `hcpx eval` try a pack under the grants and kernel settings the operator gave it. With
 /// `HCP_STORE` naming a database, it is that database's document, as every replica reads it.
 pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> {
-    if std::env::var("HCP_STORE").is_ok_and(|s| !matches!(s.trim(), "" | "files")) {
+    if !Store::default_is_files() {
         let store = Store::open_default().map_err(|e| e.to_string())?.one_shot();
         return store.sandbox().map(|s| (*s).clone()).map_err(|e| e.to_string());
     }

@@ -114,13 +114,18 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether `HCP_STORE` leaves every command on the files under `HCP_HOME` (unset, empty or `files`).
+    pub fn default_is_files() -> bool {
+        names_files(std::env::var("HCP_STORE").unwrap_or_default().trim())
+    }
+
     /// The store every face opens: PostgreSQL when `HCP_STORE` names a database, else the files at `HCP_HOME`
     /// (or `~/.hcp`), created when missing.
     pub fn open_default() -> Result<Store, StoreError> {
         let home = Store::default_home();
         let chosen = std::env::var("HCP_STORE").unwrap_or_default();
         let opened = match chosen.trim() {
-            "" | "files" => Store::open(&home),
+            s if names_files(s) => Store::open(&home),
             url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 return Store::open_db(&home, url);
             }
@@ -393,6 +398,11 @@ pub struct Layout {
 
 /// Writes `bytes` to `target` atomically: a temp file beside it (created with `mode`), fsync, rename, then an
 /// fsync of the directory so the rename itself survives a crash. A crash leaves the old or the new file.
+/// An `HCP_STORE` value that means the file store.
+fn names_files(chosen: &str) -> bool {
+    matches!(chosen, "" | "files")
+}
+
 pub fn write_atomic(target: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -11,15 +11,6 @@ use std::path::Path;
 
 use crate::store::memo::{Fingerprint, Memo};
 
-/// Records that `file` has `digest` as the kernel now describes it (when it is settled).
-fn remember(memo: &Memo, file: &Path, digest: &str) {
-    if let Ok(meta) = std::fs::symlink_metadata(file) {
-        let mut fp = Fingerprint::new();
-        fp.add(b"cwasm", &meta);
-        let _ = memo.digest(file, fp, || digest.to_string());
-    }
-}
-
 /// The wasmtime release the cache files were compiled by (also covered by the compatibility hash).
 pub const WASMTIME_VERSION: &str = "48";
 
@@ -42,29 +33,33 @@ pub fn load(
     let key = cache_key(engine, component_sha);
     let file = cache.join(format!("{key}.cwasm"));
     let digest_file = cache.join(format!("{key}.sha256"));
-    if let (Ok(expected), Ok(meta)) =
-        (std::fs::read_to_string(&digest_file), std::fs::symlink_metadata(&file))
-    {
-        let expected = expected.trim();
+    // Only a regular file is ever opened (never a link, a FIFO or a device planted in its place).
+    let meta = std::fs::symlink_metadata(&file).ok().filter(|m| m.is_file());
+    if let (Ok(expected), Some(meta)) = (std::fs::read_to_string(&digest_file), meta) {
         let mut fp = Fingerprint::new();
         fp.add(b"cwasm", &meta);
-        // The file as the kernel said when its digest was last checked (store/memo.rs): mapped, not read, so a
-        // large component's pages (and its memory images) come from the page cache only as they are touched.
-        if meta.is_file() && memo.digest(&file, fp, String::new) == expected {
-            // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility
-            // hash (it is in the key), atomically (a rename), and the file is the one whose bytes matched the
-            // digest recorded when it was written.
-            if let Ok(c) = unsafe { Component::deserialize_file(engine, &file) } {
-                return Ok(c);
+        // The file's digest as the kernel's word on it says it was (store/memo.rs), or read and hashed now.
+        let mut read = None;
+        let have = memo.digest(&file, fp, || match std::fs::read(&file) {
+            Ok(bytes) => {
+                let digest = sha256_hex(&bytes);
+                read = Some(bytes);
+                digest
             }
-        }
-        if let Ok(cached) = std::fs::read(&file) {
-            if sha256_hex(&cached) == expected {
-                // SAFETY: as above; these bytes match the digest recorded when the file was written.
-                if let Ok(c) = unsafe { Component::deserialize(engine, &cached) } {
-                    remember(memo, &file, expected);
-                    return Ok(c);
-                }
+            Err(_) => String::new(),
+        });
+        if have == expected.trim() {
+            // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility
+            // hash (it is in the key), atomically (a rename), and its bytes match the digest recorded when it
+            // was written: the bytes just read, or the file as the kernel described it when they last did,
+            // which is then mapped, not read, so a large component's pages (and its memory images) come from
+            // the page cache only as they are touched.
+            let loaded = match &read {
+                Some(bytes) => unsafe { Component::deserialize(engine, bytes) },
+                None => unsafe { Component::deserialize_file(engine, &file) },
+            };
+            if let Ok(c) = loaded {
+                return Ok(c);
             }
         }
         // A tampered or stale file is never loaded: it is replaced below.

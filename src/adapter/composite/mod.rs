@@ -359,8 +359,6 @@ fn read_capped(file: &mut std::fs::File, rel: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-impl Source {}
-
 fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true).epoch_interruption(true);

@@ -72,12 +72,14 @@ impl HcpServer {
 
     /// The tenant of a request: the Principal its bearer token authenticated over HTTP, else the local one.
     fn tenant_of(&self, context: &RequestContext<RoleServer>) -> String {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Authenticated>())
-            .map_or_else(|| LOCAL_TENANT.to_string(), |who| who.principal.tenant.clone())
+        served(context).map_or_else(|| LOCAL_TENANT.to_string(), |who| who.principal.tenant.clone())
     }
+}
+
+/// The Principal a request's bearer token authenticated, over HTTP (`hcpx serve` puts it in the request's parts);
+/// `None` over stdio.
+fn served(context: &RequestContext<RoleServer>) -> Option<&Authenticated> {
+    context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Authenticated>())
 }
 
 /// An MCP `Tool` from its spec, every annotation set.
@@ -331,11 +333,7 @@ impl HcpServer {
         pack_id: &str,
         verb_key: &str,
     ) -> Result<Principal, ToolAnswer> {
-        let served = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Authenticated>());
-        if let Some(who) = served {
+        if let Some(who) = served(context) {
             return Ok(Principal { invoker: crate::model::Invoker::Mcp, ..who.principal.clone() });
         }
         (self.principal)()

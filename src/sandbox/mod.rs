@@ -11,6 +11,7 @@ pub mod landlock_rules;
 pub mod probe;
 pub mod seccomp;
 pub mod spawn;
+pub mod unotify;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};

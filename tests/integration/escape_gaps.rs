@@ -297,3 +297,48 @@ fn a_granted_unix_socket_is_the_only_one_the_call_can_reach() {
     la.set_nonblocking(true).unwrap();
     assert!(la.accept().is_ok(), "{v}");
 }
+
+#[test]
+fn with_a_unix_socket_granted_the_calls_other_connects_still_work() {
+    let Some(h) = home_if("seccomp") else { return };
+    // Every connect of a call granted a socket goes through hcpx: a blocking connect to the granted socket,
+    // a TCP connect (the pack is granted inet too) and a connect to a granted socket that is down all answer
+    // as the kernel would; an abstract name is refused.
+    let a = h.t.join("a.sock");
+    let down = h.t.join("down.sock");
+    let la = UnixListener::bind(&a).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let script = format!(
+        r#"/usr/bin/python3 -c '
+import errno, socket
+def tryc(label, fam, addr, blocking=True):
+    s = socket.socket(fam, socket.SOCK_STREAM); s.setblocking(blocking)
+    try: s.connect(addr); print(label, "connected")
+    except OSError as e: print(label, "refused", errno.errorcode.get(e.errno, e.errno))
+tryc("blocking", socket.AF_UNIX, "{a}")
+tryc("down", socket.AF_UNIX, "{down}")
+tryc("tcp", socket.AF_INET, ("127.0.0.1", {port}))
+tryc("abstract", socket.AF_UNIX, "\0hcpx-test-abstract")
+'"#,
+        a = a.display(),
+        down = down.display()
+    );
+    evil_with(&h, &script, "read", "none", |f| {
+        f.surface["wrap"]["unix_sockets"] = json!([a, down]);
+        f.surface["wrap"]["network"] = json!(["inet"]);
+    });
+    h.write_store(
+        "sandbox.json",
+        &json!({ "packs": { "evil": { "unix_sockets": [a, down], "network": ["inet"] } } }).to_string(),
+    );
+    let v = go(&h);
+    assert_eq!(
+        v["stdout"].as_str(),
+        Some("blocking connected\ndown refused ENOENT\ntcp connected\nabstract refused EACCES\n"),
+        "{v}"
+    );
+    la.set_nonblocking(true).unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    assert!(la.accept().is_ok() && tcp.accept().is_ok(), "{v}");
+}

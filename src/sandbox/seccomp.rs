@@ -106,7 +106,7 @@ fn build(network: &[NetKind], unix: bool, caps_dropped: bool) -> Result<Vec<BpfP
 
     // socket(domain, ...): refused unless the domain is allowed. A UNIX socket only with a granted path
     // (Landlock before ABI 9 has no right for connecting to a pathname socket, and seccomp cannot read the
-    // address); a socketpair needs no name, but a datagram one could still send to any named socket.
+    // address: with a path granted, unotify.rs holds every connect); a socketpair needs no name.
     let mut allowed = Vec::new();
     if unix {
         allowed.push(libc::AF_UNIX as u64);

@@ -188,25 +188,7 @@ fn answer(listener: RawFd, n: &libc::seccomp_notif, granted: &[PathBuf], bound: 
     // SAFETY: `raw` is a descriptor pidfd_open just returned, owned from here.
     let pidfd = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
     if len > 0 {
-        let local = libc::iovec { iov_base: addr.as_mut_ptr() as *mut libc::c_void, iov_len: len };
-        let remote = libc::iovec { iov_base: addr_ptr as *mut libc::c_void, iov_len: len };
-        // SAFETY: reads `len` bytes of the target into `addr`, which holds them.
-        let got =
-            unsafe { libc::syscall(libc::SYS_process_vm_readv, pid, &local, 1u64, &remote, 1u64, 0u64) };
-        let read = if got == len as i64 {
-            Ok(())
-        } else if got < 0 && matches!(-errno(), libc::ENOSYS | libc::EPERM) {
-            // Where an outer filter refuses process_vm_readv (some container profiles), the same bytes by file.
-            use std::os::unix::fs::FileExt;
-            std::fs::File::open(format!("/proc/{pid}/mem"))
-                .and_then(|f| f.read_exact_at(&mut addr[..len], addr_ptr))
-                .map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))
-        } else if got < 0 {
-            Err(-errno())
-        } else {
-            Err(libc::EFAULT) // the address ran past the end of a mapping
-        };
-        match read {
+        match read_memory(pid, addr_ptr, &mut addr[..len], false) {
             Ok(()) => {}
             Err(libc::EFAULT | libc::EIO) => return -libc::EFAULT,
             Err(_) => return -libc::EACCES,
@@ -251,6 +233,32 @@ fn answer(listener: RawFd, n: &libc::seccomp_notif, granted: &[PathBuf], bound: 
             None => -libc::ENAMETOOLONG,
         },
         None => -libc::EACCES,
+    }
+}
+
+/// Copies `buf.len()` bytes at `ptr` in process `pid` into `buf`: `process_vm_readv`, or where an outer filter
+/// refuses it (some container profiles) or `by_file` asks, `/proc/PID/mem`. The error is an errno.
+fn read_memory(pid: libc::pid_t, ptr: u64, buf: &mut [u8], by_file: bool) -> Result<(), i32> {
+    let len = buf.len();
+    let got = if by_file {
+        -1
+    } else {
+        let local = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: len };
+        let remote = libc::iovec { iov_base: ptr as *mut libc::c_void, iov_len: len };
+        // SAFETY: reads at most `len` bytes of the target into `buf`, which holds them.
+        unsafe { libc::syscall(libc::SYS_process_vm_readv, pid, &local, 1u64, &remote, 1u64, 0u64) }
+    };
+    if got == len as i64 {
+        Ok(())
+    } else if by_file || (got < 0 && matches!(-errno(), libc::ENOSYS | libc::EPERM)) {
+        use std::os::unix::fs::FileExt;
+        std::fs::File::open(format!("/proc/{pid}/mem"))
+            .and_then(|f| f.read_exact_at(buf, ptr))
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))
+    } else if got < 0 {
+        Err(-errno())
+    } else {
+        Err(libc::EFAULT) // the address ran past the end of a mapping
     }
 }
 
@@ -363,6 +371,19 @@ fn connect_bounded(sock: &OwnedFd, addr: &[u8], bound: Duration) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_is_read_by_either_way_and_a_bad_address_is_efault() {
+        let me = std::process::id() as libc::pid_t;
+        let secret = *b"\x01\x00/run/x.sock";
+        for by_file in [false, true] {
+            let mut buf = [0u8; 13];
+            read_memory(me, secret.as_ptr() as u64, &mut buf, by_file).unwrap();
+            assert_eq!(buf, secret);
+            let e = read_memory(me, 8, &mut buf, by_file).unwrap_err();
+            assert!(matches!(e, libc::EFAULT | libc::EIO), "{e}");
+        }
+    }
 
     #[test]
     fn a_granted_path_is_reached_by_its_name_or_a_link_only() {

@@ -286,10 +286,10 @@ fn a_granted_unix_socket_is_the_only_one_the_call_can_reach() {
         assert_eq!(line(label), format!("{label} refused EPERM"), "{v}");
     }
     assert!(!out.contains(" sent"), "{v}");
-    // The race: whatever the address read when checked, nothing reached B.
+    // The race: whatever the address read when checked, nothing reached B (how many reached A depends on the
+    // timing, printed for the record).
     let race = line("race");
     eprintln!("{race}");
-    assert!(!race.starts_with("race 0 "), "no connect got through to the granted socket: {v}");
     assert!(lb.accept().is_err(), "a connection reached the socket that was not granted: {race}");
     let mut buf = [0u8; 64];
     assert!(rd.recv(&mut buf).is_err(), "a datagram reached the socket that was not granted: {v}");

@@ -163,7 +163,8 @@ fn still_valid(listener: RawFd, id: u64) -> bool {
     unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 }
 }
 
-fn errno() -> i32 {
+/// The last OS error, negated (as a seccomp answer carries it).
+fn neg_errno() -> i32 {
     -io::Error::last_os_error().raw_os_error().unwrap_or(libc::EACCES)
 }
 
@@ -201,7 +202,7 @@ fn answer(listener: RawFd, n: &libc::seccomp_notif, granted: &[PathBuf], bound: 
     // SAFETY: pidfd_getfd duplicates the target's descriptor into ours, or returns -1.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), sockfd, 0u32) };
     if raw < 0 {
-        return if errno() == -libc::EBADF { -libc::EBADF } else { -libc::EACCES };
+        return if neg_errno() == -libc::EBADF { -libc::EBADF } else { -libc::EACCES };
     }
     // SAFETY: a descriptor pidfd_getfd just returned, owned from here.
     let sock = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
@@ -250,13 +251,13 @@ fn read_memory(pid: libc::pid_t, ptr: u64, buf: &mut [u8], by_file: bool) -> Res
     };
     if got == len as i64 {
         Ok(())
-    } else if by_file || (got < 0 && matches!(-errno(), libc::ENOSYS | libc::EPERM)) {
+    } else if by_file || (got < 0 && matches!(-neg_errno(), libc::ENOSYS | libc::EPERM)) {
         use std::os::unix::fs::FileExt;
         std::fs::File::open(format!("/proc/{pid}/mem"))
             .and_then(|f| f.read_exact_at(buf, ptr))
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EACCES))
     } else if got < 0 {
-        Err(-errno())
+        Err(-neg_errno())
     } else {
         Err(libc::EFAULT) // the address ran past the end of a mapping
     }
@@ -352,7 +353,7 @@ fn connect_bounded(sock: &OwnedFd, addr: &[u8], bound: Duration) -> i32 {
     // SAFETY: connect reads `addr.len()` bytes of `addr`.
     let rc =
         unsafe { libc::connect(fd, addr.as_ptr() as *const libc::sockaddr, addr.len() as libc::socklen_t) };
-    let result = if rc == 0 { 0 } else { errno() };
+    let result = if rc == 0 { 0 } else { neg_errno() };
     if lower {
         // SAFETY: as above, putting back the value read.
         unsafe {

@@ -11,6 +11,7 @@ pub mod landlock_rules;
 pub mod probe;
 pub mod seccomp;
 pub mod spawn;
+pub mod unotify;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -94,7 +95,8 @@ pub struct Confinement {
     /// Network kinds granted (declared by the pack and allowed by `sandbox.json`).
     pub network: Vec<NetKind>,
     /// Pathname UNIX sockets granted (declared by the pack and allowed by `sandbox.json`): with none, the
-    /// child can make no UNIX socket but a stream socketpair (seccomp).
+    /// child can make no UNIX socket but a stream socketpair (seccomp); with some, only stream and
+    /// sequenced-packet ones, whose every connect hcpx makes itself, to a granted path only (unotify.rs).
     pub unix_sockets: Vec<PathBuf>,
     /// Paths kept read-only inside a writable working directory (`.git/config`, `.git/hooks`), and `.git`
     /// itself pinned so it cannot be renamed away, through a mount namespace.

@@ -106,7 +106,7 @@ fn build(network: &[NetKind], unix: bool, caps_dropped: bool) -> Result<Vec<BpfP
 
     // socket(domain, ...): refused unless the domain is allowed. A UNIX socket only with a granted path
     // (Landlock before ABI 9 has no right for connecting to a pathname socket, and seccomp cannot read the
-    // address); a socketpair needs no name, but a datagram one could still send to any named socket.
+    // address: with a path granted, unotify.rs holds every connect); a socketpair needs no name.
     let mut allowed = Vec::new();
     if unix {
         allowed.push(libc::AF_UNIX as u64);
@@ -122,15 +122,27 @@ fn build(network: &[NetKind], unix: bool, caps_dropped: bool) -> Result<Vec<BpfP
     let privileged: &[libc::c_long] = if caps_dropped { &[] } else { PRIVILEGED };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().chain(privileged).map(|n| (*n, Vec::new())).collect();
-    // An empty condition list matches every call: with nothing allowed, every socket is refused.
-    rules.insert(
-        libc::SYS_socket,
-        if not_allowed.is_empty() { Vec::new() } else { vec![SeccompRule::new(not_allowed)?] },
-    );
-    if !unix {
-        let dgram = dword(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?;
-        rules.insert(libc::SYS_socketpair, vec![SeccompRule::new(vec![dgram])?]);
+    // A datagram UNIX socket (SOCK_RAW is one too) can send to any named socket, granted or not: refused
+    // always, as socket and as socketpair. Stream and sequenced-packet ones reach a name only by `connect`,
+    // which the supervisor holds (unotify.rs).
+    let datagram = [libc::SOCK_DGRAM, libc::SOCK_RAW]
+        .map(|t| dword(1, SeccompCmpOp::MaskedEq(0xf), t as u64))
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    // An empty rule list matches every call: with nothing allowed, every socket is refused.
+    let mut socket_rules =
+        if not_allowed.is_empty() { Vec::new() } else { vec![SeccompRule::new(not_allowed)?] };
+    if unix {
+        for t in &datagram {
+            socket_rules
+                .push(SeccompRule::new(vec![dword(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?, t.clone()])?);
+        }
     }
+    rules.insert(libc::SYS_socket, socket_rules);
+    rules.insert(
+        libc::SYS_socketpair,
+        datagram.into_iter().map(|t| SeccompRule::new(vec![t])).collect::<Result<Vec<_>, _>>()?,
+    );
     let ns = CLONE_NS
         .iter()
         .map(|f| Ok(SeccompRule::new(vec![qword(0, SeccompCmpOp::MaskedEq(*f), *f)?])?))

@@ -122,6 +122,9 @@ struct ChildArgs {
     nnp: bool,
     landlock: RawFd,
     filters: Vec<libc::sock_fprog>,
+    /// The program that sends `connect` to the supervisor, and the socket the child sends its listener over
+    /// (only with a granted UNIX socket; see unotify.rs).
+    notify: Option<(libc::sock_fprog, RawFd)>,
     empty_mask: libc::sigset_t,
     /// One past the highest descriptor the runtime may hold (for kernels without close_range).
     fd_limit: libc::c_int,
@@ -161,7 +164,18 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     })?;
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
     let disk_base = disk.map(|d| d.used()).unwrap_or(0);
-    let pid = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
+    let (pid, listener) = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
+    if let (Some(l), Some((c, _))) = (listener, spec.confine) {
+        if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), spec.timeout) {
+            kill_call(pid);
+            let _ = reap(pid);
+            return Err(SpawnError {
+                stage: "cannot start the connect supervisor",
+                error: e,
+                not_runnable: false,
+            });
+        }
+    }
     drop((out_w, err_w, null));
     let cap = spec.max_output;
     let (tx_out, rx_out) = mpsc::channel();
@@ -249,7 +263,8 @@ fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
 }
 
 /// Prepares the child's arguments and clones it; returns its pid once it has exec'd.
-fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError> {
+/// With a granted UNIX socket, also the listener of the child's `connect`s (unotify.rs).
+fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<OwnedFd>), SpawnError> {
     let program = cstring(spec.program.as_os_str())?;
     let argv_c: Vec<CString> = std::iter::once(Ok(program.clone()))
         .chain(spec.argv.iter().map(|a| cstring(OsStr::new(a))))
@@ -262,6 +277,8 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
     let mut mountns = false;
     let mut landlock_fd: Option<OwnedFd> = None;
     let mut programs = None;
+    let mut notify_prog: Vec<libc::sock_filter> = Vec::new();
+    let mut notify_socks: Option<(OwnedFd, OwnedFd)> = None;
     let mut args = ChildArgs {
         program,
         argv: argv_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
@@ -276,6 +293,7 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
         nnp: false,
         landlock: -1,
         filters: Vec::new(),
+        notify: None,
         // SAFETY: an all-zero sigset_t is a valid value; sigemptyset below makes it the empty set.
         empty_mask: unsafe { std::mem::zeroed() },
         fd_limit: fd_limit(),
@@ -344,6 +362,15 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
                 })
                 .collect();
             programs = Some(p);
+            if !c.unix_sockets.is_empty() {
+                let (ours, theirs) = seqpacket_pair().map_err(|e| fail("cannot make a socket pair", e))?;
+                notify_prog = super::unotify::program();
+                args.notify = Some((
+                    libc::sock_fprog { len: notify_prog.len() as u16, filter: notify_prog.as_mut_ptr() },
+                    theirs.as_raw_fd(),
+                ));
+                notify_socks = Some((ours, theirs));
+            }
         }
     }
 
@@ -378,6 +405,8 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
     drop(stack);
     drop(programs);
     drop(landlock_fd);
+    drop(notify_prog);
+    let notify_ours = notify_socks.map(|(ours, _theirs)| ours);
     if pid < 0 {
         return Err(fail(
             if pidns || mountns { "cannot start the call's namespaces" } else { "cannot start the program" },
@@ -396,7 +425,29 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<libc::pid_t, SpawnError>
             not_runnable,
         });
     }
-    Ok(pid)
+    let listener = match notify_ours.map(|s| super::unotify::receive_listener(&s)).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            kill_call(pid);
+            let _ = reap(pid);
+            return Err(fail("cannot take the seccomp listener", e));
+        }
+    };
+    Ok((pid, listener))
+}
+
+/// A pair of connected sequenced-packet sockets, close-on-exec.
+fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: socketpair fills the two-element array.
+    if unsafe {
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and are owned from here.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The runtime's descriptor limit (at most 65536), for marking every descriptor close-on-exec where the
@@ -582,6 +633,27 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             {
                 return fail(9);
             }
+        }
+        if let Some((prog, sock)) = &a.notify {
+            // Only fatal signals end a connect hcpx has taken up (5.19); before that, any signal.
+            let mut fd = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+                prog as *const libc::sock_fprog,
+            );
+            if fd < 0 {
+                fd = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    prog as *const libc::sock_fprog,
+                );
+            }
+            if fd < 0 || !super::unotify::send_listener(*sock, fd as RawFd) {
+                return fail(9);
+            }
+            libc::close(fd as RawFd);
         }
         // Nothing of the runtime's descriptors reaches the program but the three streams.
         if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) != 0 {

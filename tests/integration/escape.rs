@@ -666,7 +666,9 @@ fn abstract_unix_sockets_outside_the_call_are_refused() {
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
     l.set_nonblocking(true).unwrap();
-    // The pack holds a granted socket path, so seccomp lets it make a UNIX socket: the scope is what refuses.
+    // The pack holds a granted socket path, so seccomp lets it make a UNIX socket. Two layers refuse the
+    // abstract name now: the connect supervisor (unotify.rs, an abstract name with a path granted) and the
+    // scope, which stays the second line should the first ever let one through.
     let granted = h.t.join("granted.sock");
     let script = format!("perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die \"no socket: $!\"; connect($s, pack_sockaddr_un(\"\\0{name}\")) and print \"connected\\n\"; print \"tried\\n\"'; exit 0");
     evil_with(&h, &script, "read", "none", |f| f.surface["wrap"]["unix_sockets"] = json!([granted]));

@@ -44,7 +44,7 @@ fn main() -> ExitCode {
         Command::DisallowRead(a) => cli::manage::read_paths(&p, a, false),
         Command::Grant(a) => cli::grant::grant(&p, a),
         Command::Revoke(a) => cli::grant::revoke(&p, a),
-        Command::Audit(a) => cli::audit::run(&p, a),
+        Command::Nested(cli::NestedCommand::Audit(a)) => cli::audit::run(&p, a),
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
         Command::Completions(a) => cli::completions::run(&p, a),

@@ -60,22 +60,32 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// `hcpx approve [ID]`.
+// The subcommands whose arguments hold subcommands of their own, defined with the others (not deferred).
+#[derive(Debug, Subcommand)]
+pub enum NestedCommand {
+    /// The audit log, newest last; filter it by pack and time, or keep the last N.
+    #[command(after_help = examples::AUDIT)]
+    Audit(AuditArgs),
+}
+
+// `hcpx approve [ID]`.
 #[derive(Debug, clap::Args)]
 pub struct ApproveArgs {
     /// The approval's id (ap_…), from the call's `approval_pending` answer; none lists the pending approvals.
     pub id: Option<String>,
 }
 
-/// `hcpx refuse ID`.
+// `hcpx refuse ID`.
 #[derive(Debug, clap::Args)]
 pub struct RefuseArgs {
     /// The approval's id (ap_…).
     pub id: String,
 }
 
-/// The subcommands.
+// The subcommands. Each one's arguments are defined only when it is the one invoked (`defer`): a call builds
+// one subcommand, not all forty (about 0.4 ms of every `hcpx exec`, docs/perf.md).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Check that a pack's three files exist and agree.
     #[command(after_help = examples::LINT)]
@@ -164,9 +174,10 @@ pub enum Command {
     /// Take grants back from the local Principal (grants.json).
     #[command(after_help = examples::REVOKE)]
     Revoke(RevokeArgs),
-    /// The audit log, newest last; filter it by pack and time, or keep the last N.
-    #[command(after_help = examples::AUDIT)]
-    Audit(AuditArgs),
+    // Not deferred: its arguments hold a subcommand of their own (`audit verify`), which `hcpx help audit verify`
+    // and the completion scripts must see when the whole tree is built.
+    #[command(flatten)]
+    Nested(NestedCommand),
     /// Health of the runtime and the store.
     #[command(after_help = examples::DOCTOR)]
     Doctor,
@@ -199,8 +210,9 @@ pub enum Command {
     Store(StoreCmd),
 }
 
-/// `hcpx store …` (docs/hosting.md).
+// `hcpx store …` (docs/hosting.md).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum StoreCmd {
     /// Apply the schema migrations this hcpx knows to the PostgreSQL store named by HCP_STORE, and print its version.
     #[command(after_help = examples::STORE_MIGRATE)]
@@ -220,8 +232,9 @@ pub enum StoreCmd {
     },
 }
 
-/// `hcpx sense …`.
+// `hcpx sense …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum SenseCmd {
     /// Record an upstream push of PACK's declared trigger REF; the payload is JSON on stdin (empty: `{}`).
     #[command(after_help = examples::SENSE_EMIT)]
@@ -248,7 +261,7 @@ pub enum SenseCmd {
     },
 }
 
-/// `hcpx serve`: its flags are passed on to `hcpx-serve`.
+// `hcpx serve`: its flags are passed on to `hcpx-serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The address to listen on.
@@ -273,8 +286,9 @@ pub struct ServeArgs {
     pub drain_ms: u64,
 }
 
-/// `hcpx principal …`.
+// `hcpx principal …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PrincipalCmd {
     /// Add a Principal and print its bearer token (shown once; only its SHA-256 is kept).
     #[command(after_help = examples::PRINCIPAL_ADD)]
@@ -323,7 +337,7 @@ pub enum PrincipalCmd {
     },
 }
 
-/// `hcpx mcp`.
+// `hcpx mcp`.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
     /// Serve one `hcp` tool taking `list`, `commands PACK`, `skill PACK`, `exec PACK VERB {json}` (for hosts
@@ -332,14 +346,14 @@ pub struct McpArgs {
     pub single_tool: bool,
 }
 
-/// `hcpx lint DIR [--json]`.
+// `hcpx lint DIR [--json]`.
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
     /// The pack directory.
     pub dir: PathBuf,
 }
 
-/// `hcpx eval DIR [--json] [--timeout MS]`.
+// `hcpx eval DIR [--json] [--timeout MS]`.
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
     /// The pack directory.
@@ -351,7 +365,7 @@ pub struct EvalArgs {
     pub project: ProjectArg,
 }
 
-/// Where `project`-mode commands run.
+// Where `project`-mode commands run.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProjectArg {
     /// The project directory `project`-mode commands run in (default: $HCP_PROJECT_DIR, else the current
@@ -360,7 +374,7 @@ pub struct ProjectArg {
     pub dir: Option<PathBuf>,
 }
 
-/// A pack directory.
+// A pack directory.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// The pack directory.
@@ -399,7 +413,7 @@ pub struct WrapArgs {
     pub id: Option<String>,
 }
 
-/// `hcpx new composite|wrap DIR [--id ID] [--bin BIN] [--lang rust|python|js]`.
+// `hcpx new composite|wrap DIR [--id ID] [--bin BIN] [--lang rust|python|js]`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   hcpx new composite greeter          a pack whose commands run in a WASI component built from greeter/guest
@@ -445,7 +459,7 @@ pub enum NewKindArg {
     Wrap,
 }
 
-/// `hcpx install DIR [--replace [--keep-workspace]]`.
+// `hcpx install DIR [--replace [--keep-workspace]]`.
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
     /// The pack directory, or a registry reference: oci://host/repo:tag or oci://host/repo@sha256:….
@@ -469,7 +483,7 @@ pub struct InstallArgs {
     pub lock_file: PathBuf,
 }
 
-/// How a registry is reached.
+// How a registry is reached.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RegistryArgs {
     /// Allow plain HTTP to a registry that is not on loopback (loopback registries always may).
@@ -489,7 +503,7 @@ impl RegistryArgs {
     }
 }
 
-/// `hcpx publish DIR REF`.
+// `hcpx publish DIR REF`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
     /// The pack directory.
@@ -509,7 +523,7 @@ pub struct PublishArgs {
     pub registry: RegistryArgs,
 }
 
-/// `hcpx update ID`.
+// `hcpx update ID`.
 #[derive(Debug, clap::Args)]
 pub struct UpdateArgs {
     /// The installed pack.
@@ -524,7 +538,7 @@ pub struct UpdateArgs {
     pub registry: RegistryArgs,
 }
 
-/// `hcpx lock`.
+// `hcpx lock`.
 #[derive(Debug, clap::Args)]
 pub struct LockArgs {
     /// Where to write the lock file.
@@ -532,8 +546,9 @@ pub struct LockArgs {
     pub file: PathBuf,
 }
 
-/// `hcpx trust …`.
+// `hcpx trust …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TrustCmd {
     /// Trust a public key (PEM) to sign the packs under a registry prefix.
     #[command(after_help = examples::TRUST_ADD)]
@@ -557,8 +572,9 @@ pub enum TrustCmd {
     List,
 }
 
-/// `hcpx key …`.
+// `hcpx key …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum KeyCmd {
     /// Write a new P-256 private key (PKCS#8 PEM, owner-only) and its public key beside it (.pub).
     #[command(after_help = examples::KEY_GENERATE)]
@@ -568,14 +584,14 @@ pub enum KeyCmd {
     },
 }
 
-/// One pack id.
+// One pack id.
 #[derive(Debug, clap::Args)]
 pub struct IdArgs {
     /// The pack id.
     pub id: String,
 }
 
-/// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
+// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
 #[derive(Debug, clap::Args)]
 pub struct ActivateArgs {
     /// Pack ids.
@@ -587,7 +603,7 @@ pub struct ActivateArgs {
     pub tenant: Option<String>,
 }
 
-/// `hcpx commands ID [VERB]`.
+// `hcpx commands ID [VERB]`.
 #[derive(Debug, clap::Args)]
 pub struct CommandsArgs {
     /// The pack id (`hcp-cli` for the built-in bootstrap pack).
@@ -596,7 +612,7 @@ pub struct CommandsArgs {
     pub verb: Option<String>,
 }
 
-/// `hcpx audit [--pack ID] [--since WHEN] [--limit N]`, or `hcpx audit verify [--head HASH]`.
+// `hcpx audit [--pack ID] [--since WHEN] [--limit N]`, or `hcpx audit verify [--head HASH]`.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
@@ -613,7 +629,7 @@ pub struct AuditArgs {
     pub limit: Option<usize>,
 }
 
-/// `hcpx connect PACK [--revoke] [-- words…]`.
+// `hcpx connect PACK [--revoke] [-- words…]`.
 #[derive(Debug, clap::Args)]
 pub struct ConnectArgs {
     /// The pack whose Binding to link.
@@ -626,8 +642,9 @@ pub struct ConnectArgs {
     pub revoke: bool,
 }
 
-/// `hcpx audit …`.
+// `hcpx audit …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum AuditCmd {
     /// Check the audit chain: exit 0 when every line follows the one before, from the genesis to the recorded
     /// head; 1 naming the first broken link (an edited, deleted, inserted or moved line, a cut tail, an
@@ -636,7 +653,7 @@ pub enum AuditCmd {
     Verify(AuditVerifyArgs),
 }
 
-/// `hcpx audit verify [--head HASH]`.
+// `hcpx audit verify [--head HASH]`.
 #[derive(Debug, clap::Args)]
 pub struct AuditVerifyArgs {
     /// A head recorded earlier, elsewhere (the `head` a past verify printed): it must still be a line of the
@@ -652,14 +669,14 @@ pub struct AuditVerifyArgs {
     pub log: Option<PathBuf>,
 }
 
-/// `hcpx completions SHELL`.
+// `hcpx completions SHELL`.
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
     /// The shell to complete for.
     pub shell: clap_complete::Shell,
 }
 
-/// `hcpx skill ID [--full]`.
+// `hcpx skill ID [--full]`.
 #[derive(Debug, clap::Args)]
 pub struct SkillArgs {
     /// The pack id.
@@ -669,7 +686,7 @@ pub struct SkillArgs {
     pub full: bool,
 }
 
-/// `hcpx exec ID VERB [--json] [--mode mock] -- k=v k2:=<json> …`.
+// `hcpx exec ID VERB [--json] [--mode mock] -- k=v k2:=<json> …`.
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
     /// The pack id.
@@ -696,7 +713,7 @@ pub struct ExecArgs {
     pub project: ProjectArg,
 }
 
-/// `hcpx title ID VERB [--result JSON] -- k=v…`.
+// `hcpx title ID VERB [--result JSON] -- k=v…`.
 #[derive(Debug, clap::Args)]
 pub struct TitleArgs {
     /// The pack id.
@@ -710,7 +727,7 @@ pub struct TitleArgs {
     pub result: Option<String>,
 }
 
-/// Bin names.
+// Bin names.
 #[derive(Debug, clap::Args)]
 pub struct BinsArgs {
     /// Bare bin names, as a pack's `wrap.bin` gives them (looked up on PATH).
@@ -718,7 +735,7 @@ pub struct BinsArgs {
     pub bins: Vec<String>,
 }
 
-/// `hcpx grant [GRANT…]`.
+// `hcpx grant [GRANT…]`.
 #[derive(Debug, clap::Args)]
 pub struct GrantArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB` (as `hcpx principal add --grant` takes it), e.g.
@@ -730,7 +747,7 @@ pub struct GrantArgs {
     pub only: bool,
 }
 
-/// `hcpx revoke GRANT…`.
+// `hcpx revoke GRANT…`.
 #[derive(Debug, clap::Args)]
 pub struct RevokeArgs {
     /// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`: a grant held, or some commands of one.
@@ -738,7 +755,7 @@ pub struct RevokeArgs {
     pub grants: Vec<String>,
 }
 
-/// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
+// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
 #[derive(Debug, clap::Args)]
 pub struct ReadArgs {
     /// The pack id.
@@ -747,7 +764,7 @@ pub struct ReadArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
+// `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 #[derive(Debug, clap::Args)]
 pub struct NetworkArgs {
     /// The pack id.
@@ -756,8 +773,9 @@ pub struct NetworkArgs {
     pub kinds: Vec<String>,
 }
 
-/// `hcpx credential …`.
+// `hcpx credential …`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum CredentialCmd {
     /// Store FIELD of FAMILY, reading the value from stdin.
     #[command(after_help = examples::CREDENTIAL_SET)]

@@ -303,6 +303,37 @@ fn a_component_that_lacks_a_declared_command_is_refused() {
     assert!(out.error.unwrap().contains("does not implement command extra"));
 }
 
+/// The commands file of the installed component's digest in the store's compile cache, if any.
+fn remembered_commands(h: &Home) -> Option<std::path::PathBuf> {
+    fs::read_dir(h.store().join("cache"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".commands.json")))
+}
+
+#[test]
+fn a_component_is_asked_what_it_implements_once_per_digest_and_a_missing_command_is_still_refused() {
+    let h = Home::new();
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    assert!(call(&runtime(&h), &id, "ok").ok);
+    // The answer is remembered beside the compiled component, so the next process starts no instance to ask.
+    let file = remembered_commands(&h).expect("the describe answer is remembered in the compile cache");
+    let names: Vec<String> = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    assert!(names.contains(&"ok".to_string()) && names.contains(&"run".to_string()), "{names:?}");
+    // The same component under a manifest that declares more: refused from the remembered answer.
+    install_guest(&h, "test-panic", &["run", "ok", "extra"], None);
+    let out = call(&runtime(&h), &id, "ok");
+    assert_eq!(out.code, Some(Code::AdapterFailed), "{out:?}");
+    assert!(out.error.unwrap().contains("does not implement command extra"));
+    // A remembered answer that does not parse is not trusted: the component is asked again.
+    install_guest(&h, "test-panic", &["run", "ok"], None);
+    fs::write(&file, b"not json").unwrap();
+    assert!(call(&runtime(&h), &id, "ok").ok);
+    let again: Vec<String> = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    assert_eq!(again, names);
+}
+
 #[test]
 fn a_tampered_component_is_refused_never_loaded() {
     let h = Home::new();

@@ -76,3 +76,32 @@ pub fn load(
     }
     Ok(component)
 }
+
+/// The most a remembered `describe` answer may be (a component's command names).
+const MAX_COMMANDS_FILE: u64 = 1 << 20;
+
+/// Where the answer of a component's `describe` is remembered: keyed by the component's SHA-256 alone, since
+/// the answer is the component's (whatever engine runs it).
+fn commands_file(cache: &Path, component_sha: &str) -> std::path::PathBuf {
+    cache.join(format!("{component_sha}.commands.json"))
+}
+
+/// The command names the component with this digest answered `describe` with, when a process of this store
+/// asked it before (`remember_commands`): a one-shot process then need not start an instance only to ask.
+/// Only a regular file of sane size is read; anything else is asked again.
+pub fn remembered_commands(cache: &Path, component_sha: &str) -> Option<Vec<String>> {
+    let file = commands_file(cache, component_sha);
+    let meta = std::fs::symlink_metadata(&file).ok()?;
+    if !meta.is_file() || meta.len() > MAX_COMMANDS_FILE {
+        return None;
+    }
+    serde_json::from_slice(&std::fs::read(&file).ok()?).ok()
+}
+
+/// Remembers a component's `describe` answer (best effort: a store whose cache cannot be written asks again).
+pub fn remember_commands(cache: &Path, component_sha: &str, names: &[String]) {
+    if let Ok(json) = serde_json::to_vec(names) {
+        let _ = std::fs::create_dir_all(cache);
+        let _ = write_atomic(&commands_file(cache, component_sha), &json, 0o644);
+    }
+}

@@ -191,28 +191,45 @@ impl CompositeAdapter {
             installed: installed.clone(),
         };
         let engine = engine.clone();
-        let (pre, files) =
-            blocking.run(move || source.compile(&engine)).await.map_err(fail)?.map_err(fail)?;
-        self.check_commands(&pre, pack).await.map_err(fail)?;
+        let cache = env.layout.cache.clone();
+        let sha = installed.clone();
+        let ((pre, files), remembered) = blocking
+            .run(move || {
+                let compiled = source.compile(&engine);
+                compiled.map(|c| (c, cache::remembered_commands(&cache, &sha)))
+            })
+            .await
+            .map_err(fail)?
+            .map_err(fail)?;
+        let names = match remembered {
+            Some(names) => names,
+            None => {
+                let (engine, _) = self.engine().map_err(fail)?;
+                let names = describe(engine, &pre).await.map_err(fail)?;
+                let (cache, sha, kept) = (env.layout.cache.clone(), installed.clone(), names.clone());
+                blocking.run(move || cache::remember_commands(&cache, &sha, &kept)).await.map_err(fail)?;
+                names
+            }
+        };
+        check_commands(&names, pack).map_err(fail)?;
         let prepared = Arc::new(Prepared { pre, files });
         if let Ok(mut m) = self.prepared.lock() {
             m.insert(pack.id.clone(), (installed, prepared.clone()));
         }
         Ok(prepared)
     }
+}
 
-    /// The component must implement every command the manifest declares: a one-off instance answers `describe`.
-    async fn check_commands(&self, pre: &CompositePre<CallState>, pack: &Pack) -> Result<(), String> {
-        let (engine, _) = self.engine()?;
-        let names = describe(engine, pre).await?;
-        if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
-            return Err(format!(
-                "the component does not implement command {missing} (it describes: {})",
-                names.join(", ")
-            ));
-        }
-        Ok(())
+/// The component must implement every command the manifest declares: `names` is its `describe` answer, asked of
+/// a one-off instance once per component digest and store (`cache::remembered_commands`).
+fn check_commands(names: &[String], pack: &Pack) -> Result<(), String> {
+    if let Some(missing) = pack.commands.keys().find(|k| !names.contains(k)) {
+        return Err(format!(
+            "the component does not implement command {missing} (it describes: {})",
+            names.join(", ")
+        ));
     }
+    Ok(())
 }
 
 /// The command names a one-off instance of the component answers `describe` with, under its own memory cap

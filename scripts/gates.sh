@@ -13,6 +13,12 @@ rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup comp
 cargo fmt --check
 (cd guest-adapters && cargo fmt --check)
 (cd fuzz && cargo fmt --check)
+if [ "${HCPX_CLIPPY_IN_BUILD:-}" = 1 ]; then
+  # .ci/run: clippy-driver is the compiler wrapper of every build that follows (scripts/test.sh builds every
+  # target of the crate and the guests), so a lint fails the build there.
+  echo "gates: fmt clean; clippy runs in the build (RUSTC_WORKSPACE_WRAPPER=$RUSTC_WORKSPACE_WRAPPER)"
+  exit 0
+fi
 cargo clippy --locked --all-targets -- -D warnings
 (cd guest-adapters && cargo clippy --locked --release --target wasm32-wasip2 -- -D warnings)
 echo "gates: fmt and clippy clean"

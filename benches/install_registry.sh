@@ -2,11 +2,13 @@
 # Why: measures `hcpx install` of the example composite from a loopback OCI registry (Debian's docker-registry)
 # as a host pays it, cold (empty cache: manifest, signature and every layer fetched and verified) and cached
 # (the blobs, manifest and signature already verified in $HCP_HOME/cache/oci), by digest (no registry asked)
-# and by tag (one manifest request), side by side with a directory install of the same pack, interleaved round
+# and by tag (the tag resolved at the registry by a HEAD), side by side with a directory install of the same pack, interleaved round
 # by round so the machine's noise hits every case alike. Also the first `hcpx exec` after a cached reinstall:
 # the component's compiled form is reused (same component digest), not compiled again.
 # Usage: BENCH_N=50 benches/install_registry.sh   (prints a Markdown table for docs/perf.md on stdout)
 #   BENCH_HCPX=target/debug/hcpx measures that binary instead of building and using the release one.
+#   BENCH_BASE=/path/to/old/hcpx also runs the cached cases with that binary, in the same rounds (a change's
+#   before and after side by side, on the same registry, homes and noise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-50}"
@@ -54,12 +56,13 @@ HCP_HOME="$TMP/warm" "$HCPX" activate transit-composite > /dev/null 2>&1
 HCP_HOME="$TMP/warm" "$HCPX" exec transit-composite plan A B > /dev/null 2>&1
 HCP_HOME="$TMP/warm" "$HCPX" uninstall transit-composite > /dev/null 2>&1
 
-python3 - "$N" "$HCPX" "$TMP" "$REF" "$PINNED" <<'PY'
+BASE="${BENCH_BASE:+$(realpath "$BENCH_BASE")}"
+python3 - "$N" "$HCPX" "$TMP" "$REF" "$PINNED" "$BASE" <<'PY'
 import os, shutil, statistics, subprocess, sys, time
-n, hcpx, tmp, ref, pinned = int(sys.argv[1]), *sys.argv[2:]
-def run(argv, home):
+n, hcpx, tmp, ref, pinned, base = int(sys.argv[1]), *sys.argv[2:]
+def run(argv, home, binary=None):
     t = time.perf_counter_ns()
-    subprocess.run([hcpx, *argv], env=dict(os.environ, HCP_HOME=home), stdin=subprocess.DEVNULL,
+    subprocess.run([binary or hcpx, *argv], env=dict(os.environ, HCP_HOME=home), stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return (time.perf_counter_ns() - t) / 1e6
 def home_from(template):
@@ -73,8 +76,11 @@ cases = {
     "install oci://…@digest, cold (empty cache)": lambda: run(["install", pinned], home_from(fresh)),
     "install oci://…:tag, cold (empty cache)": lambda: run(["install", ref], home_from(fresh)),
     "install oci://…@digest, cached (no registry request)": lambda: run(["install", pinned], home_from(warm)),
-    "install oci://…:tag, cached (one manifest request)": lambda: run(["install", ref], home_from(warm)),
+    "install oci://…:tag, cached (the tag resolved by a HEAD)": lambda: run(["install", ref], home_from(warm)),
 }
+if base:
+    cases["BENCH_BASE: install oci://…@digest, cached"] = lambda: run(["install", pinned], home_from(warm), base)
+    cases["BENCH_BASE: install oci://…:tag, cached"] = lambda: run(["install", ref], home_from(warm), base)
 times = {k: [] for k in cases}
 first_exec = []
 for _ in range(n):

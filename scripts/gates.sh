@@ -13,6 +13,7 @@ rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup comp
 cargo fmt --check
 (cd guest-adapters && cargo fmt --check)
 (cd fuzz && cargo fmt --check)
+(cd tests/cosign-verify && cargo fmt --check)
 if [ "${HCPX_CLIPPY_IN_BUILD:-}" = 1 ]; then
   # .ci/run: clippy-driver is the compiler wrapper of every build that follows (scripts/test.sh builds every
   # target of the crate and the guests), so a lint fails the build there.

@@ -32,6 +32,10 @@ fi
 command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
 # The signature-format test checks hcpx's cosign signatures with OpenSSL, an independent ECDSA implementation.
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+# The cosign-interop test verifies them with sigstore-rs's cosign verification (tests/cosign-verify, a crate of
+# its own), whose crypto backend is openssl: it links Debian's libssl, found with pkg-config.
+dpkg -s libssl-dev >/dev/null 2>&1 || missing="$missing libssl-dev"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 # The Python and JavaScript composites build with toolchains their build.sh installs from a lock file: into a
 # virtual environment (python3 -m venv) and with `npm ci`.
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$missing python3-venv"

@@ -11,6 +11,9 @@ bash scripts/setup.sh
 bash scripts/build-lang-guests.sh
 # What this kernel enforces (the escape suite skips, with a printed reason, what it does not).
 cargo build --locked --quiet
+# The cosign verifier the interop test runs (sigstore-rs, its own workspace and target dir: its openssl backend
+# never enters hcpx's build); the test builds it too when missing, this only keeps the build out of its time.
+cargo build --locked --quiet --manifest-path tests/cosign-verify/Cargo.toml
 HCP_HOME="$(mktemp -d)" target/debug/hcpx doctor 2>&1 | grep '^[a-z]* *sandbox ' || true
 cargo test --locked
 # Under .ci/run clippy lints what is built; the benches are the one target the tests do not build.

@@ -6,10 +6,10 @@ pub const CHECK: &str =
     "Examples:\n  hcpx check ./mypack\n  hcpx check ./mypack --probe --strict\n  hcpx check ./mypack --probe --agent\n  hcpx check ./mypack --probe --project ~/src/myproject";
 pub const WRAP: &str =
     "Examples:\n  hcpx wrap sqlite3\n  hcpx wrap gh --out ./gh-pack\n  hcpx wrap findmnt --id mounts --json";
-pub const INSTALL: &str = "Examples:\n  hcpx install ./mypack\n  hcpx install ./mypack-fork --replace --keep-workspace\n  hcpx install oci://ghcr.io/acme/ledger:1.0\n  hcpx install oci://127.0.0.1:5000/ledger@sha256:… --locked";
+pub const INSTALL: &str = "Examples:\n  hcpx install ./mypack\n  hcpx install ./mypack-fork --replace --keep-workspace\n  hcpx install oci://ghcr.io/acme/ledger:1.0\n  hcpx install oci://127.0.0.1:5000/ledger@sha256:… --locked\n  hcpx install --locked                # every pack hcp.lock pins, all or nothing";
 pub const PUBLISH: &str = "Examples:\n  hcpx publish ./ledger oci://127.0.0.1:5000/acme/ledger:1.0 --sign signing.pem\n  hcpx publish ./ledger oci://ghcr.io/acme/ledger:1.0 --min-score 95";
 pub const UPDATE: &str = "Examples:\n  hcpx update ledger --tag 1.1\n  hcpx update ledger --tag 1.1 --yes";
-pub const LOCK: &str = "Examples:\n  hcpx lock\n  hcpx install oci://127.0.0.1:5000/acme/ledger:1.0 --locked";
+pub const LOCK: &str = "Examples:\n  hcpx lock\n  hcpx install oci://127.0.0.1:5000/acme/ledger:1.0 --locked\n  hcpx install --locked";
 pub const TRUST: &str = "Examples:\n  hcpx trust add acme signing.pem.pub --prefix ghcr.io/acme\n  hcpx trust list\n  hcpx trust remove acme";
 pub const TRUST_ADD: &str = "Examples:\n  hcpx trust add acme signing.pem.pub --prefix ghcr.io/acme\n  hcpx trust add local cosign.pub --prefix 127.0.0.1:5000";
 pub const TRUST_REMOVE: &str = "Examples:\n  hcpx trust remove acme";

@@ -10,7 +10,8 @@ use hcpx::store::packs::Replace;
 
 /// `hcpx install DIR`.
 pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
-    if let Some(reference) = a.dir.to_str().filter(|s| s.starts_with("oci://")) {
+    let Some(dir) = &a.dir else { return super::pull::install_locked(p, a) };
+    if let Some(reference) = dir.to_str().filter(|s| s.starts_with("oci://")) {
         return super::pull::install(p, a, reference);
     }
     if a.locked || a.allow_unsigned {
@@ -18,7 +19,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
     }
     let store = open_store()?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
-    match store.install_with(&a.dir, replace) {
+    match store.install_with(dir, replace) {
         Ok(o) => {
             let id = &o.id;
             // Which credential family the pack asks for, and who else may use it.

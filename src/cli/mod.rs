@@ -459,11 +459,13 @@ pub enum NewKindArg {
     Wrap,
 }
 
-// `hcpx install DIR [--replace [--keep-workspace]]`.
+// `hcpx install DIR|REF [--replace [--keep-workspace]]`, or `hcpx install --locked` (every pack hcp.lock pins).
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
-    /// The pack directory, or a registry reference: oci://host/repo:tag or oci://host/repo@sha256:….
-    pub dir: PathBuf,
+    /// The pack directory, or a registry reference: oci://host/repo:tag or oci://host/repo@sha256:…. Without it,
+    /// --locked installs every pack the lock file pins.
+    #[arg(required_unless_present = "locked")]
+    pub dir: Option<PathBuf>,
     /// Replace a pack of the same id installed from another directory (it is deactivated).
     #[arg(long)]
     pub replace: bool,
@@ -475,7 +477,8 @@ pub struct InstallArgs {
     /// A registry pack no trusted key signed may be installed (written to the audit log).
     #[arg(long)]
     pub allow_unsigned: bool,
-    /// Install only the digest and signer hcp.lock pins for this reference.
+    /// Install only the digest and signer hcp.lock pins for this reference; with no reference, every pack it
+    /// pins, all or nothing.
     #[arg(long)]
     pub locked: bool,
     /// The lock file read by --locked.

@@ -1,5 +1,6 @@
 //! `hcpx install oci://…`: pull, verify (signature, digests, sizes) and install a pack from a registry, pinned
-//! by hcp.lock with `--locked`; an unsigned pack only with `--allow-unsigned`.
+//! by hcp.lock with `--locked` (with no reference: every pack it pins, all or nothing); an unsigned pack only
+//! with `--allow-unsigned`.
 
 use serde_json::json;
 
@@ -102,6 +103,67 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
                     issues.iter().map(|i| i.message.clone()).collect::<Vec<_>>().join("; ")
                 ),
             ))
+        }
+        Err(e) => Ok(fail(p, &e.to_string())),
+    }
+}
+
+/// `hcpx install --locked` with no reference: every pack hcp.lock pins, at its digest and signer, all or nothing.
+pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
+    let file = a.lock_file.display().to_string();
+    let lockfile = match lock::read(&a.lock_file) {
+        Ok(l) => l,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
+    let base = PullOptions {
+        registry: a.registry.options(),
+        allow_unsigned: a.allow_unsigned,
+        ..Default::default()
+    };
+    let store = open_store()?;
+    let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
+    match distribution::locked::install_all(&store, &lockfile, &file, &base, replace) {
+        Ok(done) => {
+            if p.json {
+                let packs: Vec<_> = done
+                    .iter()
+                    .map(|d| {
+                        json!({
+                            "pack_id": d.installed.id, "reference": d.reference.to_string(), "digest": d.digest,
+                            "signer": d.signer.as_ref().map(|s| json!({ "name": s.name, "fingerprint": s.fingerprint })),
+                            "replaced": d.installed.replaced, "from_cache": d.from_cache,
+                        })
+                    })
+                    .collect();
+                p.json_doc(&json!({ "ok": true, "lock_file": file, "packs": packs }));
+            } else {
+                for d in &done {
+                    let signer = match &d.signer {
+                        Some(s) => format!("signed by {} ({})", s.name, s.fingerprint),
+                        None => {
+                            "WITHOUT a trusted signature (--allow-unsigned, written to the audit log)".into()
+                        }
+                    };
+                    p.message(&format!(
+                        "{} {} {} from {}{}, {signer}",
+                        if d.installed.replaced { "reinstalled" } else { "installed" },
+                        d.installed.id,
+                        d.digest,
+                        d.reference,
+                        if d.from_cache { " (cached)" } else { "" },
+                    ));
+                }
+                p.message(&format!("{} pack(s) installed exactly as {file} pins them", done.len()));
+                let off: Vec<&str> = done
+                    .iter()
+                    .filter(|d| d.installed.deactivated)
+                    .map(|d| d.installed.id.as_str())
+                    .collect();
+                if !off.is_empty() {
+                    p.message(&format!("not active: {}; review, then hcpx activate ID", off.join(", ")));
+                }
+            }
+            Ok(exit::OK)
         }
         Err(e) => Ok(fail(p, &e.to_string())),
     }

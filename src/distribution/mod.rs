@@ -8,6 +8,7 @@ pub mod artifact;
 pub mod auth;
 pub mod cache;
 pub mod lock;
+pub mod locked;
 pub mod reference;
 pub mod registry;
 pub mod sign;
@@ -211,11 +212,8 @@ pub fn pull(store: &Store, r: &PackRef, opts: &PullOptions) -> Result<Pulled, Di
     let cached = r.digest.as_ref().and_then(|d| cache.manifest(d));
     let (manifest_bytes, digest, from_cache) = match cached {
         Some((b, d)) => (b, d, true),
-        None => match reg.get().and_then(|g| g.manifest(r)) {
-            Ok(Some((b, d))) => {
-                cache.put_manifest(&d, &b)?;
-                (b, d, false)
-            }
+        None => match reg.get().and_then(|g| resolve(g, &cache, r)) {
+            Ok(Some((b, d))) => (b, d, false),
             Ok(None) => return Err(DistError::NotFound { reference: r.to_string() }),
             Err(e @ (DistError::Registry { .. } | DistError::Timeout { .. })) => {
                 match opts.expect_digest.as_ref().and_then(|d| cache.manifest(d)) {
@@ -307,6 +305,31 @@ pub fn pull(store: &Store, r: &PackRef, opts: &PullOptions) -> Result<Pulled, Di
         lay_out(&blob, &dst, layer.annotations.get(artifact::EXECUTABLE).is_some_and(|v| v == "true"))?;
     }
     Ok(Pulled { reference: r.clone(), digest, signer, dir, from_cache, _temp: temp })
+}
+
+/// The manifest `r` names at the registry, and its digest. A tag is resolved with a HEAD first: when the
+/// digest it names is a manifest already verified and cached, that is used (the tag was still asked, so a moved
+/// tag is seen); otherwise, or by digest, the manifest is fetched and its bytes hashed.
+fn resolve(
+    reg: &registry::Registry,
+    cache: &cache::Cache,
+    r: &PackRef,
+) -> Result<Option<(Vec<u8>, String)>, DistError> {
+    if r.digest.is_none() {
+        match reg.digest_of(r)? {
+            None => return Ok(None),
+            Some(d) => {
+                if let Some(hit) = cache.manifest(&d) {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+    }
+    let got = reg.manifest(r)?;
+    if let Some((b, d)) = &got {
+        cache.put_manifest(d, b)?;
+    }
+    Ok(got)
 }
 
 /// The registry, connected on first use (a pull served from the cache never connects).
@@ -421,12 +444,18 @@ pub fn install(
     replace: Replace,
 ) -> Result<RegistryInstall, DistError> {
     let pulled = pull(store, r, opts)?;
-    let source = match (&r.tag, &r.digest) {
-        (Some(_), _) | (None, None) => r.to_string(),
-        (None, Some(_)) => r.to_string(),
-    };
+    install_pulled(store, r, pulled, replace)
+}
+
+/// Installs a pulled and verified pack (see [`install`]).
+pub(crate) fn install_pulled(
+    store: &Store,
+    r: &PackRef,
+    pulled: Pulled,
+    replace: Replace,
+) -> Result<RegistryInstall, DistError> {
     let origin = Origin {
-        source,
+        source: r.to_string(),
         digest: Some(pulled.digest.clone()),
         signer: pulled.signer.as_ref().map(|s| format!("{} {}", s.name, s.fingerprint)),
     };

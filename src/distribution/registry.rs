@@ -3,7 +3,7 @@
 //! manifest declares and checked against its digest as it streams, so a layer bomb is cut at its declared size.
 
 use futures_util::StreamExt as _;
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::manifest::OciDescriptor;
 use oci_client::{Client, RegistryOperation};
 use sha2::{Digest as _, Sha256};
@@ -16,6 +16,10 @@ use super::artifact::{Descriptor, MANIFEST, MAX_MANIFEST_BYTES};
 use super::auth::Auth;
 use super::reference::PackRef;
 use super::DistError;
+
+/// A self-signed certificate whose private key was thrown away when it was made (`openssl req -x509 -newkey ec
+/// -keyout /dev/null`): the only TLS anchor of a loopback registry's client, so it trusts no server at all.
+const NO_ANCHOR: &str = include_str!("no-anchor.pem");
 
 /// How a registry is reached.
 #[derive(Debug, Clone)]
@@ -57,6 +61,14 @@ impl Registry {
             } else {
                 ClientProtocol::Https
             },
+            // A loopback registry is spoken to in plain HTTP only: its client trusts one anchor nobody holds the
+            // key of, instead of loading the system's ~150 root certificates (most of a cached install's time),
+            // so a TLS connection it were sent to (a redirect) fails closed.
+            tls_certs_only: if r.is_loopback() {
+                vec![Certificate { encoding: CertificateEncoding::Pem, data: NO_ANCHOR.as_bytes().to_vec() }]
+            } else {
+                Vec::new()
+            },
             read_timeout: Some(opts.timeout),
             connect_timeout: Some(opts.timeout),
             ..Default::default()
@@ -65,8 +77,10 @@ impl Registry {
             .enable_all()
             .build()
             .map_err(|e| DistError::Io { path: "tokio runtime".into(), source: e })?;
+        // `Client::new` would fall back to a default client on a bad config; refuse instead.
+        let client = Client::try_from(config).map_err(|e| registry_error(&r.registry, e))?;
         Ok(Registry {
-            client: Client::new(config),
+            client,
             auth: super::auth::for_registry(&r.registry)?,
             registry: r.registry.clone(),
             timeout: opts.timeout,
@@ -158,6 +172,20 @@ impl Registry {
             }
         }
         Ok(Some((bytes, digest)))
+    }
+
+    /// The digest the registry names for `r` (a HEAD of its manifest: no body), `Ok(None)` when it has no such
+    /// manifest. Only a hint: it is trusted only to pick a manifest already verified and cached under that digest,
+    /// whose bytes are checked against it again; anything else is fetched with [`Registry::manifest`].
+    pub fn digest_of(&self, r: &PackRef) -> Result<Option<String>, DistError> {
+        self.run("manifest", async {
+            self.login(r, RegistryOperation::Pull).await?;
+            match self.client.fetch_manifest_digest(&r.client_ref(), &self.auth.client()).await {
+                Ok(d) => Ok(Some(d)),
+                Err(e) if is_not_found(&e) => Ok(None),
+                Err(e) => Err(self.err(e)),
+            }
+        })
     }
 
     /// Streams blob `d` of repository `r` into `dst` (created new), refusing more bytes than `d.size` declares

@@ -328,3 +328,41 @@ fn a_private_registry_is_reached_with_the_docker_config_credentials_and_its_help
         .unwrap();
     install(1);
 }
+
+#[test]
+fn a_cached_install_by_tag_asks_the_registry_only_for_the_tag_s_digest_and_sees_a_moved_tag() {
+    if unavailable() {
+        return;
+    }
+    use crate::registry::{Attack, Proxy};
+    let h = Home::new();
+    let dir = example(&h, "transit-composite");
+    let (private, public) = key(&h, "k.pem");
+    let r = reference("head", "1");
+    let digest = publish(&h, &dir, &r, Some(&private));
+    // A proxy in front of the registry that never answers a GET of the tag's manifest (a HEAD passes).
+    let proxy = Proxy::start("/manifests/1", Attack::Stall);
+    let via = r.replace(&registry().addr, &proxy.addr);
+    trust(&h, "k", &public, &registry().addr);
+    trust(&h, "k-proxy", &public, &proxy.addr);
+    run_json(&h, &["install", &r], 0);
+    run_json(&h, &["uninstall", "transit-composite"], 0);
+    // Cached: the tag is resolved with a HEAD, and the manifest it names comes from the cache.
+    let v = run_json(&h, &["install", &via, "--registry-timeout", "3000"], 0);
+    assert_eq!(
+        (&v["digest"], &v["from_cache"]),
+        (&Value::String(digest.clone()), &Value::Bool(false)),
+        "{v}"
+    );
+    run_json(&h, &["uninstall", "transit-composite"], 0);
+    // The tag moves: the HEAD names a digest the cache does not hold, so the manifest is fetched (the proxy
+    // stalls that GET: refused, not served from the old cache), and straight from the registry the new one installs.
+    let skill = fs::read_to_string(dir.join("HARNESS.md")).unwrap();
+    fs::write(dir.join("HARNESS.md"), format!("{skill}\nAlso plans trips at night.\n")).unwrap();
+    let moved = publish(&h, &dir, &r, Some(&private));
+    let v = run_json(&h, &["install", &via, "--registry-timeout", "1500"], 1);
+    assert!(v["error"].as_str().unwrap().contains("did not finish the manifest request"), "{v}");
+    assert_eq!(store_snapshot(&h).1, Vec::<String>::new());
+    let v = run_json(&h, &["install", &r], 0);
+    assert_eq!(v["digest"], moved.as_str());
+}

@@ -2,17 +2,19 @@
 //! looks for (`sha256-<hex>.sig`), its layer is a simple-signing payload with cosign's media type and
 //! annotation, the payload names the manifest digest, and OpenSSL (an independent ECDSA implementation)
 //! verifies the signature over the payload with the public key and refuses another key. Keys OpenSSL makes
-//! sign packs hcpx installs. (A kept cosign verifier in Rust, sigstore-rs, needs openssl or aws-lc to build;
-//! see docs/distribution.md.)
+//! sign packs hcpx installs. And cosign's own verification logic, as the sigstore project's Rust library
+//! (sigstore-rs) implements it, accepts what `hcpx publish --sign` pushed: tests/cosign-verify is that
+//! verifier, built apart from hcpx (its openssl backend stays out of hcpx's build).
 
 use base64::Engine as _;
 use serde_json::Value;
 use std::fs;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use crate::distribution::{example, key, publish, reference, run_json, trust};
-use crate::helpers::Home;
+use crate::helpers::{repo, Home};
 use crate::registry::{registry, unavailable};
 use hcpx::distribution::artifact::{Descriptor, Manifest};
 use hcpx::distribution::registry::{Options, Registry};
@@ -104,4 +106,76 @@ fn a_key_openssl_made_signs_packs_hcpx_installs() {
     trust(&h, "ops", &public, &registry().addr);
     let v = run_json(&h, &["install", &r], 0);
     assert_eq!(v["signer"]["name"], "ops");
+}
+
+/// `cosign verify --key KEY --insecure-ignore-tlog --allow-http-registry IMAGE`, by sigstore-rs's cosign
+/// verification (tests/cosign-verify, built on first use; scripts/test.sh builds it before the tests).
+fn cosign_verify(key: &Path, image: &str) -> Output {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let bin = BUILT.get_or_init(|| {
+        let dir = repo().join("tests/cosign-verify");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--locked", "--quiet", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(dir.join("target"))
+            .output()
+            .expect("run cargo to build tests/cosign-verify");
+        assert!(
+            out.status.success(),
+            "tests/cosign-verify did not build (scripts/setup.sh installs libssl-dev): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dir.join("target/debug/cosign-verify")
+    });
+    Command::new(bin)
+        .args(["--key", key.to_str().unwrap(), "--allow-http-registry", image])
+        .output()
+        .expect("run cosign-verify")
+}
+
+#[test]
+fn cosign_s_verification_in_sigstore_rs_accepts_an_hcpx_signature_and_refuses_another_key_or_digest() {
+    if unavailable() {
+        return;
+    }
+    let h = Home::new();
+    let (private, public) = key(&h, "signer.pem");
+    let (_, stranger) = key(&h, "stranger.pem");
+    let r = reference("sigstore", "1");
+    let digest = publish(&h, &example(&h, "transit-composite"), &r, Some(&private));
+    let name = PackRef::parse(&r).unwrap().name();
+    // By digest and by tag: sigstore-rs resolves the image, reads `sha256-<hex>.sig`, and the key verifies the
+    // simple-signing payload, which names this digest.
+    for image in [format!("{name}@{digest}"), format!("{name}:1")] {
+        let out = cosign_verify(&public, &image);
+        assert!(
+            out.status.success(),
+            "cosign verification refused {image}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["critical"]["image"]["docker-manifest-digest"], digest.as_str(), "{v}");
+        assert_eq!(v[0]["critical"]["type"], "cosign container image signature");
+    }
+    // Another key: the signature layer names the digest, but no key of the caller's verifies it.
+    let out = cosign_verify(&stranger, &format!("{name}@{digest}"));
+    assert!(!out.status.success(), "cosign verification accepted another key");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(1 signature layer(s) name that digest)"));
+    // A changed digest: another manifest in the same repository (unsigned), given a copy of the first one's
+    // signature image at its own signature tag, as a registry that moves signatures would. The payload names
+    // the first digest, so cosign's check refuses it even with the right key.
+    let other = publish(&h, &example(&h, "ledger"), &reference("sigstore", "2"), None);
+    assert_ne!(other, digest);
+    let pr = PackRef::parse(&r).unwrap();
+    let reg = Registry::new(&pr, &Options::default()).unwrap();
+    let (sig_manifest, _) = reg.manifest(&pr.at_tag(&signature_tag(&digest))).unwrap().unwrap();
+    reg.push(&pr.at_tag(&signature_tag(&other)), &[], &sig_manifest).unwrap();
+    let out = cosign_verify(&public, &format!("{name}@{other}"));
+    assert!(!out.status.success(), "cosign verification accepted a signature over another digest");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&other) && err.contains("(0 signature layer(s) name that digest)"), "{err}");
+    // The same signature image still verifies the digest it names.
+    assert!(cosign_verify(&public, &format!("{name}@{digest}")).status.success());
 }

@@ -17,6 +17,7 @@ mod conventions;
 mod distribution;
 mod distribution_attacks;
 mod distribution_cosign;
+mod distribution_locked;
 mod docs;
 mod escape;
 mod escape_gaps;

@@ -162,7 +162,8 @@ pub struct RawWrap {
     pub network: Vec<NetKind>,
     /// The pathname UNIX sockets the CLI connects to (absolute paths, such as
     /// `/run/postgresql/.s.PGSQL.5432`); granted only where `sandbox.json` allows the pack the same paths.
-    /// Without one, the CLI can make no UNIX socket but a stream socketpair.
+    /// Without one, the CLI can make no UNIX socket but a stream socketpair; with some, it connects to those paths
+    /// only (no other path, no abstract name, no datagram UNIX socket).
     #[serde(default)]
     pub unix_sockets: Vec<std::path::PathBuf>,
     /// Absolute paths outside the default view the CLI must read (`/sys`, `/run/udev`): asked for, never

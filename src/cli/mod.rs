@@ -102,7 +102,10 @@ pub enum Command {
     /// Scaffold a new pack: a composite (a Rust, Python or JavaScript guest built to a WASI component) or a wrap of a CLI on PATH.
     New(NewArgs),
     /// Lint a pack and copy it into the store, from a directory or an OCI registry (oci://host/repo:tag or @sha256:…).
-    #[command(after_help = examples::INSTALL)]
+    #[command(
+        after_help = examples::INSTALL,
+        override_usage = "hcpx install [OPTIONS] <DIR|REF>\n       hcpx install --locked [--lock-file <FILE>] [OPTIONS]"
+    )]
     Install(InstallArgs),
     /// Lint and check a pack, then push it to an OCI registry as one artifact (signed with --sign); prints its digest.
     #[command(after_help = examples::PUBLISH)]
@@ -464,7 +467,7 @@ pub enum NewKindArg {
 pub struct InstallArgs {
     /// The pack directory, or a registry reference: oci://host/repo:tag or oci://host/repo@sha256:…. Without it,
     /// --locked installs every pack the lock file pins.
-    #[arg(required_unless_present = "locked")]
+    #[arg(required_unless_present = "locked", value_name = "DIR|REF")]
     pub dir: Option<PathBuf>,
     /// Replace a pack of the same id installed from another directory (it is deactivated).
     #[arg(long)]

@@ -190,13 +190,11 @@ impl CompositeAdapter {
             cache: env.layout.cache.clone(),
             installed: installed.clone(),
         };
-        let engine = engine.clone();
-        let cache = env.layout.cache.clone();
-        let sha = installed.clone();
+        let owned = engine.clone();
         let ((pre, files), remembered) = blocking
             .run(move || {
-                let compiled = source.compile(&engine);
-                compiled.map(|c| (c, cache::remembered_commands(&cache, &sha)))
+                let compiled = source.compile(&owned);
+                compiled.map(|c| (c, cache::remembered_commands(&source.cache, &source.installed)))
             })
             .await
             .map_err(fail)?
@@ -204,7 +202,6 @@ impl CompositeAdapter {
         let names = match remembered {
             Some(names) => names,
             None => {
-                let (engine, _) = self.engine().map_err(fail)?;
                 let names = describe(engine, &pre).await.map_err(fail)?;
                 let (cache, sha, kept) = (env.layout.cache.clone(), installed.clone(), names.clone());
                 blocking.run(move || cache::remember_commands(&cache, &sha, &kept)).await.map_err(fail)?;

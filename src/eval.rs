@@ -24,6 +24,9 @@ pub struct EvalOptions {
     pub sandbox: crate::store::config::SandboxConfig,
     /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
     pub store_home: Option<PathBuf>,
+    /// The operator's compile cache (`Store::default_compile_cache`): the trial compiles a composite's component
+    /// into it, once per component, instead of into its throw-away store. `None`: the trial's own.
+    pub compile_cache: Option<PathBuf>,
 }
 
 /// One case's outcome.
@@ -101,6 +104,7 @@ pub fn run_evals(
         opts.project.clone(),
         &opts.sandbox,
         opts.store_home.as_deref(),
+        opts.compile_cache.as_deref(),
     )?;
     Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }

@@ -87,7 +87,8 @@ impl Trial {
     /// The operator's `sandbox.json` lends the trial what it grants this pack (`packs.<id>`), its kernel settings
     /// (`disable`, `landlock_abi`, `require`) and its limits; the timeout is the trial's own.
     /// A `project`-mode pack is refused a project that holds `store_home` (the operator's store), as `hcpx exec`
-    /// would refuse it: the trial's own store is elsewhere, but the probe would read the real one.
+    /// would refuse it: the trial's own store is elsewhere, but the probe would read the real one. A composite's
+    /// component is compiled into `compile_cache` when given (the operator's), else into the trial's own store.
     pub fn new(
         dir: &Path,
         pack: &Pack,
@@ -95,9 +96,15 @@ impl Trial {
         project: TrialProject,
         operator: &SandboxConfig,
         store_home: Option<&Path>,
+        compile_cache: Option<&Path>,
     ) -> Result<Trial, TrialError> {
         let home = tempfile::Builder::new().prefix("hcpx-trial-").tempdir().map_err(TrialError::TempStore)?;
-        let store = Self::setup(home.path(), dir, pack, timeout_ms, operator)?;
+        let mut store = Self::setup(home.path(), dir, pack, timeout_ms, operator)?;
+        if let Some(cache) = compile_cache {
+            // A component tried here is compiled once into the operator's cache (keyed by its digest and the
+            // engine), not again by every check, eval and later call.
+            store = store.with_compile_cache(cache.to_path_buf());
+        }
         // A fixture gives every run a fresh project of its own: the caller's is never touched.
         let fixture = match pack.evals.as_ref().and_then(|e| e.fixture.as_deref()) {
             Some(f) => Some(crate::fixture::Fixture::make(

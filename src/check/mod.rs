@@ -121,6 +121,9 @@ pub struct CheckOptions {
     pub sandbox: crate::store::config::SandboxConfig,
     /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
     pub store_home: Option<PathBuf>,
+    /// The operator's compile cache (`Store::default_compile_cache`): the trial compiles a composite's component
+    /// into it, once per component, instead of into its throw-away store. `None`: the trial's own.
+    pub compile_cache: Option<PathBuf>,
 }
 
 /// A category's own score.
@@ -212,6 +215,7 @@ fn check_pack(
             opts.project.clone(),
             &opts.sandbox,
             opts.store_home.as_deref(),
+            opts.compile_cache.as_deref(),
         ) {
             Ok(t) => {
                 *ran_in = Some(t.ran_in(pack.workspace));

@@ -28,6 +28,10 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
             Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
         }
     }
+    let compile_cache = match hcpx::store::Store::default_compile_cache() {
+        Ok(c) => c,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
         Err(e) => return Ok(super::fail(p, &e)),
@@ -42,6 +46,7 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
         },
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
+        compile_cache: Some(compile_cache),
     };
     let report = checked_with_progress(p, &a.dir, &opts);
     let dir = a.dir.display().to_string();

@@ -7,6 +7,10 @@ use hcpx::eval::{run_evals, EvalOptions};
 /// Runs `hcpx eval`.
 pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
     let progress = |n: usize, m: usize, title: &str| p.progress(&format!("case {n} of {m}: {title}"));
+    let compile_cache = match hcpx::store::Store::default_compile_cache() {
+        Ok(c) => c,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
         Err(e) => return Ok(fail(p, &e)),
@@ -19,6 +23,7 @@ pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
         },
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
+        compile_cache: Some(compile_cache),
     };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,

@@ -54,6 +54,10 @@ pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
             ),
         ));
     }
+    let compile_cache = match hcpx::store::Store::default_compile_cache() {
+        Ok(c) => c,
+        Err(e) => return Ok(fail(p, &e.to_string())),
+    };
     let sandbox = match super::operator_sandbox() {
         Ok(s) => s,
         Err(e) => return Ok(fail(p, &e)),
@@ -65,6 +69,7 @@ pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
         project: super::exec::trial_project(&super::ProjectArg::default())?,
         sandbox,
         store_home: Some(hcpx::store::Store::default_home()),
+        compile_cache: Some(compile_cache),
     };
     let report = super::check::checked_with_progress(p, &a.dir, &opts);
     if report.errors > 0 || report.score < a.min_score {

@@ -18,7 +18,8 @@ pub const SETTLED: Duration = Duration::from_secs(2);
 /// Where remembered digests live: one small file per tree, named by the SHA-256 of the tree's path.
 #[derive(Debug, Clone)]
 pub struct Memo {
-    dir: PathBuf,
+    /// `None`: remembers nothing (a directory that cannot be trusted to hold digests).
+    dir: Option<PathBuf>,
 }
 
 /// What the kernel says of a set of entries, condensed, and whether every one of them is settled.
@@ -73,18 +74,22 @@ impl Fingerprint {
 impl Memo {
     /// Remembers under `dir` (created when first written).
     pub fn new(dir: PathBuf) -> Memo {
-        Memo { dir }
+        Memo { dir: Some(dir) }
     }
 
-    fn file(&self, of: &Path) -> PathBuf {
-        self.dir.join(sha256_hex(of.as_os_str().as_encoded_bytes()))
+    /// A memo that remembers nothing: every digest is computed.
+    pub fn off() -> Memo {
+        Memo { dir: None }
     }
 
     /// The digest of `of` as its fingerprint says it is, computing it with `compute` (and remembering it when
     /// every entry is settled) only when the fingerprint is not the one remembered.
     pub fn digest(&self, of: &Path, fingerprint: Fingerprint, compute: impl FnOnce() -> String) -> String {
         let (fp, settled) = fingerprint.finish();
-        let file = self.file(of);
+        let Some(dir) = &self.dir else {
+            return compute();
+        };
+        let file = dir.join(sha256_hex(of.as_os_str().as_encoded_bytes()));
         if let Ok(text) = std::fs::read_to_string(&file) {
             if let Some((seen, digest)) = text.trim().split_once(' ') {
                 if seen == fp && digest.len() == 64 {
@@ -94,7 +99,7 @@ impl Memo {
         }
         let digest = compute();
         if settled && digest.len() == 64 {
-            let _ = std::fs::create_dir_all(&self.dir);
+            let _ = std::fs::create_dir_all(dir);
             let _ = super::write_atomic(&file, format!("{fp} {digest}\n").as_bytes(), 0o600);
         }
         digest

@@ -66,6 +66,9 @@ pub struct Store {
     db: Option<Arc<pg::Db>>,
     /// The key that seals MCP request states, once read (`keys.rs`).
     state_key: Arc<std::sync::OnceLock<pg::seal::Sealer>>,
+    /// Where compiled components are cached, when not `$HCP_HOME/cache` (`HCP_CACHE_DIR`, or a trial store
+    /// sharing its operator's cache).
+    compile_cache: Option<PathBuf>,
 }
 
 /// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
@@ -104,6 +107,7 @@ impl Store {
             cache: Default::default(),
             db: None,
             state_key: Default::default(),
+            compile_cache: None,
         })
     }
 
@@ -136,7 +140,39 @@ impl Store {
                 )))
             }
         };
-        opened.map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })
+        let store =
+            opened.map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })?;
+        Ok(match Store::cache_dir_from_env()? {
+            Some(dir) => store.with_compile_cache(dir),
+            None => store,
+        })
+    }
+
+    /// `HCP_CACHE_DIR`, when set: where compiled components are cached instead of `$HCP_HOME/cache` (a
+    /// directory several homes share, or one a CI job keeps between runs). It must be absolute; the cache
+    /// trusts it only while it is this user's and no one else can write it (`adapter::composite::cache`).
+    pub fn cache_dir_from_env() -> Result<Option<PathBuf>, StoreError> {
+        match std::env::var_os("HCP_CACHE_DIR").filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(dir) if Path::new(&dir).is_absolute() => Ok(Some(PathBuf::from(dir))),
+            Some(dir) => Err(StoreError::Refused(format!(
+                "HCP_CACHE_DIR is {:?}, not an absolute path; set it to an absolute directory (or unset it to cache under HCP_HOME)",
+                Path::new(&dir).display().to_string()
+            ))),
+        }
+    }
+
+    /// Where the CLI's stores cache compiled components: `HCP_CACHE_DIR`, else `$HCP_HOME/cache` (or
+    /// `~/.hcp/cache`). `hcpx check` and `hcpx eval` give it to their throw-away trial stores, so a component
+    /// tried once is not compiled again, by them or by later calls.
+    pub fn default_compile_cache() -> Result<PathBuf, StoreError> {
+        Ok(Store::cache_dir_from_env()?.unwrap_or_else(|| Store::default_home().join("cache")))
+    }
+
+    /// This store with its compiled components cached in `dir` instead of `$HCP_HOME/cache`.
+    pub fn with_compile_cache(mut self, dir: PathBuf) -> Store {
+        self.compile_cache = Some(dir);
+        self
     }
 
     /// The PostgreSQL back end, when this store is one.
@@ -350,7 +386,7 @@ impl Store {
             home: self.home.clone(),
             workspaces: self.path("workspaces"),
             tmp: self.path("tmp"),
-            cache: self.path("cache"),
+            cache: self.compile_cache.clone().unwrap_or_else(|| self.path("cache")),
         }
     }
 

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::helpers::{hcpx, repo, stdout_json, Fixture, Home, TestDir};
+use crate::helpers::{repo, shared_compile_cache, stdout_json, Fixture, Home, TestDir};
 use hcpx::model::grants::Grants;
 use hcpx::model::{Code, Envelope, Invoker, Principal, ResultEnvelope};
 use hcpx::runtime::Runtime;
@@ -37,8 +37,9 @@ fn transit(lang: &str) -> PathBuf {
     dir
 }
 
+/// An in-process runtime on `h`'s store, compiling into the cache `h`'s hcpx runs use.
 fn runtime(h: &Home) -> Runtime {
-    Runtime::new(Store::open(&h.store()).unwrap())
+    Runtime::new(Store::open(&h.store()).unwrap().with_compile_cache(h.compile_cache()))
 }
 
 fn call(rt: &Runtime, id: &str, verb: &str, args: Value) -> ResultEnvelope {
@@ -73,7 +74,7 @@ fn install(h: &Home, dir: &std::path::Path, id: &str) {
 
 #[test]
 fn transit_in_python_and_javascript_gives_the_envelopes_of_the_rust_composite_and_the_wrap() {
-    let h = Home::new();
+    let h = Home::sharing_compiles();
     install(&h, &repo().join("packs/transit"), "transit");
     install(&h, &repo().join("packs/transit-composite"), "transit-composite");
     for lang in LANGS {
@@ -129,6 +130,7 @@ fn transit_py_and_transit_js_proofs_pass() {
             .arg(repo().join(format!("packs/transit-{lang}/proof.sh")))
             .env("HCPX", env!("CARGO_BIN_EXE_hcpx"))
             .env("HCP_HOME", t.join("home"))
+            .envs(shared_compile_cache().map(|d| ("HCP_CACHE_DIR", d)))
             .output()
             .unwrap();
         assert!(
@@ -144,7 +146,7 @@ fn transit_py_and_transit_js_proofs_pass() {
 #[test]
 fn python_and_javascript_guests_that_loop_allocate_or_recurse_end_cleanly_and_the_runtime_goes_on() {
     for lang in LANGS {
-        let h = Home::new();
+        let h = Home::sharing_compiles();
         let id = format!("misbehave-{lang}");
         let dir = guest_pack(&h, &id, &misbehave(lang), &["spin", "bomb", "deep", "cdeep", "ok"]);
         install(&h, &dir, &id);
@@ -235,9 +237,9 @@ fn check_advice_names_the_python_and_javascript_way_to_fix() {
         ),
         ("js", "hcp:adapter/host@0.1.0", "JSON.stringify", "throw a string", "componentize-js"),
     ] {
-        let h = Home::new();
+        let h = Home::sharing_compiles();
         let dir = guest_pack(&h, &format!("advice-{lang}"), &misbehave(lang), &["noisy", "deep"]);
-        let out = hcpx(h.t.path(), &["check", dir.to_str().unwrap(), "--probe", "--json"]);
+        let out = h.run(&["check", dir.to_str().unwrap(), "--probe", "--json"]);
         let report = stdout_json(&out);
         let fix = |id: &str| -> String {
             let f = report["findings"].as_array().unwrap().iter().find(|f| f["id"] == id);

@@ -34,6 +34,23 @@ pub fn hcpx(home: &Path, args: &[&str]) -> Output {
     hcpx_with(home, args, &[], None)
 }
 
+/// A compile cache every test of this run (and later runs) may share through `HCP_CACHE_DIR`, so a component of
+/// tens of MiB is compiled once, not once per test: `target/tmp/compile-cache-<uid>`, private to this user. `None`
+/// when it cannot be made so (a test then compiles into its own home). Tests of the cache itself never use it.
+pub fn shared_compile_cache() -> Option<&'static str> {
+    static DIR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        // SAFETY: geteuid has no failure mode.
+        let uid = unsafe { libc::geteuid() };
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compile-cache-{uid}"));
+        let _ = fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
+        let m = fs::metadata(&dir).ok()?;
+        (m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0).then(|| dir.to_str().map(String::from))?
+    })
+    .as_deref()
+}
+
 /// Not a timing assertion: a run that has not ended after this long is a hang (a regressed deadline, a
 /// guest that waits for ever), and is killed so the test fails instead of holding CI until its limit.
 const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(300);
@@ -242,6 +259,23 @@ impl Home {
         fs::create_dir_all(&marks).expect("mkdir marks");
         let marker = marks.join("marker");
         Home { t, marker, store_env: Vec::new() }
+    }
+
+    /// A Home whose hcpx runs compile components into the run's shared compile cache (`shared_compile_cache`).
+    pub fn sharing_compiles() -> Home {
+        let mut h = Home::new();
+        if let Some(dir) = shared_compile_cache() {
+            h.store_env.push(("HCP_CACHE_DIR".into(), dir.into()));
+        }
+        h
+    }
+
+    /// The compile cache this Home's runs use: the shared one, or the store's own.
+    pub fn compile_cache(&self) -> PathBuf {
+        match self.store_env.iter().find(|(k, _)| k == "HCP_CACHE_DIR") {
+            Some((_, dir)) => PathBuf::from(dir),
+            None => self.store().join("cache"),
+        }
     }
 
     /// A Home whose hcpx runs keep their store in a fresh PostgreSQL database of the test cluster

@@ -277,6 +277,8 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
             .arg(pack.join("proof.sh"))
             .env("HCPX", env!("CARGO_BIN_EXE_hcpx"))
             .env_remove("HCP_HOME")
+            // Its own store, but the component the check compiled into this test's store (`HCP_CACHE_DIR`).
+            .env("HCP_CACHE_DIR", t.join("hcp-home/cache"))
             .output()
             .unwrap();
         assert!(proof.status.success(), "{lang}: {}", String::from_utf8_lossy(&proof.stderr));

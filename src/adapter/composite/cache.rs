@@ -1,5 +1,7 @@
 //! Compile once: precompiled components cached under `$HCP_HOME/cache`, keyed by the component's SHA-256, the
 //! wasmtime version and the engine's compatibility hash, and trusted only when the file's own digest matches.
+//! The directory may be `HCP_CACHE_DIR`, shared by several homes: it is used only while it is this user's and no
+//! one else can write it, since what it holds is native code that is mapped and run.
 
 use crate::model::digest::sha256_hex;
 use crate::store::write_atomic;
@@ -21,6 +23,34 @@ pub fn cache_key(engine: &Engine, component_sha: &str) -> String {
     format!("{component_sha}-wasmtime{WASMTIME_VERSION}-{:016x}", h.finish())
 }
 
+/// Whether the cache directory may be read and written: a directory owned by this process's user that neither
+/// its group nor others can write, or one not made yet (`make_dir` makes it so). Anything else (another user's
+/// directory, a group- or world-writable one, a file) is neither read nor written: the component is compiled
+/// afresh each time instead.
+pub fn trusted(cache: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(cache) {
+        Ok(m) => m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// Makes the cache directory (and its parents) private to this user, whatever the umask.
+fn make_dir(cache: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(cache);
+}
+
+/// The memo of digests kept in the cache directory, or one that remembers nothing when the directory is not
+/// [`trusted`] (a digest planted there could vouch for a changed component).
+pub fn memo(cache: &Path) -> Memo {
+    if trusted(cache) {
+        Memo::new(cache.join("digests"))
+    } else {
+        Memo::off()
+    }
+}
+
 /// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
 /// `Err` is a message.
 pub fn load(
@@ -30,6 +60,10 @@ pub fn load(
     memo: &Memo,
     bytes: impl FnOnce() -> Result<Vec<u8>, String>,
 ) -> Result<Component, String> {
+    if !trusted(cache) {
+        return Component::new(engine, &bytes()?)
+            .map_err(|e| format!("the component does not compile: {e:#}"));
+    }
     let key = cache_key(engine, component_sha);
     let file = cache.join(format!("{key}.cwasm"));
     let digest_file = cache.join(format!("{key}.sha256"));
@@ -68,7 +102,7 @@ pub fn load(
     let component =
         Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
     if let Ok(serialized) = component.serialize() {
-        let _ = std::fs::create_dir_all(cache);
+        make_dir(cache);
         let digest = sha256_hex(&serialized);
         if write_atomic(&file, &serialized, 0o644).is_ok() {
             let _ = write_atomic(&digest_file, digest.as_bytes(), 0o644);
@@ -90,6 +124,9 @@ fn commands_file(cache: &Path, component_sha: &str) -> std::path::PathBuf {
 /// asked it before (`remember_commands`): a one-shot process then need not start an instance only to ask.
 /// Only a regular file of sane size is read; anything else is asked again.
 pub fn remembered_commands(cache: &Path, component_sha: &str) -> Option<Vec<String>> {
+    if !trusted(cache) {
+        return None;
+    }
     let file = commands_file(cache, component_sha);
     let meta = std::fs::symlink_metadata(&file).ok()?;
     if !meta.is_file() || meta.len() > MAX_COMMANDS_FILE {
@@ -100,8 +137,11 @@ pub fn remembered_commands(cache: &Path, component_sha: &str) -> Option<Vec<Stri
 
 /// Remembers a component's `describe` answer (best effort: a store whose cache cannot be written asks again).
 pub fn remember_commands(cache: &Path, component_sha: &str, names: &[String]) {
+    if !trusted(cache) {
+        return;
+    }
     if let Ok(json) = serde_json::to_vec(names) {
-        let _ = std::fs::create_dir_all(cache);
+        make_dir(cache);
         let _ = write_atomic(&commands_file(cache, component_sha), &json, 0o644);
     }
 }

@@ -29,7 +29,7 @@ use crate::model::digest::sha256_hex;
 use crate::model::io_reason;
 use crate::model::{Code, Denial};
 use crate::pack::Pack;
-use crate::store::memo::{Fingerprint, Memo};
+use crate::store::memo::Fingerprint;
 use bindings::{Composite, CompositePre};
 use host::CallState;
 
@@ -292,7 +292,7 @@ impl Source {
     fn compile(&self, engine: &Engine) -> Result<(CompositePre<CallState>, bool), String> {
         // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
         // process that finds the compile cache never reads the component's tens of MiB at all.
-        let memo = Memo::new(self.cache.join("digests"));
+        let memo = cache::memo(&self.cache);
         let (mut file, rel) = self.open()?;
         let meta =
             file.metadata().map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;

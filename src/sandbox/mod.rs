@@ -12,6 +12,7 @@ pub mod probe;
 pub mod seccomp;
 pub mod spawn;
 pub mod unotify;
+pub mod watch;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};

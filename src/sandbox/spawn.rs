@@ -7,17 +7,16 @@
 use cap_std::fs::Dir;
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::Confinement;
+use super::{watch, Confinement};
 use crate::model::LayerName;
 
 /// What to run.
@@ -177,50 +176,46 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         }
     }
     drop((out_w, err_w, null));
-    let cap = spec.max_output;
-    let (tx_out, rx_out) = mpsc::channel();
-    let (tx_err, rx_err) = mpsc::channel();
-    let out_file = File::from(out_r);
-    let err_file = File::from(err_r);
-    std::thread::spawn(move || {
-        let _ = tx_out.send(read_capped(out_file, cap));
-    });
-    std::thread::spawn(move || {
-        let _ = tx_err.send(read_capped(err_file, cap));
-    });
-    // Wait without reaping, so neither the process group id nor the namespace can be reused before the kill.
-    let (tx_exit, rx_exit) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx_exit.send(wait_no_reap(pid));
-    });
+    let setup = |stage: &'static str, e: io::Error| {
+        kill_call(pid);
+        let _ = reap(pid);
+        SpawnError { stage, error: e, not_runnable: false }
+    };
+    // Watched without reaping, so neither the process group id nor the namespace can be reused before the kill.
+    let exit = watch::pidfd(pid).map_err(|e| setup("cannot watch the program (pidfd_open)", e))?;
+    let mut out =
+        watch::Stream::new(out_r, spec.max_output).map_err(|e| setup("cannot read the program", e))?;
+    let mut err =
+        watch::Stream::new(err_r, spec.max_output).map_err(|e| setup("cannot read the program", e))?;
     // Until the child ends, the deadline passes or the caller cancels, looking at the flag every 20 ms and at
-    // what the call wrote every `disk::CHECK_EVERY`.
-    let start_at = std::time::Instant::now();
+    // what the call wrote every `disk::CHECK_EVERY`; its output is read as it comes, on this thread.
+    let start_at = Instant::now();
     let deadline = start_at + spec.timeout;
     let (mut timed_out, mut cancelled, mut disk_over) = (false, false, None);
     let mut next_disk = start_at + super::disk::CHECK_EVERY;
     loop {
-        let now = std::time::Instant::now();
-        let left = deadline.saturating_duration_since(now);
-        let mut step = if spec.cancel.is_some() { left.min(Duration::from_millis(20)) } else { left };
+        let now = Instant::now();
+        let mut step = deadline.saturating_duration_since(now);
+        if spec.cancel.is_some() {
+            step = step.min(Duration::from_millis(20));
+        }
         if disk.is_some() {
             step = step.min(next_disk.saturating_duration_since(now));
         }
-        match rx_exit.recv_timeout(step) {
-            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                cancelled = spec.cancel.is_some_and(|c| c.is_cancelled());
-                timed_out = !cancelled && left <= step;
-                if let Some(d) = disk.filter(|_| std::time::Instant::now() >= next_disk) {
-                    disk_over = d.over(disk_base);
-                    next_disk = std::time::Instant::now() + super::disk::CHECK_EVERY;
-                }
-                if cancelled || timed_out || disk_over.is_some() {
-                    kill_call(pid);
-                    let _ = rx_exit.recv();
-                    break;
-                }
-            }
+        if watch::step(Some(&exit), &mut [&mut out, &mut err], step) {
+            break;
+        }
+        let now = Instant::now();
+        cancelled = spec.cancel.is_some_and(|c| c.is_cancelled());
+        timed_out = !cancelled && now >= deadline;
+        if let Some(d) = disk.filter(|_| now >= next_disk) {
+            disk_over = d.over(disk_base);
+            next_disk = Instant::now() + super::disk::CHECK_EVERY;
+        }
+        if cancelled || timed_out || disk_over.is_some() {
+            kill_call(pid);
+            while !watch::step(Some(&exit), &mut [&mut out, &mut err], Duration::from_secs(1)) {}
+            break;
         }
     }
     kill_call(pid);
@@ -233,12 +228,18 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         error: e,
         not_runnable: false,
     })?;
-    let grace = Duration::from_millis(500);
     // Without a PID namespace a process that left the group may still hold the pipes: give up on them after a
     // grace period, and say the output is incomplete.
-    let (stdout, t1) = rx_out.recv_timeout(grace).unwrap_or((Vec::new(), true));
-    let (stderr, t2) = rx_err.recv_timeout(grace).unwrap_or((Vec::new(), true));
-    Ok(Finished { status, timed_out, cancelled, stdout, stderr, truncated: t1 || t2, disk_over })
+    watch::drain(&mut [&mut out, &mut err], Duration::from_millis(500));
+    Ok(Finished {
+        status,
+        timed_out,
+        cancelled,
+        truncated: out.truncated || err.truncated,
+        stdout: out.kept,
+        stderr: err.kept,
+        disk_over,
+    })
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -664,44 +665,6 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigprocmask(libc::SIG_SETMASK, &a.empty_mask, std::ptr::null_mut());
         libc::execve(a.program.as_ptr(), a.argv.as_ptr(), a.envp.as_ptr());
         fail(STAGE_EXEC)
-    }
-}
-
-fn read_capped(mut r: impl Read, cap: u64) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let room = (cap as usize).saturating_sub(kept.len());
-                if n > room {
-                    truncated = true;
-                }
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-    }
-    (kept, truncated)
-}
-
-fn wait_no_reap(pid: libc::pid_t) -> io::Result<()> {
-    loop {
-        // SAFETY: waitid with WNOWAIT only observes the child's state; `info` is a plain out-parameter.
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
 

@@ -5,7 +5,7 @@ use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use super::Confinement;
@@ -72,7 +72,10 @@ fn add(
     abi: ABI,
 ) -> Result<RulesetCreated, LandlockError> {
     let Ok(fd) = PathFd::new(path) else { return Ok(rs) };
-    let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    // The type of what was opened, from its descriptor: no second lookup of the path (one system call fewer
+    // for each of the ~40 paths of a call, and no path swapped in between).
+    let is_dir = rustix::fs::fstat(fd.as_fd())
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir());
     let access = if is_dir { access } else { access & AccessFs::from_file(abi) };
     rs.add_rule(PathBeneath::new(fd, access))
         .map_err(|source| LandlockError::Rule { path: path.to_path_buf(), source })

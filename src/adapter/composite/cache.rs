@@ -51,6 +51,15 @@ pub fn memo(cache: &Path) -> Memo {
     }
 }
 
+/// Whether `file` is still the file `before` described (inode, size, change time).
+fn unchanged(file: &Path, before: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(file).is_ok_and(|now| {
+        (now.dev(), now.ino(), now.len(), now.ctime(), now.ctime_nsec())
+            == (before.dev(), before.ino(), before.len(), before.ctime(), before.ctime_nsec())
+    })
+}
+
 /// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
 /// `Err` is a message.
 pub fn load(
@@ -84,13 +93,18 @@ pub fn load(
         });
         if have == expected.trim() {
             // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility
-            // hash (it is in the key), atomically (a rename), and its bytes match the digest recorded when it
-            // was written: the bytes just read, or the file as the kernel described it when they last did,
-            // which is then mapped, not read, so a large component's pages (and its memory images) come from
-            // the page cache only as they are touched.
-            let loaded = match &read {
-                Some(bytes) => unsafe { Component::deserialize(engine, bytes) },
-                None => unsafe { Component::deserialize_file(engine, &file) },
+            // hash (it is in the key), atomically (a rename), in a directory only this user can write
+            // (`trusted`), and its bytes match the digest recorded when it was written: the bytes just read, or
+            // the file as the kernel described it when they last did. It is mapped, not copied, and only while
+            // it is still the file described before the check (same inode, size and change time).
+            let mapped = unsafe { Component::deserialize_file(engine, &file) }
+                .ok()
+                .filter(|_| unchanged(&file, &meta));
+            let loaded = match (mapped, &read) {
+                (Some(c), _) => Ok(c),
+                // SAFETY: as above, for the bytes that were hashed.
+                (None, Some(bytes)) => unsafe { Component::deserialize(engine, bytes) },
+                (None, None) => Err(wasmtime::Error::msg("the cache file changed while it was loaded")),
             };
             if let Ok(c) = loaded {
                 return Ok(c);
@@ -104,8 +118,21 @@ pub fn load(
     if let Ok(serialized) = component.serialize() {
         make_dir(cache);
         let digest = sha256_hex(&serialized);
-        if write_atomic(&file, &serialized, 0o644).is_ok() {
-            let _ = write_atomic(&digest_file, digest.as_bytes(), 0o644);
+        if write_atomic(&file, &serialized, 0o644).is_ok()
+            && write_atomic(&digest_file, digest.as_bytes(), 0o644).is_ok()
+        {
+            // The file just written, mapped, so this process's memory images too come from the file: an image
+            // copied into a sealed memfd instead (what a component compiled in memory gets) can fail to seal
+            // with EBUSY on a busy machine (a transient the kernel reports for pages still cached on another
+            // CPU), failing the call. SAFETY: written above by `serialize` on this engine, in a directory only
+            // this user can write.
+            if let Some(mapped) = std::fs::symlink_metadata(&file)
+                .ok()
+                .filter(|m| m.len() == serialized.len() as u64)
+                .and_then(|_| unsafe { Component::deserialize_file(engine, &file) }.ok())
+            {
+                return Ok(mapped);
+            }
         }
     }
     Ok(component)
@@ -143,5 +170,41 @@ pub fn remember_commands(cache: &Path, component_sha: &str, names: &[String]) {
     if let Ok(json) = serde_json::to_vec(names) {
         make_dir(cache);
         let _ = write_atomic(&commands_file(cache, component_sha), &json, 0o644);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether this process maps `file`.
+    fn mapped(file: &Path) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines().any(|l| l.ends_with(file.to_str().unwrap()))
+    }
+
+    /// A loaded component's code and memory images come from its cache file, mapped, whether this process compiled
+    /// it or found it: never from a copy in a sealed memfd, whose sealing can fail on a busy machine.
+    #[test]
+    fn a_component_is_mapped_from_its_cache_file_when_compiled_and_when_found() {
+        let wasm =
+            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/transit-composite/adapter.wasm"))
+                .unwrap();
+        let sha = sha256_hex(&wasm);
+        let (engine, _) = super::super::make_engine(false).unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let (cache, copy) = (t.path().join("cache"), t.path().join("copy"));
+        let name = format!("{}.cwasm", cache_key(&engine, &sha));
+        let compiled = load(&cache, &engine, &sha, &Memo::off(), || Ok(wasm.clone())).unwrap();
+        assert!(mapped(&cache.join(&name)), "the compiling process maps the file it wrote");
+        drop(compiled);
+        make_dir(&copy);
+        for f in [name.clone(), name.replace(".cwasm", ".sha256")] {
+            std::fs::copy(cache.join(&f), copy.join(&f)).unwrap();
+        }
+        // Not remembered (a memo that remembers nothing): the file is read and hashed, then mapped.
+        let found = load(&copy, &engine, &sha, &Memo::off(), || panic!("compiled again")).unwrap();
+        assert!(mapped(&copy.join(&name)), "the file found is mapped, not copied");
+        drop(found);
     }
 }

@@ -191,7 +191,7 @@ mod tests {
             std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/transit-composite/adapter.wasm"))
                 .unwrap();
         let sha = sha256_hex(&wasm);
-        let (engine, _) = super::super::make_engine(false).unwrap();
+        let (engine, _) = crate::adapter::composite::make_engine(false).unwrap();
         let t = tempfile::tempdir().unwrap();
         let (cache, copy) = (t.path().join("cache"), t.path().join("copy"));
         let name = format!("{}.cwasm", cache_key(&engine, &sha));

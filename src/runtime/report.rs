@@ -143,6 +143,13 @@ impl Runtime {
             Err(e) => add("writable", Health::Error, e.to_string()),
         }
         let _ = std::fs::remove_file(store.path("tmp/doctor-probe"));
+        // Compiled components are native code: a cache directory others could write is never used (cache.rs).
+        let cache = store.layout().cache;
+        if crate::adapter::composite::cache::trusted(&cache) {
+            add("compile cache", Health::Ok, format!("compiled components are kept in {}", cache.display()));
+        } else {
+            add("compile cache", Health::Warning, format!("{} is not a directory of this user's that group and others cannot write, so no compiled component is kept or read there and every process compiles its components again; run chmod go-w on it, or set HCP_CACHE_DIR to a directory of your own", cache.display()));
+        }
         let state = store.state();
         match &state {
             Ok(s) => add("state", Health::Ok, format!("{} pack(s) installed", s.packs.len())),

@@ -118,3 +118,26 @@ fn attack_a_component_planted_in_a_cache_directory_others_can_write_never_runs()
     assert_eq!(listed(&planted), before, "nothing written to a directory others can write");
     assert_eq!(h.exec_env(&id, "ok", &[], &env_planted).0, 0);
 }
+
+/// A compile cache hcpx will not use is named by `hcpx doctor`, with the fix, instead of every call quietly
+/// compiling again.
+#[test]
+fn doctor_names_a_compile_cache_others_can_write() {
+    let h = Home::new();
+    let dir = h.t.join("team-cache");
+    fs::create_dir(&dir).unwrap();
+    let check = |mode: u32| {
+        fs::set_permissions(&dir, fs::Permissions::from_mode(mode)).unwrap();
+        let out = h.run_env(&["doctor", "--json"], &[("HCP_CACHE_DIR", dir.to_str().unwrap())]);
+        let v = stdout_json(&out);
+        let c =
+            v["checks"].as_array().unwrap().iter().find(|c| c["check"] == "compile cache").unwrap().clone();
+        (out.status.code(), c)
+    };
+    let (_, c) = check(0o700);
+    assert_eq!(c["status"], "ok", "{c}");
+    let (code, c) = check(0o770);
+    assert_eq!((code, c["status"].as_str()), (Some(2), Some("warning")), "{c}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(detail.contains("team-cache") && detail.contains("chmod go-w"), "{detail}");
+}

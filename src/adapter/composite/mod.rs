@@ -9,7 +9,7 @@
 //! and so does loading a component for an async caller, so nothing holds a worker of the caller's runtime.
 
 pub mod bindings;
-mod cache;
+pub(crate) mod cache;
 mod call;
 pub mod host;
 

@@ -106,6 +106,10 @@ pub fn step(exit: Option<&OwnedFd>, streams: &mut [&mut Stream; 2], step: Durati
     let ms = libc::c_int::try_from(step.as_nanos().div_ceil(1_000_000)).unwrap_or(libc::c_int::MAX);
     // SAFETY: `fds` is a live array of `fds.len()` pollfd structs for the duration of the call.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+        // poll itself failed (no memory): wait a little rather than spin; the caller looks at the clock again.
+        std::thread::sleep(step.min(Duration::from_millis(1)));
+    }
     if n <= 0 {
         // A timeout, or EINTR: the caller looks at the clock and calls again.
         return false;

@@ -555,6 +555,9 @@ on_both_stores! {
         crate::mcp::slow_pack(&h, &tok);
         install_repo_packs(&h, &["ledger", "transit-composite"]);
         let alice = principal(&h, "alice", "acme", ALL, false);
+        // Made before the server starts: a Principal added while it runs reaches a PostgreSQL replica within the
+        // documented second (docs/hosting.md), not necessarily before the next request.
+        let ops = principal(&h, "ops", "acme", &[], true);
         let s = Server::start(&h, &[]);
         let url = format!("http://{}/mcp", s.addr);
         let r =
@@ -568,7 +571,6 @@ on_both_stores! {
             "{audit}"
         );
         // The calls over /mcp are counted with the HTTP ones, under invoker mcp.
-        let ops = principal(&h, "ops", "acme", &[], true);
         let (st, _, text) = request_raw(&s.addr, "GET", "/metrics", Some(&ops), None, &[]);
         assert_eq!(st, 200, "{text}");
         assert!(

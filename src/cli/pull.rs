@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, InstallArgs};
 use crate::output::Printer;
-use hcpx::distribution::{self, lock, PackRef, PullOptions};
+use hcpx::distribution::{self, lock, PackRef, PullOptions, RegistryInstall};
 use hcpx::store::packs::Replace;
 
 /// `hcpx install oci://host/repo:tag|@sha256:…`.
@@ -66,11 +66,10 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
             let id = &done.installed.id;
             let signer = done.signer.as_ref().map(|s| format!("{} ({})", s.name, s.fingerprint));
             if p.json {
-                p.json_doc(&json!({
-                    "ok": true, "pack_id": id, "reference": done.reference.to_string(), "digest": done.digest,
-                    "signer": done.signer.as_ref().map(|s| json!({ "name": s.name, "fingerprint": s.fingerprint })),
-                    "replaced": done.installed.replaced, "from_cache": done.from_cache, "path": store.pack_dir(id),
-                }));
+                let mut doc = serde_json::Map::from_iter([("ok".to_string(), json!(true))]);
+                doc.extend(installed_json(&done));
+                doc.insert("path".into(), json!(store.pack_dir(id)));
+                p.json_doc(&doc);
             } else {
                 match &signer {
                     Some(s) => p.message(&format!("verified {} signed by {s}", done.digest)),
@@ -108,6 +107,22 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
     }
 }
 
+/// What `--json` says of one pack a registry install put in the store (both install forms).
+fn installed_json(d: &RegistryInstall) -> serde_json::Map<String, serde_json::Value> {
+    let signer = d.signer.as_ref().map(|s| json!({ "name": s.name, "fingerprint": s.fingerprint }));
+    [
+        ("pack_id", json!(d.installed.id)),
+        ("reference", json!(d.reference.to_string())),
+        ("digest", json!(d.digest)),
+        ("signer", json!(signer)),
+        ("replaced", json!(d.installed.replaced)),
+        ("from_cache", json!(d.from_cache)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
 /// `hcpx install --locked` with no reference: every pack hcp.lock pins, at its digest and signer, all or nothing.
 pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
     let file = a.lock_file.display().to_string();
@@ -125,16 +140,7 @@ pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
     match distribution::locked::install_all(&store, &lockfile, &file, &base, replace) {
         Ok(done) => {
             if p.json {
-                let packs: Vec<_> = done
-                    .iter()
-                    .map(|d| {
-                        json!({
-                            "pack_id": d.installed.id, "reference": d.reference.to_string(), "digest": d.digest,
-                            "signer": d.signer.as_ref().map(|s| json!({ "name": s.name, "fingerprint": s.fingerprint })),
-                            "replaced": d.installed.replaced, "from_cache": d.from_cache,
-                        })
-                    })
-                    .collect();
+                let packs: Vec<_> = done.iter().map(installed_json).collect();
                 p.json_doc(&json!({ "ok": true, "lock_file": file, "packs": packs }));
             } else {
                 for d in &done {

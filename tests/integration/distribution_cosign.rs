@@ -109,10 +109,15 @@ fn a_key_openssl_made_signs_packs_hcpx_installs() {
 }
 
 /// `cosign verify --key KEY --insecure-ignore-tlog --allow-http-registry IMAGE`, by sigstore-rs's cosign
-/// verification (tests/cosign-verify, built on first use; scripts/test.sh builds it before the tests).
+/// verification (tests/cosign-verify: the build `HCPX_COSIGN_VERIFY` names, which scripts/test.sh makes and keeps
+/// between runs, else built here on first use).
 fn cosign_verify(key: &Path, image: &str) -> Output {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let bin = BUILT.get_or_init(|| {
+        if let Some(built) = std::env::var_os("HCPX_COSIGN_VERIFY").map(PathBuf::from) {
+            assert!(built.is_file(), "HCPX_COSIGN_VERIFY names {}, which is not a file", built.display());
+            return built;
+        }
         let dir = repo().join("tests/cosign-verify");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)

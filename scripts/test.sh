@@ -8,7 +8,7 @@ bash scripts/setup.sh
 # version of its sources, lock file and compiler into a cache of this user's, private to them, and reused by
 # later runs on the machine (HCPX_COSIGN_VERIFY tells the test where it is; without it the test builds it).
 # A cold build of it is about 165 CPU-seconds, a sixth of a cold CI's compile (#23, docs/perf.md).
-tools="${XDG_CACHE_HOME:-$HOME/.cache}/hcpx-test-tools"
+tools="${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/hcpx-test-tools"
 mkdir -p "$tools"
 # Only a directory of this user's that no one else can write (what is cached here is run by the tests).
 [ -O "$tools" ] && chmod 700 "$tools" || { echo "test.sh: $tools is not this user's; remove it" >&2; exit 1; }

@@ -1,17 +1,50 @@
 //! The `hcpx` binary: parses the command line, runs one subcommand, and maps the outcome to a documented exit code.
 
+// The process starts at our own `main` rather than std's (see `main` below).
+#![no_main]
+
 mod cli;
 mod output;
 
-use clap::Parser;
-use std::process::ExitCode;
-
 use cli::Command;
 
-fn main() -> ExitCode {
-    let parsed = match cli::Cli::try_parse() {
+/// The process entry, in place of std's start-up: std asks glibc for the main thread's stack bounds, which reads
+/// and parses `/proc/self/maps` (about 0.1 ms of every one-shot `hcpx exec` on the project machine,
+/// docs/perf.md, #25), to print a message on a stack overflow that kills the process either way. What else std
+/// does before `main` is done here: the standard descriptors are made to exist (so no file the runtime opens can
+/// land on 0, 1 or 2 and receive its output), SIGPIPE is ignored (a closed pipe is an `EPIPE` error, not a
+/// silent death), and stdout is flushed at the end.
+#[unsafe(no_mangle)]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    if !standard_fds_open() {
+        return libc::c_int::from(cli::exit::FAILURE);
+    }
+    // SAFETY: setting a signal's disposition to "ignore" has no memory effects; no handler is involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let code = run();
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    libc::c_int::from(code)
+}
+
+/// Opens `/dev/null` on any of descriptors 0, 1 and 2 that is closed, as std's start-up does; false if one cannot
+/// be opened.
+fn standard_fds_open() -> bool {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            // SAFETY: a NUL-terminated path; the lowest free descriptor, `fd`, is the one opened.
+            if unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) } != fd {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn run() -> u8 {
+    let parsed = match cli::Cli::parse_args() {
         Ok(c) => c,
-        Err(e) => return ExitCode::from(cli::usage::report(&e)),
+        Err(e) => return cli::usage::report(&e),
     };
     let p = output::Printer::new(parsed.json);
     let result = match &parsed.command {
@@ -57,7 +90,7 @@ fn main() -> ExitCode {
         Command::Store(c) => cli::store::run(&p, c),
     };
     match result {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => ExitCode::from(cli::fail(&p, &format!("{e:#}"))),
+        Ok(code) => code,
+        Err(e) => cli::fail(&p, &format!("{e:#}")),
     }
 }

@@ -60,6 +60,39 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line, parsed. `hcpx exec …`, which a host runs once per tool call, is parsed against the exec
+    /// subcommand alone, sparing clap the other forty (docs/perf.md, #25); an exec line that parse does not
+    /// accept outright (help, version, a usage error) is parsed again by the whole CLI, so every message, and
+    /// every other command, comes from the one definition below.
+    pub fn parse_args() -> Result<Cli, clap::Error> {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if args.get(1).is_some_and(|a| a == "exec") {
+            if let Ok(ExecOnly { json, command: ExecOnlyCommand::Exec(a) }) = ExecOnly::try_parse_from(&args)
+            {
+                return Ok(Cli { json, command: Command::Exec(a) });
+            }
+        }
+        Cli::try_parse_from(args)
+    }
+}
+
+/// `hcpx exec` alone, with the same global flag: a line it accepts, [`Cli`] accepts with the same meaning
+/// (tests/cli_parse.rs compares the two).
+#[derive(Debug, Parser)]
+#[command(name = "hcpx")]
+pub struct ExecOnly {
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: ExecOnlyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExecOnlyCommand {
+    Exec(ExecArgs),
+}
+
 // The subcommands whose arguments hold subcommands of their own, defined with the others (not deferred).
 #[derive(Debug, Subcommand)]
 pub enum NestedCommand {

@@ -40,16 +40,8 @@ impl KernelProbe {
             unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
         // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL on a kernel without seccomp.
         let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let cap_eff = status
-            .lines()
-            .find_map(|l| l.strip_prefix("CapEff:"))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-            .unwrap_or(0);
-        let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(40);
+        let cap_eff = effective_caps();
+        let cap_last = last_cap();
         // SAFETY: geteuid has no failure mode.
         let root = unsafe { libc::geteuid() } == 0;
         KernelProbe {
@@ -277,6 +269,43 @@ impl KernelProbe {
     }
 }
 
+/// The process's effective capabilities (a bit per capability), from `capget`: one system call, where
+/// `/proc/self/status` is a file the kernel formats in full to be read (#25).
+fn effective_caps() -> u64 {
+    use super::spawn::{CapData, CapHeader, CAP_VERSION_3};
+    let header = CapHeader { version: CAP_VERSION_3, pid: 0 };
+    let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capget fills the two-element array version 3 takes, for this process (pid 0).
+    if unsafe { libc::syscall(libc::SYS_capget, &header as *const CapHeader, data.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    u64::from(data[0].effective) | (u64::from(data[1].effective) << 32)
+}
+
+/// The kernel's highest capability number: `PR_CAPBSET_READ` refuses (EINVAL) a number past it, so a binary
+/// search over 0..=63 finds it in six calls; `/proc/sys/kernel/cap_last_cap` when that call is refused.
+fn last_cap() -> u32 {
+    // SAFETY: PR_CAPBSET_READ takes a capability number and no pointer.
+    let known =
+        |cap: u32| unsafe { libc::prctl(libc::PR_CAPBSET_READ, libc::c_ulong::from(cap), 0, 0, 0) } >= 0;
+    if !known(0) {
+        return std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(40);
+    }
+    let (mut lo, mut hi) = (0u32, 63u32);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if known(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
 fn kernel_at_least(major: u32, minor: u32) -> bool {
     // SAFETY: uname fills a plain struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -288,4 +317,19 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
     let mut parts = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
     let (ma, mi) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (ma, mi) >= (major, minor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_from_system_calls_match_what_proc_says() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap();
+        assert_eq!(effective_caps(), u64::from_str_radix(eff.trim(), 16).unwrap());
+        let last: u32 =
+            std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").unwrap().trim().parse().unwrap();
+        assert_eq!(last_cap(), last);
+    }
 }

@@ -132,20 +132,20 @@ struct ChildArgs {
 }
 
 #[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
+pub(super) struct CapHeader {
+    pub(super) version: u32,
+    pub(super) pid: libc::c_int,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
+pub(super) struct CapData {
+    pub(super) effective: u32,
+    pub(super) permitted: u32,
+    pub(super) inheritable: u32,
 }
 
-const CAP_VERSION_3: u32 = 0x2008_0522;
+pub(super) const CAP_VERSION_3: u32 = 0x2008_0522;
 /// NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked; KEEP_CAPS locked off.
 const SECURE_BITS: libc::c_ulong = 0xEF;
 const STACK_BYTES: usize = 64 * 1024;
@@ -382,8 +382,11 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
     if mountns {
         flags |= libc::CLONE_NEWNS;
     }
-    let mut stack = vec![0u8; STACK_BYTES];
-    // SAFETY: the top of the buffer, aligned down to 16 bytes; the stack grows down into the buffer.
+    // Left uninitialised: the child touches only the few pages it uses, not all sixteen (each first touch is a
+    // page fault; zeroing the buffer took them all). Nothing reads it as Rust values.
+    let mut stack: Vec<u8> = Vec::with_capacity(STACK_BYTES);
+    // SAFETY: the end of the allocation (one past its last byte), aligned down to 16 bytes below; the stack
+    // grows down into the buffer.
     let top = unsafe { stack.as_mut_ptr().add(STACK_BYTES) };
     let top = (top as usize & !15) as *mut libc::c_void;
     // SAFETY: every signal is blocked while the child shares this memory, so no handler of the runtime runs on
@@ -559,8 +562,12 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
             }
+            // A handler of the runtime's is reset (a signal arriving between unblocking and exec would run it on
+            // shared memory), and so is the runtime's own ignoring of SIGPIPE; a signal the caller ignored stays
+            // ignored, and one at its default needs no call.
             let mut cur: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, std::ptr::null(), &mut cur) == 0
+                && cur.sa_sigaction != libc::SIG_DFL
                 && (cur.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE)
             {
                 let mut dfl: libc::sigaction = std::mem::zeroed();
@@ -594,7 +601,14 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             return fail(4);
         }
         for (i, fd) in a.stdio.iter().enumerate() {
-            if libc::dup2(*fd, i as libc::c_int) < 0 {
+            // A descriptor already in its place (a host that runs with 0, 1 or 2 closed) is kept across exec: dup2
+            // onto itself would leave it close-on-exec, and the program would start without that stream.
+            let placed = if *fd == i as libc::c_int {
+                libc::fcntl(*fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(*fd, i as libc::c_int)
+            };
+            if placed < 0 {
                 return fail(5);
             }
         }

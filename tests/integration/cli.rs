@@ -4,7 +4,7 @@
 use serde_json::Value;
 use std::process::Command;
 
-use crate::helpers::{hcpx, repo, stdout_json, Home, TestDir};
+use crate::helpers::{hcpx, probe_fixture, repo, stdout_json, Home, TestDir};
 
 fn setup_examples(h: &Home) {
     for p in ["ledger", "transit"] {
@@ -177,4 +177,91 @@ fn a_terminal_shows_the_live_then_the_done_title() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ledger.mjs list --json"), "--verbose shows the exact command: {text:?}");
+}
+
+/// `hcpx exec …` is parsed against the exec subcommand alone (a fast path, #25) and `hcpx --json exec …` by the
+/// whole CLI: every line means the same either way, the same plan or the same refusal, word for word.
+#[test]
+fn an_exec_line_means_the_same_to_the_fast_and_the_whole_parser() {
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    let lines: &[&[&str]] = &[
+        &["probe", "echo", "word=hello", "--dry-run"],
+        &["probe", "echo", "--dry-run", "--", "word=a b", "--json"],
+        &["probe", "echo", "--dry-run", "--verbose", "--project-id", "p1", "word=x"],
+        &["probe", "echo", "--dry-run", "--project-id=p2", "--mode", "mock", "word=x"],
+        &["probe", "echo", "--dry-run", "--project", ".", "word:=\"x\""],
+        &["probe", "look", "--dry-run"],
+        &["probe"],
+        &["nope", "look"],
+        &["probe", "echo", "--mode", "real"],
+        &["probe", "echo", "--bogus"],
+        &["probe", "echo", "--project"],
+        &["probe", "echo", "--help"],
+        &["probe", "--version"],
+        &[],
+    ];
+    for line in lines {
+        let fast: Vec<&str> = ["exec", "--json"].iter().chain(line.iter()).copied().collect();
+        let whole: Vec<&str> = ["--json", "exec"].iter().chain(line.iter()).copied().collect();
+        let (a, b) = (h.run(&fast), h.run(&whole));
+        assert_eq!(
+            (a.status.code(), String::from_utf8_lossy(&a.stdout), String::from_utf8_lossy(&a.stderr)),
+            (b.status.code(), String::from_utf8_lossy(&b.stdout), String::from_utf8_lossy(&b.stderr)),
+            "{line:?}"
+        );
+    }
+    let plan = stdout_json(&h.run(&["exec", "probe", "echo", "word=hello", "--dry-run", "--json"]));
+    assert!(plan.to_string().contains("hello"), "the fast path parsed the words: {plan}");
+}
+
+/// hcpx starts at its own entry, not std's (#25): a closed standard descriptor is opened on /dev/null before
+/// anything else, so no file it opens takes descriptor 0, 1 or 2, and the child still gets all three.
+#[test]
+fn a_call_runs_with_its_standard_descriptors_closed() {
+    use std::os::unix::process::CommandExt;
+    let h = Home::new();
+    let mut f = probe_fixture(&h.marker);
+    let script = "#!/bin/sh\nfor i in 0 1 2; do [ -e /proc/self/fd/$i ] && printf 'fd%s ' $i; done\necho\n";
+    f.files = vec![("bin/probe".into(), script.into(), true)];
+    h.install(&f, "probe");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
+    cmd.args(["exec", "probe", "look", "--json"])
+        .env("HCP_HOME", h.store())
+        .current_dir(h.t.path())
+        .stdout(std::process::Stdio::piped());
+    // SAFETY: close(2) on the child's own descriptors between fork and exec; no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(0);
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run hcpx");
+    let v = stdout_json(&out);
+    assert_eq!((out.status.code(), v["ok"].as_bool()), (Some(0), Some(true)), "{v}");
+    assert_eq!(v["result"].as_str().map(str::trim_end), Some("fd0 fd1 fd2"), "{v}");
+}
+
+/// SIGPIPE is ignored as std's start-up would: a reader that goes away makes a write fail, it does not kill hcpx
+/// by a signal.
+#[test]
+fn a_closed_stdout_pipe_is_an_error_not_a_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let h = Home::new();
+    h.install(&probe_fixture(&h.marker), "probe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcpx"))
+        .args(["exec", "probe", "echo", "word=hi", "--json"])
+        .env("HCP_HOME", h.store())
+        .current_dir(h.t.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn hcpx");
+    drop(child.stdout.take());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), None, "{status:?}");
+    assert_eq!(h.runs(), 1, "the call itself ran");
 }

@@ -61,13 +61,16 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// The command line, parsed. `hcpx exec …`, which a host runs once per tool call, is parsed against the exec
-    /// subcommand alone, sparing clap the other forty (docs/perf.md, #25); an exec line that parse does not
-    /// accept outright (help, version, a usage error) is parsed again by the whole CLI, so every message, and
-    /// every other command, comes from the one definition below.
+    /// The command line, parsed. `hcpx exec …`, which a host runs once per tool call, is read by hand when it is
+    /// plain (no option but `--json`), else parsed against the exec subcommand alone, sparing clap the other
+    /// forty (docs/perf.md, #25); an exec line neither accepts outright (help, version, a usage error) is parsed
+    /// again by the whole CLI, so every message, and every other command, comes from the one definition below.
     pub fn parse_args() -> Result<Cli, clap::Error> {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         if args.get(1).is_some_and(|a| a == "exec") {
+            if let Some(plain) = plain_exec(&args[2..]) {
+                return Ok(plain);
+            }
             if let Ok(ExecOnly { json, command: ExecOnlyCommand::Exec(a) }) = ExecOnly::try_parse_from(&args)
             {
                 return Ok(Cli { json, command: Command::Exec(a) });
@@ -75,6 +78,39 @@ impl Cli {
         }
         Cli::try_parse_from(args)
     }
+}
+
+/// The plainest exec line, `ID [VERB] [WORDS…]` with at most one `--json` anywhere and no other option, read
+/// without clap (whose code is then not even paged in); `None` for anything else: an option, a word that starts
+/// with `-`, a word that is not UTF-8, no ID. What it accepts means what clap would make of it.
+fn plain_exec(words: &[std::ffi::OsString]) -> Option<Cli> {
+    let mut json = false;
+    let mut positional = Vec::with_capacity(words.len());
+    for w in words {
+        let w = w.to_str()?;
+        if w == "--json" && !json {
+            json = true;
+        } else if w.starts_with('-') {
+            return None;
+        } else {
+            positional.push(w.to_string());
+        }
+    }
+    let mut positional = positional.into_iter();
+    let id = positional.next()?;
+    let verb = positional.next().unwrap_or_default();
+    let words = positional.collect();
+    let exec = ExecArgs {
+        id,
+        verb,
+        words,
+        mode: None,
+        project_id: None,
+        verbose: false,
+        dry_run: false,
+        project: ProjectArg { dir: None },
+    };
+    Some(Cli { json, command: Command::Exec(exec) })
 }
 
 /// `hcpx exec` alone, with the same global flag: a line it accepts, [`Cli`] accepts with the same meaning

@@ -179,13 +179,19 @@ fn a_terminal_shows_the_live_then_the_done_title() {
     assert!(text.contains("ledger.mjs list --json"), "--verbose shows the exact command: {text:?}");
 }
 
-/// `hcpx exec …` is parsed against the exec subcommand alone (a fast path, #25) and `hcpx --json exec …` by the
-/// whole CLI: every line means the same either way, the same plan or the same refusal, word for word.
+/// `hcpx exec …` is read by hand when plain, else parsed against the exec subcommand alone (fast paths, #25);
+/// `hcpx --json exec …` goes through the whole CLI. Every line means the same either way, with `--json` first
+/// or last: the same result, plan or refusal, word for word.
 #[test]
 fn an_exec_line_means_the_same_to_the_fast_and_the_whole_parser() {
     let h = Home::new();
     h.install(&probe_fixture(&h.marker), "probe");
     let lines: &[&[&str]] = &[
+        &["probe", "echo", "word=hello"],
+        &["probe", "echo", "word=-x", ""],
+        &["probe", "look"],
+        &["probe", "echo", "-"],
+        &["probe", "echo", "-w"],
         &["probe", "echo", "word=hello", "--dry-run"],
         &["probe", "echo", "--dry-run", "--", "word=a b", "--json"],
         &["probe", "echo", "--dry-run", "--verbose", "--project-id", "p1", "word=x"],
@@ -201,18 +207,31 @@ fn an_exec_line_means_the_same_to_the_fast_and_the_whole_parser() {
         &["probe", "--version"],
         &[],
     ];
+    // The probe prints its TMPDIR, made fresh for each call: its random part is masked.
+    let masked = |text: &[u8]| {
+        let mut t = String::from_utf8_lossy(text).into_owned();
+        let mut from = 0;
+        while let Some(i) = t[from..].find("hcpx-call-").map(|i| from + i + "hcpx-call-".len()) {
+            let end = (i + 6).min(t.len());
+            t.replace_range(i..end, "XXXXXX");
+            from = end;
+        }
+        t
+    };
+    let shown = |o: &std::process::Output| (o.status.code(), masked(&o.stdout), masked(&o.stderr));
     for line in lines {
-        let fast: Vec<&str> = ["exec", "--json"].iter().chain(line.iter()).copied().collect();
         let whole: Vec<&str> = ["--json", "exec"].iter().chain(line.iter()).copied().collect();
-        let (a, b) = (h.run(&fast), h.run(&whole));
-        assert_eq!(
-            (a.status.code(), String::from_utf8_lossy(&a.stdout), String::from_utf8_lossy(&a.stderr)),
-            (b.status.code(), String::from_utf8_lossy(&b.stdout), String::from_utf8_lossy(&b.stderr)),
-            "{line:?}"
-        );
+        let first: Vec<&str> = ["exec", "--json"].iter().chain(line.iter()).copied().collect();
+        let want = shown(&h.run(&whole));
+        assert_eq!(shown(&h.run(&first)), want, "{line:?}");
+        if !line.contains(&"--") {
+            let last: Vec<&str> =
+                ["exec"].iter().chain(line.iter()).chain(["--json"].iter()).copied().collect();
+            assert_eq!(shown(&h.run(&last)), want, "{line:?}, --json last");
+        }
     }
-    let plan = stdout_json(&h.run(&["exec", "probe", "echo", "word=hello", "--dry-run", "--json"]));
-    assert!(plan.to_string().contains("hello"), "the fast path parsed the words: {plan}");
+    let out = stdout_json(&h.run(&["exec", "probe", "echo", "word=hello", "--json"]));
+    assert_eq!(out["result"]["argv"], "echo hello", "{out}");
 }
 
 /// hcpx starts at its own entry, not std's (#25): a closed standard descriptor is opened on /dev/null before

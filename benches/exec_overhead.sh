@@ -10,6 +10,16 @@ cd "$(dirname "$0")/.."
 N="${BENCH_N:-200}"
 
 cargo build --release --locked --bin hcpx >&2
+# The link order (build.rs, scripts/link-order.sh) names functions with the toolchain's and the dependencies'
+# hashes: say how many of them this binary has, so a stale file shows here rather than as a slower table.
+if [ -f link/hcpx.order ]; then
+  found=$(nm --defined-only target/release/hcpx | awk '{print $3}' | sort -u | comm -12 - <(sort -u link/hcpx.order) | wc -l)
+  listed=$(wc -l < link/hcpx.order)
+  echo "link order: $found of $listed functions of link/hcpx.order are in this binary" >&2
+  if [ $((found * 10)) -lt $((listed * 9)) ]; then
+    echo "note: link/hcpx.order is stale (a new toolchain or dependency); run scripts/link-order.sh" >&2
+  fi
+fi
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 # Both binaries run from fresh copies in one directory, as `cargo install` copies one: the file the linker

@@ -29,8 +29,9 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
 /// `pow`, for the one dependency that calls it (tokio's scheduler statistics), and `log2` (num-bigint's radix
 /// conversion): all the binary took from `libm.so.6`, whose load (mapping, binding, nine page faults) cost every
 /// call about 0.05 ms (docs/perf.md, #25). The `libm` crate's are musl's, within an ulp of glibc's. Defined in
-/// the executable, they are what its own calls bind to and no shared library sees them; should a new
-/// dependency call another function of libm, the linker takes `libm.so.6` again (nothing breaks, it is slower).
+/// the executable, they are what its own calls bind to (and what a library loaded later would get for these two
+/// names: the same functions); should a new dependency call another function of libm, the linker takes
+/// `libm.so.6` again (nothing breaks, it is slower).
 #[unsafe(no_mangle)]
 pub extern "C" fn pow(x: f64, y: f64) -> f64 {
     libm::pow(x, y)

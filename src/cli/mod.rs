@@ -114,7 +114,7 @@ fn plain_exec(words: &[std::ffi::OsString]) -> Option<Cli> {
 }
 
 /// `hcpx exec` alone, with the same global flag: a line it accepts, [`Cli`] accepts with the same meaning
-/// (tests/cli_parse.rs compares the two).
+/// (`an_exec_line_means_the_same_to_the_fast_and_the_whole_parser` in tests/integration/cli.rs compares them).
 #[derive(Debug, Parser)]
 #[command(name = "hcpx")]
 pub struct ExecOnly {

@@ -175,18 +175,15 @@ fn build(
 /// One program in place of two on x86-64: a binary search over the call numbers the rules name goes in front of
 /// `denied`, so a call no rule names is allowed after about eight instructions, `clone3` gets `ENOSYS` there, and
 /// only the named calls (and every other architecture) go on to `denied`, which decides as before; an x32 call
-/// (a number from 0x40000000, which the rules' numbers never match) gets `ENOSYS`. The kernel
-/// runs a new program once for every call number to cache which ones it always allows, at about 2 µs per
-/// instruction a linear program walks (docs/perf.md, #25): loading both took 0.11 ms of every spawn. `None` if
-/// a jump would not fit (a program this module never makes). `a_dispatched_program_decides_as_the_two_did`
-/// checks every call number and argument class against the two programs. Other architectures keep the two.
+/// (a number from 0x40000000, which the rules' numbers never match) gets `ENOSYS`. The kernel runs a new
+/// program once for every call number to cache which ones it always allows, at about 2 µs per instruction a
+/// linear program walks (docs/perf.md, #25): loading both took 0.11 ms of every spawn. `None` if a jump would
+/// not fit (a program this module never makes). `a_dispatched_program_decides_as_the_two_did` checks every call
+/// number and argument class against the two programs.
+#[cfg(target_arch = "x86_64")]
 fn dispatched(denied: &[seccompiler::sock_filter], named: &[u32]) -> Option<BpfProgram> {
+    use super::unotify::{AUDIT_ARCH, X32_BIT};
     use seccompiler::sock_filter;
-    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-    const X32_BIT: u32 = 0x4000_0000;
-    if !cfg!(target_arch = "x86_64") {
-        return None;
-    }
     #[derive(Clone, Copy)]
     enum To {
         Next,
@@ -202,7 +199,7 @@ fn dispatched(denied: &[seccompiler::sock_filter], named: &[u32]) -> Option<BpfP
     // (code, k, jump if true, jump if false), targets resolved below.
     let mut code: Vec<(u16, u32, To, To)> = vec![
         ((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, 4, To::Next, To::Next),
-        ((libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16, AUDIT_ARCH_X86_64, To::Next, To::Denied),
+        ((libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16, AUDIT_ARCH, To::Next, To::Denied),
         ((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, 0, To::Next, To::Next),
         // x32 calls share the architecture with numbers from 0x40000000, which no rule below names: refused.
         ((libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16, X32_BIT, To::Enosys, To::Next),
@@ -250,12 +247,20 @@ fn dispatched(denied: &[seccompiler::sock_filter], named: &[u32]) -> Option<BpfP
     Some(out)
 }
 
+/// Other architectures keep the two programs.
+#[cfg(not(target_arch = "x86_64"))]
+fn dispatched(_denied: &[seccompiler::sock_filter], _named: &[u32]) -> Option<BpfProgram> {
+    None
+}
+
+// The dispatch, and so what these tests check, is x86-64's only.
 #[cfg(test)]
+#[cfg(target_arch = "x86_64")]
 mod tests {
     use super::*;
     use seccompiler::sock_filter;
 
-    const X86_64: u32 = 0xC000_003E;
+    use crate::sandbox::unotify::AUDIT_ARCH as X86_64;
 
     /// A classic-BPF interpreter for what these programs use, over a `seccomp_data` of `nr`, `arch` and `args`.
     fn run(prog: &[sock_filter], nr: u32, arch: u32, args: [u64; 6]) -> u32 {

@@ -14,13 +14,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The audit architecture of this build's system calls (`seccomp_data.arch`); seccomp.rs's program checks it too.
 #[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
+pub(super) const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
-/// System call numbers at or above this are the x32 ABI on x86_64 (same audit arch): refused outright.
+pub(super) const AUDIT_ARCH: u32 = 0xC000_00B7;
+/// System call numbers at or above this are the x32 ABI on x86_64 (same audit arch): refused outright, here and
+/// by seccomp.rs's program.
 #[cfg(target_arch = "x86_64")]
-const X32_BIT: u32 = 0x4000_0000;
+pub(super) const X32_BIT: u32 = 0x4000_0000;
 
 const fn stmt(code: u32, k: u32) -> libc::sock_filter {
     libc::sock_filter { code: code as u16, jt: 0, jf: 0, k }

@@ -51,12 +51,20 @@ install_all "$HCPX" "$HCP_HOME"
 # The same store with every confinement layer turned off, to show what the layers cost side by side.
 OFF="$TMP/home-off"
 cp -a "$HCP_HOME" "$OFF"
-echo '{"disable":["landlock","landlock-net","landlock-scope","seccomp","capabilities","no-new-privs","pid-namespace","mount-namespace","rlimits","process-limit"]}' > "$OFF/sandbox.json"
+echo '{"disable":["landlock","landlock-net","landlock-scope","seccomp","capabilities","no-new-privs","pid-namespace","private-proc","read-only-mounts","mount-namespace","rlimits","process-limit"]}' > "$OFF/sandbox.json"
+# And with the call's view turned off, one layer and then both (#34, #40): what its own /proc and the read-only
+# mounts each cost beside the other layers.
+NOPROC="$TMP/home-noproc"
+NOVIEW="$TMP/home-noview"
+cp -a "$HCP_HOME" "$NOPROC"
+cp -a "$HCP_HOME" "$NOVIEW"
+echo '{"disable":["private-proc"]}' > "$NOPROC/sandbox.json"
+echo '{"disable":["private-proc","read-only-mounts"]}' > "$NOVIEW/sandbox.json"
 if [ -n "$BASE" ]; then install_all "$BASE" "$TMP/home-base"; fi
 
-python3 - "$N" "$HCPX" "$HCP_HOME" "$OFF" "$BASE" "$TMP/home-base" <<'PY'
+python3 - "$N" "$HCPX" "$HCP_HOME" "$OFF" "$BASE" "$TMP/home-base" "$NOPROC" "$NOVIEW" <<'PY'
 import os, statistics, subprocess, sys, time
-n, hcpx, home, off, base, base_home = int(sys.argv[1]), *sys.argv[2:]
+n, hcpx, home, off, base, base_home, noproc, noview = int(sys.argv[1]), *sys.argv[2:]
 if n < 200:
     print(f"note: BENCH_N={n}; the tail (p99) needs at least 200 rounds to mean much", file=sys.stderr)
 
@@ -74,6 +82,8 @@ def child_env(pid):
 
 on = dict(os.environ, HCP_HOME=home)
 layers_off = dict(os.environ, HCP_HOME=off)
+proc_off = dict(os.environ, HCP_HOME=noproc)
+view_off = dict(os.environ, HCP_HOME=noview)
 trivial, transit = os.path.join(home, "packs", "trivial"), os.path.join(home, "packs", "transit")
 ping = ["exec", "trivial", "ping", "--json"]
 plan = ["exec", "transit", "plan", "--json", "--", "from=A", "to=B"]
@@ -86,6 +96,9 @@ cases = [
      child_env("trivial")),
     ("ping", "`hcpx exec trivial ping`", [hcpx, *ping], trivial, on),
     ("ping-off", "`hcpx exec trivial ping`, layers off", [hcpx, *ping], trivial, layers_off),
+    ("ping-noproc", "`hcpx exec trivial ping`, without private-proc", [hcpx, *ping], trivial, proc_off),
+    ("ping-noview", "`hcpx exec trivial ping`, without private-proc and read-only-mounts", [hcpx, *ping], trivial,
+     view_off),
     ("comp", "`hcpx exec transit-composite plan A B`, warm cache", [hcpx, *comp], home, on),
     ("plan-direct", "transit bin (Node), direct", [os.path.join(transit, "bin/transit.mjs"), "plan", "A", "B",
      "--json"], transit, child_env("transit")),
@@ -130,6 +143,9 @@ def added(a, b, label):
 print("\n| added (same percentile, one minus the other) | p50 | p90 | p99 |\n|---|---:|---:|---:|")
 added("ping", "ping-direct", "trivial wrap over its bin")
 added("ping", "ping-off", "the confinement layers, trivial wrap")
+added("ping", "ping-noproc", "private-proc (own /proc), trivial wrap")
+added("ping-noproc", "ping-noview", "read-only-mounts (with its mount namespace), trivial wrap")
+added("ping", "ping-noview", "the call's view (both), trivial wrap")
 added("plan", "plan-direct", "transit wrap over its bin (Node)")
 added("plan", "plan-off", "the confinement layers, transit (Node)")
 sv, st = stats("version"), stats("true")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The escape suite and the packs' proofs a second time as an unprivileged user (issue #24): most deployments
 # do not run as root, and the layers a non-root runtime gets (Landlock, seccomp, no_new_privs, rlimits, the
-# disk cap, a planted .git moved aside; no PID or mount namespace) must hold for it too. Then `hcpx doctor`,
+# disk cap, a planted .git moved aside; and, where the host lets the user make a user namespace, the call's PID
+# and mount namespaces, its own /proc and read-only mounts, #34 #40) must hold for it too. Then `hcpx doctor`,
 # run as that user, is checked against what held: no test may have skipped a layer doctor calls enforced, and
-# the layers a non-root runtime cannot have must not be called enforced.
+# the layers that need a namespace must be called enforced exactly when the user can make one.
 #
 # Runs as root (CI): makes the user (`useradd`), runs the tests under `setpriv` with their own HOME and
 # TMPDIR. In CI (CI=true) it makes the checkout readable to the user; elsewhere it refuses to change
@@ -53,6 +54,13 @@ if ! as_user test -r "$repo/Cargo.toml" || ! as_user test -x "$bin"; then
 fi
 
 as_user env HCP_HOME="$work/doctor-home" "$hcpx" doctor --json >"$work/doctor.json" || true
+# Whether this user can make a user namespace with PID and mount namespaces and a fresh /proc in it (util-linux).
+if as_user unshare --user --map-root-user --pid --mount --fork --mount-proc true 2>/dev/null; then
+  userns=yes
+else
+  userns=no
+fi
+echo "non-root pass: $user can make a user namespace: $userns"
 echo "non-root pass: as $user (uid $uid), hcpx doctor says:"
 jq -r '.sandbox_layers[] | "  \(.name): \(.status): \(.detail)"' "$work/doctor.json"
 
@@ -70,19 +78,23 @@ ran=$(grep -cE '^test .* ok$' "$work/tests.log" || true)
 [ "$ran" -gt 0 ] || { echo "non-root pass: no test ran" >&2; exit 1; }
 
 # Doctor against what held.
-python3 - "$work/doctor.json" "$work/tests.log" <<'EOF'
+python3 - "$work/doctor.json" "$work/tests.log" "$userns" <<'EOF'
 import json, re, sys
 doctor = json.load(open(sys.argv[1]))
+userns = sys.argv[3] == "yes"
 status = {l["name"]: l["status"] for l in doctor["sandbox_layers"]}
 skipped = set(re.findall(r"skipped: layer ([a-z-]+) is", open(sys.argv[2]).read()))
 wrong = []
 for name in sorted(skipped):
     if status.get(name) == "enforced":
         wrong.append(f"a test skipped layer {name}, which doctor calls enforced")
-# Without CAP_SYS_ADMIN there is no PID or mount namespace, and RLIMIT_NPROC counts every process of the user.
-for name in ("pid-namespace", "mount-namespace"):
-    if status.get(name) == "enforced":
-        wrong.append(f"doctor calls {name} enforced for an unprivileged user")
+# Without CAP_SYS_ADMIN a call's namespaces are made in a user namespace of its own: held exactly where the
+# user can make one. RLIMIT_NPROC counts every process of the user.
+for name in ("pid-namespace", "private-proc", "read-only-mounts", "mount-namespace"):
+    if userns and status.get(name) != "enforced":
+        wrong.append(f"doctor calls {name} {status.get(name)} though this user can make a user namespace")
+    if not userns and status.get(name) == "enforced":
+        wrong.append(f"doctor calls {name} enforced for an unprivileged user who cannot make a user namespace")
 if status.get("process-limit") == "enforced":
     wrong.append("doctor calls process-limit enforced for an unprivileged user (RLIMIT_NPROC is partial)")
 held = sorted(n for n, s in status.items() if s == "enforced")

@@ -90,27 +90,30 @@ fn run_script(
         project: false,
         timeout_ms: timeout.as_millis() as u64,
     };
-    let confinement = Confinement::for_wrap(&view, sandbox, &probe).map_err(|r| r.0)?;
+    let plan = |p: &KernelProbe| Confinement::for_wrap(&view, sandbox, p).map_err(|r| r.0);
     let cwd = cap_std::fs::Dir::open_ambient_dir(&project, cap_std::ambient_authority())
         .map_err(|e| format!("cannot open {}: {e}", project.display()))?;
-    let env: Vec<(String, String)> = vec![
-        ("PATH".into(), crate::adapter::wrap::CHILD_PATH.into()),
-        ("HOME".into(), home.display().to_string()),
-        ("TMPDIR".into(), tmp.display().to_string()),
-        ("LANG".into(), "C".into()),
-        ("HCP_SANDBOX".into(), confinement.mode().as_str().into()),
-    ];
-    let fin = spawn::run(&Spawn {
-        program: script,
-        argv: &[project.display().to_string()],
-        cwd: &cwd,
-        env: &env,
-        timeout,
-        max_output: SCRIPT_OUTPUT,
-        confine: Some((&confinement, probe.landlock_abi(sandbox))),
-        cancel: None,
-    })
-    .map_err(|e| format!("cannot run it: {e}"))?;
+    let run = |c: &Confinement| {
+        let env: Vec<(String, String)> = vec![
+            ("PATH".into(), crate::adapter::wrap::CHILD_PATH.into()),
+            ("HOME".into(), home.display().to_string()),
+            ("TMPDIR".into(), tmp.display().to_string()),
+            ("LANG".into(), "C".into()),
+            ("HCP_SANDBOX".into(), c.mode().as_str().into()),
+        ];
+        spawn::run(&Spawn {
+            program: script,
+            argv: &[project.display().to_string()],
+            cwd: &cwd,
+            env: &env,
+            timeout,
+            max_output: SCRIPT_OUTPUT,
+            confine: Some((c, probe.landlock_abi(sandbox))),
+            cancel: None,
+        })
+    };
+    let (_, fin) = crate::sandbox::run_confined(plan(&probe)?, plan, run)?;
+    let fin = fin    .map_err(|e| format!("cannot run it: {e}"))?;
     if fin.timed_out {
         return Err(format!("it ran past {} ms and was stopped", timeout.as_millis()));
     }

@@ -93,7 +93,8 @@ fn help_text(program: &Path) -> String {
         project: false,
         timeout_ms: HELP_TIMEOUT.as_millis() as u64,
     };
-    let Ok(confinement) = Confinement::for_wrap(&view, &cfg, &probe) else {
+    let plan = |p: &KernelProbe| Confinement::for_wrap(&view, &cfg, p);
+    let Ok(planned) = plan(&probe) else {
         return String::new();
     };
     let env = vec![
@@ -104,21 +105,23 @@ fn help_text(program: &Path) -> String {
         ("HOME".to_string(), work.display().to_string()),
         ("TMPDIR".to_string(), tmp.display().to_string()),
     ];
-    let spec = Spawn {
-        program,
-        argv: &["--help".to_string()],
-        cwd: &cwd,
-        env: &env,
-        timeout: HELP_TIMEOUT,
-        max_output: HELP_CAP,
-        confine: Some((&confinement, probe.landlock_abi(&cfg))),
-        cancel: None,
+    let run = |c: &Confinement| {
+        spawn::run(&Spawn {
+            program,
+            argv: &["--help".to_string()],
+            cwd: &cwd,
+            env: &env,
+            timeout: HELP_TIMEOUT,
+            max_output: HELP_CAP,
+            confine: Some((c, probe.landlock_abi(&cfg))),
+            cancel: None,
+        })
     };
-    match spawn::run(&spec) {
-        Ok(fin) => {
+    match crate::sandbox::run_confined(planned, plan, run) {
+        Ok((_, Ok(fin))) => {
             format!("{}\n{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr))
         }
-        Err(_) => String::new(),
+        _ => String::new(),
     }
 }
 

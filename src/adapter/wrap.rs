@@ -59,6 +59,23 @@ impl Adapter for WrapAdapter {
     }
 }
 
+/// The call's confinement on this kernel, refused when `sandbox.json` requires full confinement and a layer
+/// does not hold.
+fn plan(view: &WrapView<'_>, sandbox: &SandboxConfig, probe: &KernelProbe) -> Result<Confinement, Denial> {
+    let confinement =
+        Confinement::for_wrap(view, sandbox, probe).map_err(|r| Denial::new(Code::SandboxDenied, r.0))?;
+    if sandbox.requires_full() && !confinement.full() {
+        return Err(Denial::new(
+            Code::SandboxDenied,
+            format!(
+                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; it stays refused until every layer applies: run hcpx doctor to see which one is missing and why (the kernel, or a layer named in sandbox.json `disable`)",
+                confinement.missing().join("; ")
+            ),
+        ));
+    }
+    Ok(confinement)
+}
+
 /// The pack's wrap target, which a linted `kind: wrap` pack always has.
 fn target(pack: &Pack) -> Result<&WrapTarget, Denial> {
     pack.wrap
@@ -123,34 +140,29 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         project,
         timeout_ms: limits.timeout_ms,
     };
-    let confinement =
-        Confinement::for_wrap(&view, sandbox, &probe).map_err(|r| Denial::new(Code::SandboxDenied, r.0))?;
-    if sandbox.requires_full() && !confinement.full() {
-        return Err(Denial::new(
-            Code::SandboxDenied,
-            format!(
-                "sandbox: sandbox.json requires full confinement and this call cannot get it: {}; it stays refused until every layer applies: run hcpx doctor to see which one is missing and why (the kernel, or a layer named in sandbox.json `disable`)",
-                confinement.missing().join("; ")
-            ),
-        ));
-    }
+    let planned = plan(&view, sandbox, &probe)?;
     // A project without `.git` must not be given one (the user's next `git` would run its hooks).
     let unguarded_project =
         (project && writable && gitguard::has_no_git(&work.path)).then(|| work.path.clone());
-    let env = child_env(call, wrap, &work.home, &work.tmpdir, confinement.mode().as_str());
     if call.hooks.watching() {
         call.hooks.started(call.live_title, &command_line(&program, &argv));
     }
-    let spawned = spawn::run(&Spawn {
-        program: &program,
-        argv: &argv,
-        cwd,
-        env: &env,
-        timeout: Duration::from_millis(limits.timeout_ms),
-        max_output: limits.max_output_bytes,
-        confine: Some((&confinement, probe.landlock_abi(sandbox))),
-        cancel: Some(call.cancel),
-    });
+    let run = |c: &Confinement, abi: u8| {
+        let env = child_env(call, wrap, &work.home, &work.tmpdir, c.mode().as_str());
+        spawn::run(&Spawn {
+            program: &program,
+            argv: &argv,
+            cwd,
+            env: &env,
+            timeout: Duration::from_millis(limits.timeout_ms),
+            max_output: limits.max_output_bytes,
+            confine: Some((c, abi)),
+            cancel: Some(call.cancel),
+        })
+    };
+    let abi = probe.landlock_abi(sandbox);
+    let (confinement, spawned) =
+        crate::sandbox::run_confined(planned, |p| plan(&view, sandbox, p), |c| run(c, abi))?;
     drop(work);
     let fin = spawned.map_err(|e| {
         let message = if e.not_runnable {

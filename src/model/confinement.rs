@@ -27,6 +27,12 @@ wire_enum! {
         PidNamespace = "pid-namespace",
         /// A mount namespace keeping `.git/config` and `.git/hooks` read-only in a writable project.
         MountNamespace = "mount-namespace",
+        /// A `/proc` of the call's own PID namespace: no other process, its command line, environment or
+        /// descriptors is listed.
+        PrivateProc = "private-proc",
+        /// Every mount read-only but the call's writable paths: no mode, owner, time or extended-attribute
+        /// change (which Landlock does not cover) to anything else.
+        ReadOnlyMounts = "read-only-mounts",
         /// Resource limits: core dumps, open files, file size, data memory, CPU time.
         Rlimits = "rlimits",
         /// A cap on the call's processes (`max_processes`).

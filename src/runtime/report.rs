@@ -188,6 +188,7 @@ impl Runtime {
         }
         // Each confinement layer a wrap call gets on this kernel under this sandbox.json.
         let cfg = sandbox.as_ref().map(|s| (**s).clone()).unwrap_or_default();
+        crate::sandbox::confirm_user_namespaces();
         let layers = KernelProbe::get().doctor_layers(&cfg);
         for l in &layers {
             let status = match l.status {

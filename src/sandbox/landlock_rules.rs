@@ -64,14 +64,20 @@ pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, LandlockError>
     Ok(Some(fd))
 }
 
-/// `struct landlock_path_beneath_attr`, packed as the kernel declares it.
-#[repr(C, packed)]
-struct PathBeneathAttr {
-    allowed_access: u64,
-    parent_fd: i32,
+/// The rights a readable directory gets at Landlock ABI `abi` (for the call's own `/proc`, whose rule the child
+/// adds once it has mounted it: see view.rs).
+pub fn read_access(abi: u8) -> u64 {
+    AccessFs::from_read(abi_of(abi)).bits()
 }
 
-const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+/// `struct landlock_path_beneath_attr`, packed as the kernel declares it.
+#[repr(C, packed)]
+pub(super) struct PathBeneathAttr {
+    pub(super) allowed_access: u64,
+    pub(super) parent_fd: i32,
+}
+
+pub(super) const RULE_PATH_BENEATH: libc::c_int = 1;
 
 /// Adds a rule for `path` to `ruleset` (skipped when it does not exist); a file gets only the rights files have.
 /// The rule goes straight to `landlock_add_rule`: the crate's `add_rule` asks the kernel for the type of the
@@ -96,7 +102,7 @@ fn add(
         libc::syscall(
             libc::SYS_landlock_add_rule,
             ruleset.as_raw_fd(),
-            LANDLOCK_RULE_PATH_BENEATH,
+            RULE_PATH_BENEATH,
             &attr as *const PathBeneathAttr,
             0u32,
         )

@@ -12,6 +12,7 @@ pub mod probe;
 pub mod seccomp;
 pub mod spawn;
 pub mod unotify;
+mod view;
 pub mod watch;
 
 use serde::Serialize;
@@ -169,6 +170,34 @@ pub fn git_guard_paths(project: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
     }
     let inside = [git.join("config"), git.join("hooks")].into_iter().filter(|p| p.exists()).collect();
     Some((git, inside))
+}
+
+/// Runs a call planned as `planned` with `run`. Where the kernel refuses the user namespace its settings
+/// allowed (a container's seccomp profile, a security module), records that, plans again with `plan` and runs
+/// once more, so the call and the process's later ones report those layers as not held (and a
+/// `"require": "full"` plan refuses) instead of failing every call. Returns the confinement the call ran under.
+pub fn run_confined<E>(
+    planned: Confinement,
+    plan: impl Fn(&KernelProbe) -> Result<Confinement, E>,
+    run: impl Fn(&Confinement) -> Result<spawn::Finished, spawn::SpawnError>,
+) -> Result<(Confinement, Result<spawn::Finished, spawn::SpawnError>), E> {
+    match run(&planned) {
+        Err(e) if e.namespaces_refused => {
+            probe::refuse_user_namespaces();
+            let c = plan(&KernelProbe::get())?;
+            let out = run(&c);
+            Ok((c, out))
+        }
+        out => Ok((planned, out)),
+    }
+}
+
+/// For `hcpx doctor`: where a call would make a user namespace, tries one as a call would, and records a
+/// refusal, so the layers doctor lists are the ones calls get.
+pub fn confirm_user_namespaces() {
+    if KernelProbe::get().call_user_namespace() && !view::user_namespace_works() {
+        probe::refuse_user_namespaces();
+    }
 }
 
 /// A call that cannot be confined as asked.
@@ -330,6 +359,7 @@ mod tests {
             cap_last: 40,
             pid_max_per_ns: true,
             root,
+            user_namespaces: false,
         }
     }
 

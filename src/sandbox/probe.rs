@@ -1,5 +1,6 @@
 //! What this kernel and this process can enforce, read once per process, and which layers a call gets from it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use super::{Confinement, Layer};
@@ -25,6 +26,18 @@ pub struct KernelProbe {
     pub pid_max_per_ns: bool,
     /// The effective uid is 0.
     pub root: bool,
+    /// Without CAP_SYS_ADMIN: this user may make a user namespace (and in it the call's PID and mount
+    /// namespaces), as the kernel's settings say.
+    pub user_namespaces: bool,
+}
+
+/// Set when the kernel refused a call's user namespace although its settings allowed it (a container's
+/// seccomp profile, a security module): later calls of this process are planned without one, and say so.
+static USERNS_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Records that this host refuses the calls' user namespaces (see [`KernelProbe::call_namespaces`]).
+pub fn refuse_user_namespaces() {
+    USERNS_REFUSED.store(true, Ordering::Relaxed);
 }
 
 impl KernelProbe {
@@ -44,6 +57,7 @@ impl KernelProbe {
         let cap_last = last_cap();
         // SAFETY: geteuid has no failure mode.
         let root = unsafe { libc::geteuid() } == 0;
+        let user_namespaces = cap_eff & (1u64 << CAP_SYS_ADMIN) == 0 && user_namespaces_allowed();
         KernelProbe {
             landlock_abi: abi.clamp(0, 255) as u8,
             seccomp,
@@ -51,6 +65,7 @@ impl KernelProbe {
             cap_last,
             pid_max_per_ns: kernel_at_least(6, 14),
             root,
+            user_namespaces,
         }
     }
 
@@ -58,9 +73,21 @@ impl KernelProbe {
         self.cap_eff & (1u64 << cap) != 0
     }
 
-    /// Namespaces can be made (CAP_SYS_ADMIN).
+    /// Namespaces can be made by the runtime itself (CAP_SYS_ADMIN).
     pub fn namespaces(&self) -> bool {
         self.has_cap(CAP_SYS_ADMIN)
+    }
+
+    /// A wrap's child can have its own PID and mount namespaces: made directly with CAP_SYS_ADMIN, or inside a
+    /// user namespace of its own (see [`KernelProbe::call_user_namespace`]) unless the kernel refused one.
+    pub fn call_namespaces(&self) -> bool {
+        self.namespaces() || self.call_user_namespace()
+    }
+
+    /// A wrap's child makes a user namespace first (mapping only the runtime's own uid and gid), because the
+    /// runtime lacks CAP_SYS_ADMIN.
+    pub fn call_user_namespace(&self) -> bool {
+        !self.namespaces() && self.user_namespaces && !USERNS_REFUSED.load(Ordering::Relaxed)
     }
 
     /// The Landlock ABI a call uses: the kernel's, capped by `sandbox.json` `landlock_abi`; 0 when turned off.
@@ -195,7 +222,15 @@ impl KernelProbe {
                 "set-user-ID bits and file capabilities give nothing".into(),
             );
         }
-        let pidns = !off(LayerName::PidNamespace) && self.namespaces();
+        let ns = self.call_namespaces();
+        let needs = if self.user_namespaces {
+            "the kernel refused this user a user namespace (a container's seccomp profile or a security module)"
+        } else if self.root {
+            "needs CAP_SYS_ADMIN, which the runtime lacks"
+        } else {
+            "needs CAP_SYS_ADMIN or user namespaces for unprivileged users (user.max_user_namespaces), which this host does not allow"
+        };
+        let pidns = !off(LayerName::PidNamespace) && ns;
         if off(LayerName::PidNamespace) {
             add(LayerName::PidNamespace, LayerStatus::Unavailable, format!("{turned_off}: only the process group is killed, so a process that calls setsid can outlive the call"));
         } else if pidns {
@@ -205,7 +240,37 @@ impl KernelProbe {
                 "when the command ends or times out, everything it started is killed".into(),
             );
         } else {
-            add(LayerName::PidNamespace, LayerStatus::Unavailable, "needs CAP_SYS_ADMIN: only the process group is killed, so a process that calls setsid can outlive the call".into());
+            add(LayerName::PidNamespace, LayerStatus::Unavailable, format!("{needs}: only the process group is killed, so a process that calls setsid can outlive the call"));
+        }
+        let seen = "every process of the machine is listed in /proc, with its command line";
+        if off(LayerName::PrivateProc) {
+            add(LayerName::PrivateProc, LayerStatus::Unavailable, format!("{turned_off}: {seen}"));
+        } else if !pidns {
+            add(
+                LayerName::PrivateProc,
+                LayerStatus::Unavailable,
+                format!("needs the call's PID namespace (pid-namespace is unavailable): {seen}"),
+            );
+        } else {
+            add(
+                LayerName::PrivateProc,
+                LayerStatus::Enforced,
+                "/proc lists only the call's own processes: no other's command line, environment or descriptors"
+                    .into(),
+            );
+        }
+        let unguarded = "a call may change the mode, owner, times and extended attributes of any file its user owns (Landlock does not cover them)";
+        if off(LayerName::ReadOnlyMounts) {
+            add(LayerName::ReadOnlyMounts, LayerStatus::Unavailable, format!("{turned_off}: {unguarded}"));
+        } else if !ns {
+            add(LayerName::ReadOnlyMounts, LayerStatus::Unavailable, format!("{needs}: {unguarded}"));
+        } else {
+            add(
+                LayerName::ReadOnlyMounts,
+                LayerStatus::Enforced,
+                "every mount read-only but the call's writable paths: no chmod, chown, utime or xattr change elsewhere"
+                    .into(),
+            );
         }
         if !c.protect.is_empty() || !c.pin.is_empty() {
             if off(LayerName::MountNamespace) {
@@ -214,7 +279,7 @@ impl KernelProbe {
                     LayerStatus::Unavailable,
                     format!("{turned_off}: .git/config and .git/hooks stay writable"),
                 );
-            } else if self.namespaces() {
+            } else if ns {
                 add(
                     LayerName::MountNamespace,
                     LayerStatus::Enforced,
@@ -224,7 +289,7 @@ impl KernelProbe {
                 add(
                     LayerName::MountNamespace,
                     LayerStatus::Unavailable,
-                    "needs CAP_SYS_ADMIN: .git/config and .git/hooks stay writable".into(),
+                    format!("{needs}: .git/config and .git/hooks stay writable"),
                 );
             }
         }
@@ -304,6 +369,17 @@ fn last_cap() -> u32 {
         }
     }
     lo
+}
+
+/// Whether this kernel lets an unprivileged user make a user namespace, by its settings: a positive
+/// `user.max_user_namespaces`, and neither Debian's `kernel.unprivileged_userns_clone` nor Ubuntu's AppArmor
+/// restriction turned on. A refusal these do not show is found by the first call (see
+/// [`refuse_user_namespaces`]).
+fn user_namespaces_allowed() -> bool {
+    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<i64>().ok());
+    read("/proc/sys/user/max_user_namespaces").is_some_and(|n| n > 0)
+        && read("/proc/sys/kernel/unprivileged_userns_clone") != Some(0)
+        && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != Some(1)
 }
 
 fn kernel_at_least(major: u32, minor: u32) -> bool {

@@ -1,6 +1,7 @@
-//! Starts a wrap's child confined, with no shell: `clone(CLONE_VM | CLONE_VFORK)` into the child's own PID (and,
-//! when needed, mount) namespace, where it sets its limits, drops its capabilities, restricts itself with
-//! Landlock and seccomp, and execs the bin. Nothing of the runtime is copied (as posix_spawn, no page tables),
+//! Starts a wrap's child confined, with no shell: `clone(CLONE_VM | CLONE_VFORK)` into the child's own PID and
+//! mount namespaces (inside a user namespace of its own when the runtime lacks CAP_SYS_ADMIN), where it makes
+//! its view (view.rs), sets its limits, drops its capabilities, restricts itself with Landlock and seccomp, and
+//! execs the bin. Nothing of the runtime is copied (as posix_spawn, no page tables),
 //! and nothing is applied to the runtime itself. Then the output is capped and the whole call is killed at the
 //! deadline, and when the child exits.
 
@@ -81,6 +82,15 @@ pub struct SpawnError {
     pub error: io::Error,
     /// The program was missing or not executable (a `sandbox_denied`, not a crash).
     pub not_runnable: bool,
+    /// The kernel refused the call's user namespace (or what the child does in it) although its settings
+    /// allowed one: the caller plans the call again without it (probe::refuse_user_namespaces).
+    pub namespaces_refused: bool,
+}
+
+impl SpawnError {
+    fn new(stage: &'static str, error: io::Error) -> SpawnError {
+        SpawnError { stage, error, not_runnable: false, namespaces_refused: false }
+    }
 }
 
 /// A path handed to the kernel held a NUL byte.
@@ -100,8 +110,16 @@ const STAGES: &[&str] = &[
     "cannot apply Landlock",
     "cannot apply the seccomp filter",
     "cannot start the program",
+    "cannot map the call's user and group in its user namespace",
+    "cannot mount the call's own /proc",
+    "cannot make the call's read-only view of the mounts",
 ];
+const STAGE_MOUNTS: i32 = 2;
+const STAGE_CWD: i32 = 4;
 const STAGE_EXEC: i32 = 10;
+const STAGE_IDS: i32 = 11;
+const STAGE_PROC: i32 = 12;
+const STAGE_READ_ONLY: i32 = 13;
 
 /// Everything the child reads, prepared by the parent: the child only makes system calls.
 struct ChildArgs {
@@ -110,8 +128,12 @@ struct ChildArgs {
     envp: Vec<*const libc::c_char>,
     cwd: RawFd,
     /// In a new mount namespace the working directory is entered by path, so it is reached through that
-    /// namespace's mounts (a descriptor opened outside still points at the old ones).
+    /// namespace's mounts (a descriptor opened outside still points at the old ones); it must be the directory
+    /// `cwd` is (this device and inode).
     cwd_path: Option<CString>,
+    cwd_id: (u64, u64),
+    /// The call's own user namespace, read-only mounts and `/proc`.
+    view: super::view::ViewPlan,
     stdio: [RawFd; 3],
     pid_max: Option<(CString, Vec<u8>)>,
     /// (path, read-only, extra mount flags kept from the mount it sits on)
@@ -153,14 +175,10 @@ const STACK_BYTES: usize = 64 * 1024;
 /// Runs the child to completion or to the deadline.
 pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     let (out_r, out_w) =
-        pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
+        pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
     let (err_r, err_w) =
-        pipe().map_err(|e| SpawnError { stage: "cannot make a pipe", error: e, not_runnable: false })?;
-    let null = File::open("/dev/null").map_err(|e| SpawnError {
-        stage: "cannot open /dev/null",
-        error: e,
-        not_runnable: false,
-    })?;
+        pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
+    let null = File::open("/dev/null").map_err(|e| SpawnError::new("cannot open /dev/null", e))?;
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
     let disk_base = disk.map(|d| d.used()).unwrap_or(0);
     let (pid, listener) = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
@@ -168,18 +186,14 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), spec.timeout) {
             kill_call(pid);
             let _ = reap(pid);
-            return Err(SpawnError {
-                stage: "cannot start the connect supervisor",
-                error: e,
-                not_runnable: false,
-            });
+            return Err(SpawnError::new("cannot start the connect supervisor", e));
         }
     }
     drop((out_w, err_w, null));
     let setup = |stage: &'static str, e: io::Error| {
         kill_call(pid);
         let _ = reap(pid);
-        SpawnError { stage, error: e, not_runnable: false }
+        SpawnError::new(stage, e)
     };
     // Watched without reaping, so neither the process group id nor the namespace can be reused before the kill.
     let exit = watch::pidfd(pid).map_err(|e| setup("cannot watch the program (pidfd_open)", e))?;
@@ -223,11 +237,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     if disk_over.is_none() {
         disk_over = disk.and_then(|d| d.over(disk_base));
     }
-    let status = reap(pid).map_err(|e| SpawnError {
-        stage: "cannot wait for the program",
-        error: e,
-        not_runnable: false,
-    })?;
+    let status = reap(pid).map_err(|e| SpawnError::new("cannot wait for the program", e))?;
     // Without a PID namespace a process that left the group may still hold the pipes: give up on them after a
     // grace period, and say the output is incomplete.
     watch::drain(&mut [&mut out, &mut err], Duration::from_millis(500));
@@ -253,13 +263,11 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
-    CString::new(s.as_bytes()).map_err(|_| SpawnError {
-        stage: "cannot pass an argument",
-        error: io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a NUL byte in the program, an argument or the environment",
-        ),
-        not_runnable: false,
+    CString::new(s.as_bytes()).map_err(|_| {
+        SpawnError::new(
+            "cannot pass an argument",
+            io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the program, an argument or the environment"),
+        )
     })
 }
 
@@ -272,10 +280,11 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
         .collect::<Result<_, _>>()?;
     let env_c: Vec<CString> =
         spec.env.iter().map(|(k, v)| cstring(OsStr::new(&format!("{k}={v}")))).collect::<Result<_, _>>()?;
-    let fail = |stage: &'static str, error: io::Error| SpawnError { stage, error, not_runnable: false };
+    let fail = SpawnError::new;
 
     let mut pidns = false;
     let mut mountns = false;
+    let mut userns = false;
     let mut landlock_fd: Option<OwnedFd> = None;
     let mut programs = None;
     let mut notify_prog: Vec<libc::sock_filter> = Vec::new();
@@ -286,6 +295,8 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
         envp: env_c.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
         cwd: spec.cwd.as_fd().as_raw_fd(),
         cwd_path: None,
+        cwd_id: dir_id(spec.cwd),
+        view: super::view::ViewPlan::none(),
         stdio,
         pid_max: None,
         mounts: Vec::new(),
@@ -310,14 +321,24 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
             let n = c.limits.max_processes.max(300) + 1;
             args.pid_max = Some((CString::from(c"/proc/sys/kernel/pid_max"), n.to_string().into_bytes()));
         }
+        let bad_path = |e: NulInPath| fail("cannot pass a path", io::Error::new(io::ErrorKind::InvalidInput, e));
+        if c.applies(LayerName::ReadOnlyMounts) {
+            args.view.writable = Some(super::view::writable(&c.write).map_err(bad_path)?);
+        }
+        if pidns && c.applies(LayerName::PrivateProc) {
+            let access = if c.applies(LayerName::Landlock) { super::landlock_rules::read_access(abi) } else { 0 };
+            args.view.proc_access = Some(access);
+        }
         if c.applies(LayerName::MountNamespace) {
+            args.mounts = binds(&c.pin, &c.protect).map_err(bad_path)?;
+        }
+        if c.applies(LayerName::MountNamespace) || args.view.mounts() {
             mountns = true;
             args.cwd_path = Some(cstring(c.workdir.as_os_str())?);
-            args.mounts = binds(&c.pin, &c.protect).map_err(|e| SpawnError {
-                stage: "cannot pass a path",
-                error: io::Error::new(io::ErrorKind::InvalidInput, e),
-                not_runnable: false,
-            })?;
+        }
+        if probe.call_user_namespace() && (pidns || mountns) {
+            userns = true;
+            args.view.id_maps = Some(super::view::own_id_maps());
         }
         if c.applies(LayerName::Rlimits) {
             let l = &c.limits;
@@ -339,7 +360,8 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
                 },
             ));
         }
-        if c.applies(LayerName::Capabilities) && probe.cap_eff != 0 {
+        // In a user namespace of its own the child holds every capability there until it drops them.
+        if c.applies(LayerName::Capabilities) && (probe.cap_eff != 0 || userns) {
             args.drop_caps = Some(probe.cap_last);
         }
         args.nnp = c.applies(LayerName::NoNewPrivs)
@@ -382,6 +404,9 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
     if mountns {
         flags |= libc::CLONE_NEWNS;
     }
+    if userns {
+        flags |= libc::CLONE_NEWUSER;
+    }
     // Left uninitialised: the child touches only the few pages it uses, not all sixteen (each first touch is a
     // page fault; zeroing the buffer took them all). Nothing reads it as Rust values.
     let mut stack: Vec<u8> = Vec::with_capacity(STACK_BYTES);
@@ -412,10 +437,12 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
     drop(notify_prog);
     let notify_ours = notify_socks.map(|(ours, _theirs)| ours);
     if pid < 0 {
-        return Err(fail(
+        let mut e = fail(
             if pidns || mountns { "cannot start the call's namespaces" } else { "cannot start the program" },
             clone_err,
-        ));
+        );
+        e.namespaces_refused = userns;
+        return Err(e);
     }
     let stage = args.stage.load(Ordering::SeqCst);
     if stage != 0 {
@@ -423,10 +450,12 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
         let error = io::Error::from_raw_os_error(args.errno.load(Ordering::SeqCst));
         let not_runnable = stage == STAGE_EXEC
             && matches!(error.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied);
+        let namespaces_refused = userns && matches!(stage, STAGE_MOUNTS | STAGE_IDS | STAGE_PROC | STAGE_READ_ONLY);
         return Err(SpawnError {
             stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"),
             error,
             not_runnable,
+            namespaces_refused,
         });
     }
     let listener = match notify_ours.map(|s| super::unotify::receive_listener(&s)).transpose() {
@@ -438,6 +467,17 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
         }
     };
     Ok((pid, listener))
+}
+
+/// The device and inode of an open directory ((0, 0) when it cannot be read, which no directory has).
+fn dir_id(dir: &Dir) -> (u64, u64) {
+    // SAFETY: fstat fills a plain struct for an open descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the borrow; `st` is a valid out-parameter.
+    if unsafe { libc::fstat(dir.as_fd().as_raw_fd(), &mut st) } != 0 {
+        return (0, 0);
+    }
+    (st.st_dev, st.st_ino)
 }
 
 /// A pair of connected sequenced-packet sockets, close-on-exec.
@@ -512,18 +552,34 @@ fn mount_flags(path: &Path) -> libc::c_ulong {
 /// # Safety
 /// The caller must be alone in a mount namespace it made (after `CLONE_NEWNS` or `unshare`).
 pub(crate) unsafe fn bind_mounts(mounts: &[(CString, bool, libc::c_ulong)]) -> bool {
-    // SAFETY: mount on NUL-terminated paths; the caller's namespace is its own.
+    // SAFETY: as the two functions ask.
+    unsafe { make_private() && bind_only(mounts) }
+}
+
+/// Makes every mount of the caller's own mount namespace private: nothing done in it propagates back.
+///
+/// # Safety
+/// The caller must be alone in a mount namespace it made.
+pub(super) unsafe fn make_private() -> bool {
+    // SAFETY: mount on a NUL-terminated path; the caller's namespace is its own.
     unsafe {
-        if libc::mount(
+        libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) != 0
-        {
-            return false;
-        }
+        ) == 0
+    }
+}
+
+/// Binds each path on itself, read-only where asked (see [`bind_mounts`]), in a namespace already private.
+///
+/// # Safety
+/// The caller must be alone in a mount namespace it made, with every mount private.
+unsafe fn bind_only(mounts: &[(CString, bool, libc::c_ulong)]) -> bool {
+    // SAFETY: mount on NUL-terminated paths; the caller's namespace is its own.
+    unsafe {
         for (p, ro, keep) in mounts {
             if libc::mount(p.as_ptr(), p.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
                 return false;
@@ -576,6 +632,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         libc::setpgid(0, 0);
+        if let Some(maps) = &a.view.id_maps {
+            if !super::view::map_ids(maps) {
+                return fail(STAGE_IDS);
+            }
+        }
         if let Some((path, value)) = &a.pid_max {
             let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd < 0
@@ -585,8 +646,23 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             libc::close(fd);
         }
-        if !a.mounts.is_empty() && !bind_mounts(&a.mounts) {
-            return fail(2);
+        if a.cwd_path.is_some() {
+            if !make_private() {
+                return fail(STAGE_MOUNTS);
+            }
+            if let Some(w) = &a.view.writable {
+                if !super::view::read_only_view(w) {
+                    return fail(STAGE_READ_ONLY);
+                }
+            }
+            if !bind_only(&a.mounts) {
+                return fail(STAGE_MOUNTS);
+            }
+            if let Some(access) = a.view.proc_access {
+                if !super::view::fresh_proc(a.landlock, access) {
+                    return fail(STAGE_PROC);
+                }
+            }
         }
         for (res, lim) in &a.rlimits {
             if libc::setrlimit(*res, lim) != 0 {
@@ -598,7 +674,15 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             None => libc::fchdir(a.cwd),
         };
         if entered != 0 {
-            return fail(4);
+            return fail(STAGE_CWD);
+        }
+        if a.cwd_path.is_some() {
+            // Entered by path: the directory the runtime opened, not one put in its place since.
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::stat(c".".as_ptr(), &mut st) != 0 || (st.st_dev, st.st_ino) != a.cwd_id {
+                *libc::__errno_location() = libc::ESTALE;
+                return fail(STAGE_CWD);
+            }
         }
         for (i, fd) in a.stdio.iter().enumerate() {
             // A descriptor already in its place (a host that runs with 0, 1 or 2 closed) is kept across exec: dup2

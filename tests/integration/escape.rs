@@ -132,7 +132,7 @@ fn assert_unchanged(h: &Home, file: &Path) -> Value {
 }
 
 /// A second installed pack with a credential and a workspace file: what an attacker wants.
-fn victim(h: &Home) {
+pub(crate) fn victim(h: &Home) {
     let mut f = probe_fixture(&h.marker);
     f.surface["id"] = json!("victim");
     f.policy["surface_id"] = json!("victim");
@@ -1004,6 +1004,8 @@ fn doctor_lists_every_layer_with_its_status() {
         "capabilities",
         "no-new-privs",
         "pid-namespace",
+        "private-proc",
+        "read-only-mounts",
         "mount-namespace",
         "rlimits",
         "process-limit",
@@ -1193,6 +1195,13 @@ fn a_composites_flood_is_cut_at_max_output_bytes() {
 #[test]
 fn a_composite_write_cannot_plant_code_in_the_projects_git() {
     let Some(h) = home_if("mount-namespace") else { return };
+    if !KernelProbe::get().namespaces() {
+        // A wrap's child makes its mount namespace inside a user namespace of its own; a composite's guard is
+        // made by a thread of the runtime, which cannot enter a user namespace (the runtime is multithreaded).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "skipped: a composite's .git guard needs CAP_SYS_ADMIN");
+        return;
+    }
     let p = git_project(&h);
     let v = gitw_writes_in(&h, &p);
     // .git/config and .git/hooks were read-only; the rename of .git (which the namespace's pin cannot stop

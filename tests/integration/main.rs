@@ -22,6 +22,8 @@ mod distribution_locked;
 mod docs;
 mod escape;
 mod escape_gaps;
+mod escape_git;
+mod escape_view;
 mod eval;
 mod exec;
 mod fixes;

@@ -113,7 +113,7 @@ fn run_script(
         })
     };
     let (_, fin) = crate::sandbox::run_confined(plan(&probe)?, plan, run)?;
-    let fin = fin    .map_err(|e| format!("cannot run it: {e}"))?;
+    let fin = fin.map_err(|e| format!("cannot run it: {e}"))?;
     if fin.timed_out {
         return Err(format!("it ran past {} ms and was stopped", timeout.as_millis()));
     }

@@ -141,9 +141,9 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         timeout_ms: limits.timeout_ms,
     };
     let planned = plan(&view, sandbox, &probe)?;
-    // A project without `.git` must not be given one (the user's next `git` would run its hooks).
-    let unguarded_project =
-        (project && writable && gitguard::has_no_git(&work.path)).then(|| work.path.clone());
+    // A project without `.git` must not be given one, nor a `.git` what git reads as code (the user's next
+    // `git` would run it): what the mounts cannot stop is moved aside after the call.
+    let git_watch = (project && writable).then(|| gitguard::GitWatch::before(&work.path));
     if call.hooks.watching() {
         call.hooks.started(call.live_title, &command_line(&program, &argv));
     }
@@ -180,7 +180,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         };
         Denial::new(Code::SandboxDenied, message)
     })?;
-    let planted = unguarded_project.and_then(|p| gitguard::no_git_planted(&p).err());
+    let planted = git_watch.and_then(|w| w.after().err());
     let stdout = String::from_utf8_lossy(&fin.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&fin.stderr).into_owned();
     let trimmed = stdout.trim();

@@ -1,4 +1,6 @@
-//! `hcpx check --init-evals`: a starter `hcp.eval.json` with one case per read and one refusal per gated write.
+//! `hcpx check --init-evals`: a starter `hcp.eval.json` with one case per read and one refusal per gated write,
+//! written only where there is none (check-and-evaluate.md); `--add-evals` adds the starter cases an existing
+//! file lacks.
 
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -6,11 +8,13 @@ use std::path::{Path, PathBuf};
 use crate::model::code::CONFIRM_REQUIRED;
 use crate::pack::{Command, Operation, Pack};
 
-/// What `--init-evals` did.
+/// What `--init-evals` or `--add-evals` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InitOutcome {
     /// Wrote the file with this many cases.
     Wrote { path: PathBuf, cases: usize },
+    /// A file was already there and `--init-evals` left it as it was (not even read).
+    Exists { path: PathBuf },
     /// A file was already there: the starter cases it lacked were added to it (none when `added` is 0).
     Added { path: PathBuf, added: usize },
 }
@@ -63,10 +67,11 @@ fn covered(cases: &[Value], starter: &Value) -> bool {
         .any(|c| &c["verb"] == verb && (!refusal || c["expect"]["error"].as_str() == Some(CONFIRM_REQUIRED)))
 }
 
-/// Writes `hcp.eval.json` beside the pack files; when one exists, adds the starter cases it lacks (a read with
-/// no case, a gated write with no refusal case) after its own, and leaves everything else in it as it was. A
-/// file that is not a JSON object with a `cases` array is refused, never overwritten.
-pub fn init_evals(dir: &Path, pack: &Pack) -> std::io::Result<InitOutcome> {
+/// Writes `hcp.eval.json` beside the pack files unless one exists (check-and-evaluate.md: `--init-evals`
+/// writes it *unless one exists*). When one exists and `add` is set (`--add-evals`), adds the starter cases it
+/// lacks (a read with no case, a gated write with no refusal case) after its own, and leaves everything else in
+/// it as it was; a file that is not a JSON object with a `cases` array is then refused, never overwritten.
+pub fn init_evals(dir: &Path, pack: &Pack, add: bool) -> std::io::Result<InitOutcome> {
     let path = dir.join("hcp.eval.json");
     let doc = starter_cases(pack);
     let n = doc["cases"].as_array().map_or(0, Vec::len);
@@ -77,7 +82,8 @@ pub fn init_evals(dir: &Path, pack: &Pack) -> std::io::Result<InitOutcome> {
             std::io::Write::write_all(&mut f, text.as_bytes())?;
             Ok(InitOutcome::Wrote { path, cases: n })
         }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => add_missing(&path, &doc),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && add => add_missing(&path, &doc),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(InitOutcome::Exists { path }),
         Err(e) => Err(e),
     }
 }
@@ -89,11 +95,11 @@ fn add_missing(path: &Path, starter: &Value) -> std::io::Result<InitOutcome> {
     }
     let old = std::fs::read_to_string(path)?;
     let mut doc: Value = serde_json::from_str(&old).map_err(|e| {
-        bad(format!("{} is not valid JSON ({e}); fix it, then run --init-evals again", path.display()))
+        bad(format!("{} is not valid JSON ({e}); fix it, then run --add-evals again", path.display()))
     })?;
     let Some(cases) = doc.get_mut("cases").and_then(Value::as_array_mut) else {
         return Err(bad(format!(
-            "{} has no \"cases\" array; add one, then run --init-evals again",
+            "{} has no \"cases\" array; add one, then run --add-evals again",
             path.display()
         )));
     };

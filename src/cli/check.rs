@@ -7,14 +7,18 @@ use hcpx::Pack;
 
 /// Runs `hcpx check`.
 pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
-    if a.init_evals {
+    if a.init_evals || a.add_evals {
         let pack = match Pack::load(&a.dir) {
             Ok(pack) => pack,
             Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json: {e}"))),
         };
-        match init_evals(&a.dir, &pack) {
+        match init_evals(&a.dir, &pack, a.add_evals) {
             Ok(InitOutcome::Wrote { path, cases }) => p.message(&format!(
                 "wrote {} with {cases} case(s); replace every TODO with a real value",
+                path.display()
+            )),
+            Ok(InitOutcome::Exists { path }) => p.message(&format!(
+                "{} exists; left as it is (--init-evals never changes one; --add-evals adds the starter cases it lacks)",
                 path.display()
             )),
             Ok(InitOutcome::Added { path, added: 0 }) => p.message(&format!(

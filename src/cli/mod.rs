@@ -457,9 +457,13 @@ pub struct CheckArgs {
     /// Print the report as a Markdown fix list for a coding agent.
     #[arg(long)]
     pub agent: bool,
-    /// Write a starter hcp.eval.json first (never overwrites one).
+    /// Write a starter hcp.eval.json first, unless one exists (an existing one is left as it is).
     #[arg(long)]
     pub init_evals: bool,
+    /// Add the starter cases an existing hcp.eval.json lacks (a read with no case, a gated write with no
+    /// refusal), after its own; writes a new one where there is none.
+    #[arg(long)]
+    pub add_evals: bool,
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     pub strict: bool,

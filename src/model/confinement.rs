@@ -25,7 +25,8 @@ wire_enum! {
         NoNewPrivs = "no-new-privs",
         /// The call's own PID namespace: when the command ends, everything it started ends.
         PidNamespace = "pid-namespace",
-        /// A mount namespace keeping `.git/config` and `.git/hooks` read-only in a writable project.
+        /// A mount namespace keeping what git reads under `.git` as configuration or code read-only in a
+        /// writable project.
         MountNamespace = "mount-namespace",
         /// A `/proc` of the call's own PID namespace: no other process, its command line, environment or
         /// descriptors is listed.

@@ -44,6 +44,15 @@ pub enum GitGuardError {
         #[source]
         source: std::io::Error,
     },
+    /// A write made or replaced what git reads under `.git`; the call fails, and it is out of the way.
+    #[error("the command made or replaced {} in the project's .git, which the user's next git would read as configuration or code; hcpx moved it to {} (a write may change the project, not what git runs)", moved.iter().map(|(p, _)| p.display().to_string()).collect::<Vec<_>>().join(", "), moved.iter().map(|(_, a)| a.display().to_string()).collect::<Vec<_>>().join(", "))]
+    GitPathMovedAside { moved: Vec<(PathBuf, PathBuf)> },
+    #[error("the command made or replaced {} in the project's .git, and it cannot be moved aside ({source}); remove it before running git there", path.display())]
+    GitPathStays {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The call fails, though the project is whole again.
     #[error("the component moved the project's .git; hcpx put it back{}", aside.as_ref().map(|a| format!(", and moved what it left in its place to {}", a.display())).unwrap_or_default())]
     Restored { aside: Option<PathBuf> },
@@ -92,34 +101,75 @@ impl GuardedDir {
     }
 }
 
-/// Whether `project` has no `.git` at all (no directory, file or link): a write there is then checked by
-/// [`no_git_planted`] after it ends.
-pub fn has_no_git(project: &Path) -> bool {
-    std::fs::symlink_metadata(project.join(".git")).is_err()
+/// A write in a project, watched for what it does to the project's `.git` that a mount cannot stop: a `.git`
+/// made where there was none, or a [`GIT_GUARDED`](super::GIT_GUARDED) path made or replaced (a new
+/// `commondir`, `config.worktree` or `objects/info/alternates`; a link swapped). After the call, whatever
+/// appeared is moved aside under a name git never reads and the call fails, naming it. The call's processes
+/// are gone by then (its PID namespace; without one, a `setsid` child that outlives the call could make
+/// another). Taken before every write in `project` mode, for wraps and composites alike.
+pub struct GitWatch {
+    project: PathBuf,
+    /// Each watched path and what it was before: (device, inode), or `None` when it did not exist.
+    seen: Vec<(PathBuf, Option<(u64, u64)>)>,
 }
 
-/// After a write in a project that had no `.git` (see [`has_no_git`]): if the call made one (a directory, a
-/// gitfile or a link, any of which the user's next `git` there would read, hooks and `core.fsmonitor`
-/// included), it is moved aside under a name git ignores and the call fails. The call's processes are gone
-/// by then (its PID namespace; without one, a `setsid` child that outlives the call could make another).
-pub fn no_git_planted(project: &Path) -> Result<(), GitGuardError> {
-    let here = project.join(".git");
-    if std::fs::symlink_metadata(&here).is_err() {
-        return Ok(());
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl GitWatch {
+    /// What `project`'s `.git` holds now: `.git` itself, and when it is a directory every guarded path in it.
+    pub fn before(project: &Path) -> GitWatch {
+        let git = project.join(".git");
+        let mut paths = vec![git.clone()];
+        if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+            paths.extend(super::GIT_GUARDED.iter().map(|r| git.join(r)));
+        }
+        let seen = paths.into_iter().map(|p| (identity(&p), p)).map(|(i, p)| (p, i)).collect();
+        GitWatch { project: project.to_path_buf(), seen }
     }
-    let aside = project.join(crate::store::unique_name(".git.planted"));
-    match std::fs::rename(&here, &aside) {
-        Ok(()) => Err(GitGuardError::PlantedMovedAside { project: project.to_path_buf(), aside }),
-        Err(source) => Err(GitGuardError::PlantedStays { project: project.to_path_buf(), source }),
+
+    /// After the call: moves aside each watched path that appeared or was replaced.
+    pub fn after(&self) -> Result<(), GitGuardError> {
+        let mut moved = Vec::new();
+        for (path, was) in &self.seen {
+            let now = identity(path);
+            if now.is_none() || now == *was {
+                continue;
+            }
+            let Some(name) = path.file_name() else { continue };
+            let aside = path
+                .with_file_name(crate::store::unique_name(&format!("{}.planted", name.to_string_lossy())));
+            let git = self.project.join(".git");
+            match (std::fs::rename(path, &aside), *path == git && was.is_none()) {
+                (Ok(()), true) => {
+                    return Err(GitGuardError::PlantedMovedAside { project: self.project.clone(), aside })
+                }
+                (Err(source), true) => {
+                    return Err(GitGuardError::PlantedStays { project: self.project.clone(), source })
+                }
+                (Ok(()), false) => moved.push((path.clone(), aside)),
+                (Err(source), false) => {
+                    return Err(GitGuardError::GitPathStays { path: path.clone(), source })
+                }
+            }
+        }
+        if moved.is_empty() {
+            return Ok(());
+        }
+        Err(GitGuardError::GitPathMovedAside { moved })
     }
 }
 
 /// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory.
 pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, GitGuardError> {
     super::ready_git_guard(project);
-    let Some((git, inside)) = super::git_guard_paths(project) else { return Ok(None) };
+    let Some(guard) = super::git_guard(project) else { return Ok(None) };
+    let git = project.join(".git");
     let held = std::fs::File::open(&git).map_err(GitGuardError::Open)?;
-    let mounts = super::spawn::binds(std::slice::from_ref(&git), &inside)?;
+    let pin: Vec<PathBuf> = guard.pin.into_iter().collect();
+    let mounts = super::spawn::binds(&pin, &guard.protect)?;
     let dir = CString::new(project.as_os_str().as_bytes())
         .map_err(|_| super::spawn::NulInPath(project.to_path_buf()))?;
     // The namespace is made by a thread of its own, which leaves the runtime's threads where they are; the

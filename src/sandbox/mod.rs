@@ -148,28 +148,62 @@ pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {
     }
 }
 
-/// Makes sure a project's `.git/hooks` and `.git/config` exist before a write runs in it, so the mount namespace
-/// can keep them read-only: a missing one could otherwise be created by the call and run by the user's next
-/// `git`. An empty hooks directory and an empty config are what `git init` would leave; nothing is overwritten.
+/// What under a project's `.git` git reads as configuration or code, or that sends git to another directory
+/// (#34): the repository's and a worktree's configuration, hooks, `info/` (attributes, excludes), a linked
+/// worktree's pointers (`commondir`, `gitdir`), other object stores (`objects/info/alternates`), and the git
+/// directories of linked worktrees and submodules (`worktrees/`, `modules/`). A write in the project keeps each
+/// that exists read-only (a wrap's mount namespace, a composite's guarded preopen), and one the call makes is
+/// moved aside after it ([`gitguard::GitWatch`]).
+pub const GIT_GUARDED: &[&str] = &[
+    "config",
+    "config.worktree",
+    "hooks",
+    "info",
+    "commondir",
+    "gitdir",
+    "objects/info/alternates",
+    "worktrees",
+    "modules",
+];
+
+/// Makes sure a project's `.git/hooks`, `.git/info` and `.git/config` exist before a write runs in it, so the
+/// mount namespace can keep them read-only: a missing one could otherwise be created by the call and read by the
+/// user's next `git`. Empty directories and an empty config are what `git init` leaves; nothing is overwritten.
 pub fn ready_git_guard(project: &Path) {
     let git = project.join(".git");
-    if !git.is_dir() {
+    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
         return;
     }
     let _ = std::fs::create_dir(git.join("hooks"));
+    let _ = std::fs::create_dir(git.join("info"));
     let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(git.join("config"));
 }
 
-/// What a write in `project` must keep safe: its `.git` directory (pinned, so it cannot be renamed away) and
-/// the files in it that a user's next `git` runs code from (kept read-only, those that exist); `None` without
-/// a `.git` directory. One list for a wrap's mount namespace and a composite's guarded preopen.
-pub fn git_guard_paths(project: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
+/// What a write in a project must keep safe, for a wrap's mount namespace and a composite's guarded preopen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitGuard {
+    /// `.git` when it is a directory: bind-mounted on itself, so it cannot be renamed away and replaced.
+    pub pin: Option<PathBuf>,
+    /// Kept read-only: the [`GIT_GUARDED`] paths that exist, or `.git` itself when it is a gitfile (a linked
+    /// worktree's or a submodule's checkout, whose one line sends git to its git directory).
+    pub protect: Vec<PathBuf>,
+}
+
+/// The [`GitGuard`] of `project`; `None` without a `.git` directory or gitfile (a `.git` that is a link is not
+/// followed: what it leads to lies outside the project, which the call may not write).
+pub fn git_guard(project: &Path) -> Option<GitGuard> {
     let git = project.join(".git");
-    if !git.is_dir() {
+    let meta = std::fs::symlink_metadata(&git).ok()?;
+    if meta.is_file() {
+        return Some(GitGuard { pin: None, protect: vec![git] });
+    }
+    if !meta.is_dir() {
         return None;
     }
-    let inside = [git.join("config"), git.join("hooks")].into_iter().filter(|p| p.exists()).collect();
-    Some((git, inside))
+    // What exists (a link is bound where it leads; a dangling one cannot be bound, and [`gitguard::GitWatch`]
+    // sees any change to it).
+    let protect = GIT_GUARDED.iter().map(|r| git.join(r)).filter(|p| p.exists()).collect();
+    Some(GitGuard { pin: Some(git), protect })
 }
 
 /// Runs a call planned as `planned` with `run`. Where the kernel refuses the user namespace its settings
@@ -274,8 +308,8 @@ impl Confinement {
             }
         }
         let (pin, protect) =
-            match (view.project && view.workdir_writable).then(|| git_guard_paths(view.workdir)).flatten() {
-                Some((git, inside)) => (vec![git], inside),
+            match (view.project && view.workdir_writable).then(|| git_guard(view.workdir)).flatten() {
+                Some(g) => (g.pin.into_iter().collect(), g.protect),
                 None => (Vec::new(), Vec::new()),
             };
         let l = cfg.limits();

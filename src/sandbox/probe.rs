@@ -277,19 +277,19 @@ impl KernelProbe {
                 add(
                     LayerName::MountNamespace,
                     LayerStatus::Unavailable,
-                    format!("{turned_off}: .git/config and .git/hooks stay writable"),
+                    format!("{turned_off}: what git reads under .git (config, hooks, info, worktrees, modules) stays writable"),
                 );
             } else if ns {
                 add(
                     LayerName::MountNamespace,
                     LayerStatus::Enforced,
-                    ".git/config and .git/hooks are read-only and .git cannot be renamed away".into(),
+                    "what git reads under .git as configuration or code (config, hooks, info, worktrees, modules) is read-only and .git cannot be renamed away".into(),
                 );
             } else {
                 add(
                     LayerName::MountNamespace,
                     LayerStatus::Unavailable,
-                    format!("{needs}: .git/config and .git/hooks stay writable"),
+                    format!("{needs}: what git reads under .git (config, hooks, info, worktrees, modules) stays writable"),
                 );
             }
         }

@@ -113,6 +113,8 @@ const STAGES: &[&str] = &[
     "cannot map the call's user and group in its user namespace",
     "cannot mount the call's own /proc",
     "cannot make the call's read-only view of the mounts",
+    "cannot keep the project's .git read-only",
+    "a path the call may write was replaced while it started",
 ];
 const STAGE_MOUNTS: i32 = 2;
 const STAGE_CWD: i32 = 4;
@@ -120,6 +122,8 @@ const STAGE_EXEC: i32 = 10;
 const STAGE_IDS: i32 = 11;
 const STAGE_PROC: i32 = 12;
 const STAGE_READ_ONLY: i32 = 13;
+const STAGE_GIT: i32 = 14;
+const STAGE_REPLACED: i32 = 15;
 
 /// Everything the child reads, prepared by the parent: the child only makes system calls.
 struct ChildArgs {
@@ -174,10 +178,8 @@ const STACK_BYTES: usize = 64 * 1024;
 
 /// Runs the child to completion or to the deadline.
 pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
-    let (out_r, out_w) =
-        pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
-    let (err_r, err_w) =
-        pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
+    let (out_r, out_w) = pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
+    let (err_r, err_w) = pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
     let null = File::open("/dev/null").map_err(|e| SpawnError::new("cannot open /dev/null", e))?;
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
     let disk_base = disk.map(|d| d.used()).unwrap_or(0);
@@ -266,7 +268,10 @@ fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
     CString::new(s.as_bytes()).map_err(|_| {
         SpawnError::new(
             "cannot pass an argument",
-            io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the program, an argument or the environment"),
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a NUL byte in the program, an argument or the environment",
+            ),
         )
     })
 }
@@ -321,12 +326,14 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
             let n = c.limits.max_processes.max(300) + 1;
             args.pid_max = Some((CString::from(c"/proc/sys/kernel/pid_max"), n.to_string().into_bytes()));
         }
-        let bad_path = |e: NulInPath| fail("cannot pass a path", io::Error::new(io::ErrorKind::InvalidInput, e));
+        let bad_path =
+            |e: NulInPath| fail("cannot pass a path", io::Error::new(io::ErrorKind::InvalidInput, e));
         if c.applies(LayerName::ReadOnlyMounts) {
             args.view.writable = Some(super::view::writable(&c.write).map_err(bad_path)?);
         }
         if pidns && c.applies(LayerName::PrivateProc) {
-            let access = if c.applies(LayerName::Landlock) { super::landlock_rules::read_access(abi) } else { 0 };
+            let access =
+                if c.applies(LayerName::Landlock) { super::landlock_rules::read_access(abi) } else { 0 };
             args.view.proc_access = Some(access);
         }
         if c.applies(LayerName::MountNamespace) {
@@ -450,7 +457,9 @@ fn start(spec: &Spawn<'_>, stdio: [RawFd; 3]) -> Result<(libc::pid_t, Option<Own
         let error = io::Error::from_raw_os_error(args.errno.load(Ordering::SeqCst));
         let not_runnable = stage == STAGE_EXEC
             && matches!(error.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied);
-        let namespaces_refused = userns && matches!(stage, STAGE_MOUNTS | STAGE_IDS | STAGE_PROC | STAGE_READ_ONLY);
+        // What the kernel refuses whatever the call (not what depends on the project, or a path swapped).
+        let namespaces_refused =
+            userns && matches!(stage, STAGE_MOUNTS | STAGE_IDS | STAGE_PROC | STAGE_READ_ONLY);
         return Err(SpawnError {
             stage: STAGES.get(stage as usize).copied().unwrap_or("cannot start the program"),
             error,
@@ -652,11 +661,12 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             if let Some(w) = &a.view.writable {
                 if !super::view::read_only_view(w) {
-                    return fail(STAGE_READ_ONLY);
+                    let replaced = *libc::__errno_location() == libc::ESTALE;
+                    return fail(if replaced { STAGE_REPLACED } else { STAGE_READ_ONLY });
                 }
             }
             if !bind_only(&a.mounts) {
-                return fail(STAGE_MOUNTS);
+                return fail(STAGE_GIT);
             }
             if let Some(access) = a.view.proc_access {
                 if !super::view::fresh_proc(a.landlock, access) {
@@ -681,7 +691,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             let mut st: libc::stat = std::mem::zeroed();
             if libc::stat(c".".as_ptr(), &mut st) != 0 || (st.st_dev, st.st_ino) != a.cwd_id {
                 *libc::__errno_location() = libc::ESTALE;
-                return fail(STAGE_CWD);
+                return fail(STAGE_REPLACED);
             }
         }
         for (i, fd) in a.stdio.iter().enumerate() {

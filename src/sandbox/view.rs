@@ -144,11 +144,14 @@ pub(super) unsafe fn read_only_view(writable: &[Writable]) -> bool {
                 libc::SYS_open_tree,
                 fd,
                 c"".as_ptr(),
-                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint
+                OPEN_TREE_CLONE
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_EMPTY_PATH as libc::c_uint
                     | libc::AT_RECURSIVE as libc::c_uint,
             ) as libc::c_int;
             let ok = tree >= 0
-                && libc::syscall(libc::SYS_mount_setattr, tree, c"".as_ptr(), libc::AT_EMPTY_PATH, &rw, size) == 0
+                && libc::syscall(libc::SYS_mount_setattr, tree, c"".as_ptr(), libc::AT_EMPTY_PATH, &rw, size)
+                    == 0
                 && libc::syscall(
                     libc::SYS_move_mount,
                     tree,
@@ -219,10 +222,8 @@ pub fn user_namespace_works() -> bool {
         let maps = unsafe { &*(arg as *const (Vec<u8>, Vec<u8>)) };
         // SAFETY: this child is alone in the namespaces it was cloned into; system calls only.
         unsafe {
-            let ok = map_ids(maps)
-                && super::spawn::make_private()
-                && read_only_view(&[])
-                && fresh_proc(-1, 0);
+            let ok =
+                map_ids(maps) && super::spawn::make_private() && read_only_view(&[]) && fresh_proc(-1, 0);
             libc::_exit(if ok { 0 } else { 1 })
         }
     }

@@ -410,15 +410,19 @@ fn init_evals_writes_the_starter_file_then_adds_only_what_it_lacks() {
     assert_eq!(e005.len(), 1, "{report}");
     assert!(e005[0]["message"].as_str().unwrap().contains("TODO"), "{report}");
     assert_eq!(report["evals"]["cases"][2]["ran"], false);
-    // A second run adds what an edited file lacks (#26), and never overwrites one it cannot read.
+    // A second --init-evals leaves an edited file as it is (#34); --add-evals adds what it lacks (#26), and never
+    // overwrites one it cannot read.
     fs::write(pack.join("hcp.eval.json"), r#"{ "cases": [] }"#).unwrap();
     let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--init-evals"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists; left as it is"));
+    assert_eq!(fs::read_to_string(pack.join("hcp.eval.json")).unwrap(), r#"{ "cases": [] }"#);
+    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--add-evals"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("added 3 missing case(s)"));
     let again: Value =
         serde_json::from_str(&fs::read_to_string(pack.join("hcp.eval.json")).unwrap()).unwrap();
     assert_eq!(again, written);
     fs::write(pack.join("hcp.eval.json"), "{ not json").unwrap();
-    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--init-evals"]);
+    let out = hcpx(t.path(), &["check", pack.to_str().unwrap(), "--add-evals"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid JSON"));
     assert_eq!(fs::read_to_string(pack.join("hcp.eval.json")).unwrap(), "{ not json");

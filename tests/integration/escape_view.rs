@@ -40,7 +40,10 @@ const LIST_PROC: &str = "n=0; for p in /proc/[0-9]*; do n=$((n+1)); tr '\\0' ' '
 
 fn listed(v: &Value) -> usize {
     let s = v["stdout"].as_str().unwrap_or("");
-    s.lines().find_map(|l| l.strip_prefix("listed=")).and_then(|n| n.trim().parse().ok()).unwrap_or(usize::MAX)
+    s.lines()
+        .find_map(|l| l.strip_prefix("listed="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 #[test]
@@ -82,7 +85,12 @@ fn the_calls_own_children_are_visible_in_its_proc() {
 fn a_setsid_child_is_killed_with_a_call_that_has_its_own_proc() {
     let Some(h) = namespaced() else { return };
     let t = token();
-    evil(&h, &format!("setsid sleep {t} >/dev/null 2>&1 </dev/null & sleep 0.1; ls /proc | grep -c '^[0-9]'"), "read", "none");
+    evil(
+        &h,
+        &format!("setsid sleep {t} >/dev/null 2>&1 </dev/null & sleep 0.1; ls /proc | grep -c '^[0-9]'"),
+        "read",
+        "none",
+    );
     let v = go(&h);
     assert_eq!(v["ok"], true, "{v}");
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -296,7 +304,8 @@ fn hcpx_without_user_namespaces(h: &Home, args: &[&str]) -> Value {
     // which the child has a copy of.
     unsafe {
         cmd.pre_exec(move || {
-            let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter };
+            let fprog =
+                libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter };
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
                 || libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0
             {

@@ -395,15 +395,24 @@ fn the_loaded_pack_derives_its_hcp_object() {
 
 #[test]
 fn agent_env_names_that_load_or_run_code_are_refused() {
-    // One name of each family of docs/security.md, each alone in an otherwise clean pack.
+    // One name of each family of docs/security.md, and the names the review (#34) got past lint, each alone in
+    // an otherwise clean pack.
     for (name, family) in [
+        ("http_proxy", "lower-case"),
         ("PATH", "the runtime's own"),
-        ("LD_PRELOAD", "the dynamic loader"),
+        ("LD_PRELOAD", "the dynamic loader and libc"),
         ("BASH_ENV", "shells"),
-        ("NODE_OPTIONS", "language runtimes"),
-        ("GIT_CONFIG_COUNT", "git"),
-        ("PAGER", "pagers and editors"),
-        ("HTTPS_PROXY", "trust and proxies"),
+        ("NODE_OPTIONS", "language runtimes and their package managers"),
+        ("GIT_CONFIG_COUNT", "git, except who and how it asks"),
+        ("PAGER", "programs a CLI hands work to"),
+        ("XDG_CONFIG_HOME", "configuration"),
+        ("OPENSSL_CONF", "configuration"),
+        ("TAR_OPTIONS", "programs a CLI hands work to"),
+        ("RSYNC_RSH", "programs a CLI hands work to"),
+        ("MAKEFILES", "programs a CLI hands work to"),
+        ("EXINIT", "configuration"),
+        ("GNUPGHOME", "paths to code or configuration"),
+        ("HTTPS_PROXY", "trust, keys and proxies"),
     ] {
         let t = TestDir::new();
         let mut f = Fixture::wrap();

@@ -254,15 +254,20 @@ fn bad_title_suggests_english_titles() {
     assert!(fixes.iter().any(|f| f.contains("e.g. \"Listing the id\"")), "{fixes:?}");
 }
 
-/// `--init-evals` on a pack that has hcp.eval.json adds the cases it lacks after its own.
+/// `--add-evals` on a pack that has hcp.eval.json adds the cases it lacks after its own; `--init-evals` leaves
+/// it byte for byte (check-and-evaluate.md: it writes the file *unless one exists*).
 #[test]
-fn init_evals_adds_missing_cases_to_an_existing_file() {
+fn add_evals_adds_missing_cases_to_an_existing_file_and_init_evals_leaves_it() {
     let t = crate::helpers::TestDir::new();
     let mut f = crate::helpers::Fixture::wrap();
     let mine = json!({ "name": "list is JSON", "verb": "list", "args": {}, "expect": { "ok": true } });
     f.evals = Some(json!({ "cases": [mine.clone()] }));
     let dir = f.write(t.path());
+    let before = fs::read(dir.join("hcp.eval.json")).unwrap();
     let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--init-evals", "--no-eval"]);
+    assert!(text(&out).contains("exists; left as it is"), "{}", text(&out));
+    assert_eq!(fs::read(dir.join("hcp.eval.json")).unwrap(), before, "--init-evals changed an existing file");
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--add-evals", "--no-eval"]);
     let said = text(&out);
     assert!(said.contains("added 2 missing case(s)"), "{said}");
     let doc: Value = serde_json::from_str(&fs::read_to_string(dir.join("hcp.eval.json")).unwrap()).unwrap();
@@ -272,7 +277,7 @@ fn init_evals_adds_missing_cases_to_an_existing_file() {
     assert_eq!(verbs, ["list", "show", "remove"], "{doc}");
     assert_eq!(cases[2]["expect"]["error"], "confirm required");
     // Run again: nothing is missing, nothing changes.
-    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--init-evals", "--no-eval"]);
+    let out = crate::helpers::hcpx(t.path(), &["check", dir.to_str().unwrap(), "--add-evals", "--no-eval"]);
     assert!(text(&out).contains("left as it is"), "{}", text(&out));
     let again: Value = serde_json::from_str(&fs::read_to_string(dir.join("hcp.eval.json")).unwrap()).unwrap();
     assert_eq!(again, doc);

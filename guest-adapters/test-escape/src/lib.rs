@@ -1,5 +1,6 @@
 //! A guest that tries to read outside its preopen: it must find nothing. `git` tries to plant code in the
-//! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file.
+//! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file; `plant` writes the text
+//! `text` at `path` (its directories made first), for the `.git` paths an attacker would use.
 
 wit_bindgen::generate!({ world: "composite", path: "../../wit" });
 
@@ -9,8 +10,19 @@ impl Guest for Escape {
     fn exec(
         _ctx: hcp::adapter::types::CallContext,
         verb_key: String,
-        _args: String,
+        args: String,
     ) -> Result<String, String> {
+        if verb_key == "plant" {
+            let (Some(path), Some(text)) = (field(&args, "path"), field(&args, "text")) else {
+                return Err("plant needs path and text".into());
+            };
+            let p = std::path::Path::new(&path);
+            if let Some(dir) = p.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let wrote = std::fs::write(p, text).is_ok();
+            return Ok(format!("{{\"wrote\":{wrote}}}"));
+        }
         if verb_key == "git" {
             use std::io::Write;
             let config = std::fs::OpenOptions::new()
@@ -54,8 +66,28 @@ impl Guest for Escape {
     }
 
     fn describe() -> Vec<String> {
-        vec!["run".into(), "git".into()]
+        vec!["run".into(), "git".into(), "plant".into()]
     }
+}
+
+/// The string value of `"name"` in the call's JSON arguments (the escapes JSON gives a string undone).
+fn field(args: &str, name: &str) -> Option<String> {
+    let start = args.find(&format!("\"{name}\""))? + name.len() + 2;
+    let rest = args[start..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                c => out.push(c),
+            },
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 export!(Escape);

@@ -55,12 +55,14 @@ impl CompositeAdapter {
             && call.pack.workspace == crate::pack::WorkspaceMode::Project
             && crate::sandbox::KernelProbe::get().namespaces()
             && !call.env.sandbox.disable.contains(&crate::model::LayerName::MountNamespace);
-        // A project without `.git` must not be given one (checked after the call, as for a wrap).
-        let unguarded_project = (prepared.files
-            && writable
-            && call.pack.workspace == crate::pack::WorkspaceMode::Project
-            && crate::sandbox::gitguard::has_no_git(&work.path))
-        .then(|| work.path.clone());
+        // A project without `.git` must not be given one, nor a `.git` what git reads as code (checked after the
+        // call, as for a wrap).
+        let in_project =
+            prepared.files && writable && call.pack.workspace == crate::pack::WorkspaceMode::Project;
+        if in_project {
+            crate::sandbox::ready_git_guard(&work.path);
+        }
+        let git_watch = in_project.then(|| crate::sandbox::gitguard::GitWatch::before(&work.path));
         let guard = if guard_wanted {
             let project = work.path.clone();
             match blocking.run(move || crate::sandbox::gitguard::guard_git(&project)).await {
@@ -118,9 +120,7 @@ impl CompositeAdapter {
             Ok(Some(a)) => Some(a),
             Ok(None) => {
                 let _ = guard.finish();
-                if let Some(e) =
-                    unguarded_project.and_then(|p| crate::sandbox::gitguard::no_git_planted(&p).err())
-                {
+                if let Some(e) = git_watch.and_then(|w| w.after().err()) {
                     return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
                 }
                 return AdapterResult::fail(
@@ -131,7 +131,7 @@ impl CompositeAdapter {
             Err(_) => None,
         };
         let restored = guard.finish();
-        let planted = unguarded_project.and_then(|p| crate::sandbox::gitguard::no_git_planted(&p).err());
+        let planted = git_watch.and_then(|w| w.after().err());
         drop(work);
         if let Err(e) = restored {
             return AdapterResult::fail(Code::AdapterFailed, e.to_string());

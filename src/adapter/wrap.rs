@@ -141,6 +141,18 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         timeout_ms: limits.timeout_ms,
     };
     let planned = plan(&view, sandbox, &probe)?;
+    // A workspace already past the cap (what earlier calls left) runs nothing more until it is emptied.
+    if let Some(over) = planned.disk.over(0) {
+        return Err(Denial::new(
+            Code::SandboxDenied,
+            format!(
+                "sandbox: pack {}'s workspace already holds {} MiB, past max_disk_mb ({} MiB) in sandbox.json, so the call did not run; remove what it no longer needs from the workspace, or raise max_disk_mb",
+                call.pack.id,
+                over.written >> 20,
+                over.max_bytes >> 20
+            ),
+        ));
+    }
     // A project without `.git` must not be given one, nor a `.git` what git reads as code (the user's next
     // `git` would run it): what the mounts cannot stop is moved aside after the call.
     let git_watch = (project && writable).then(|| gitguard::GitWatch::before(&work.path));
@@ -227,7 +239,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         out.ok = false;
         out.code = Some(Code::SandboxDenied);
         out.error = Some(format!(
-            "sandbox: the command wrote {} MiB to its working directory and TMPDIR, past max_disk_mb ({} MiB) in sandbox.json, and was stopped; raise max_disk_mb if it needs more",
+            "sandbox: the command's working directory and TMPDIR held {} MiB, past max_disk_mb ({} MiB) in sandbox.json, and it was stopped; remove what the workspace no longer needs, or raise max_disk_mb if it needs more",
             over.written >> 20,
             over.max_bytes >> 20
         ));

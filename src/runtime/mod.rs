@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::adapter::composite::CompositeAdapter;
 use crate::adapter::wrap::WrapAdapter;
-use crate::adapter::{Adapter, ExecHooks, NoHooks};
+use crate::adapter::{Adapter, AdapterResult, ExecHooks, NoHooks};
 use crate::model::{Code, Denial, Envelope, Principal, ResultEnvelope};
 use crate::pack::{AdapterKind, Pack};
 use crate::store::packs::PackState;
@@ -237,7 +237,19 @@ impl Runtime {
         let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
-                let ran = admitted.adapter.run_async(admitted.job.clone()).await;
+                // The workspace's turn is waited for on the blocking pool, and held while the adapter runs.
+                let (rt, job) = (self.clone(), admitted.job.clone());
+                let turn = match tokio::task::spawn_blocking(move || rt.workspace_turn(&job)).await {
+                    Ok(t) => t,
+                    Err(e) => Err(Box::new(AdapterResult::fail(
+                        Code::AdapterFailed,
+                        format!("the call's thread failed: {e}"),
+                    ))),
+                };
+                let ran = match turn {
+                    Ok(_turn) => admitted.adapter.run_async(admitted.job.clone()).await,
+                    Err(refused) => *refused,
+                };
                 self.finish(principal, env, admitted, ran)
             }
             // The bootstrap pack's reports may load a composite, which blocks: on the blocking pool, holding

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{bootstrap, mint, ArgsInput, CallContext, Runtime, Slot};
 use super::{fix, pass_through};
@@ -16,9 +17,10 @@ use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::Invoker;
 use crate::model::{Capability, Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
-use crate::pack::{Command, Land, Operation, Pack, PolicyRow};
+use crate::pack::{Command, Land, Operation, Pack, PolicyRow, WorkspaceMode};
 use crate::store::approvals::{ApprovalError, CallKey};
 use crate::store::config::SandboxConfig;
+use crate::store::turns::Turn;
 use crate::store::Layout;
 
 /// What step 1 found: the installed pack, its Policy row for the call, and the arguments as given.
@@ -104,7 +106,10 @@ impl Runtime {
             Admission::Answered(out) => *out,
             Admission::Bootstrap(_slot) => self.bootstrap_input(principal, env, input),
             Admission::Run(admitted) => {
-                let ran = run_adapter(&admitted, hooks);
+                let ran = match self.workspace_turn(&admitted.job) {
+                    Ok(_turn) => run_adapter(&admitted, hooks),
+                    Err(refused) => *refused,
+                };
                 self.finish(principal, env, admitted, ran)
             }
         }
@@ -323,6 +328,28 @@ impl Runtime {
                     Err(e) => Denial::new(Code::InvalidArgs, e.0).into_envelope(&env.pack_id, &env.verb_key),
                 }
             }
+        }
+    }
+}
+
+impl Runtime {
+    /// Before step 6, blocking: a call that may write its pack's `workspace` directory waits for its turn at it
+    /// (one call at a time per tenant and pack, across replicas on the PostgreSQL store), at most its deadline.
+    pub(super) fn workspace_turn(&self, job: &Job) -> Result<Option<Turn>, Box<AdapterResult>> {
+        if job.pack.workspace != WorkspaceMode::Workspace {
+            return Ok(None);
+        }
+        let wait = Duration::from_millis(job.sandbox.limits().timeout_ms);
+        match self.store.workspace_turn(&job.layout.workspaces, &job.principal.tenant, &job.pack.id, wait) {
+            Ok(Some(turn)) => Ok(Some(turn)),
+            Ok(None) => Err(Box::new(AdapterResult::fail(
+                Code::Timeout,
+                format!("timed out after {} ms waiting for another call of pack {} to finish with its workspace (calls that write one workspace run one at a time); try again, or raise timeout_ms in sandbox.json", wait.as_millis(), job.pack.id),
+            ))),
+            Err(e) => Err(Box::new(AdapterResult::fail(
+                Code::AdapterFailed,
+                format!("cannot take the workspace's turn: {e}"),
+            ))),
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The disk a wrap call may fill: what it adds in total to its writable private directories (its `TMPDIR`, and
-//! its working directory in `workspace` and `ephemeral` modes) is measured while it runs and after, and a call
-//! past `max_disk_mb` is stopped, so one call cannot fill the disk the store (and its audit log) lives on.
+//! The disk a wrap call may fill: what its writable private directories hold in total (its `TMPDIR`, and its
+//! working directory in `workspace` and `ephemeral` modes, a persistent workspace with what earlier calls left
+//! in it) is measured before it runs, while it runs and after; a call past `max_disk_mb` is refused or stopped,
+//! so neither one call nor many can fill the disk the store (and its audit log) lives on.
 //! `max_file_mb` (`RLIMIT_FSIZE`) bounds each file; this bounds them all together.
 
 use serde::Serialize;

@@ -182,7 +182,9 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     let (err_r, err_w) = pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
     let null = File::open("/dev/null").map_err(|e| SpawnError::new("cannot open /dev/null", e))?;
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
-    let disk_base = disk.map(|d| d.used()).unwrap_or(0);
+    // Everything the directories hold counts, what earlier calls left in a persistent workspace included: its
+    // disk is capped across calls, not only per call (#34).
+    let disk_base = 0;
     let (pid, listener) = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
     if let (Some(l), Some((c, _))) = (listener, spec.confine) {
         if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), spec.timeout) {

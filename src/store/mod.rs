@@ -20,6 +20,7 @@ pub mod packs;
 pub mod pg;
 pub mod principals;
 pub mod sense;
+pub mod turns;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

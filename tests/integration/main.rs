@@ -52,3 +52,4 @@ mod store_pg_replicas;
 mod tenants;
 mod titles;
 mod wire;
+mod writes;

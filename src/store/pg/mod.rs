@@ -231,6 +231,60 @@ impl Db {
     }
 }
 
+/// The advisory-lock class of workspace turns (the two-key form; the key is the tenant's and pack's hash).
+const WORKSPACE_TURN: i32 = 0x6863_7079;
+
+impl Db {
+    /// Waits up to `wait` for the workspace turn `key` across every replica: a session advisory lock held on a
+    /// connection of its own until the turn drops; `None` when another call still holds it then.
+    pub fn workspace_turn(self: &Arc<Db>, key: i32, wait: Duration) -> Result<Option<DbTurn>, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown.clone());
+        let mut conn = self.run(async move { pool.get().await.map_err(|e| db_error(&shown, e)) })?;
+        // Each try is one bounded operation (the wait may be longer than OP_TIMEOUT), on the same session.
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let shown = self.shown.clone();
+            let (c, got) = self.run(async move {
+                let got: bool = conn
+                    .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&WORKSPACE_TURN, &key])
+                    .await
+                    .map_err(|e| db_error(&shown, e))?
+                    .get(0);
+                Ok((conn, got))
+            })?;
+            if got {
+                return Ok(Some(DbTurn { db: self.clone(), conn: Some(c), key }));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            conn = c;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A workspace turn in the database, released when dropped.
+pub struct DbTurn {
+    db: Arc<Db>,
+    conn: Option<deadpool_postgres::Object>,
+    key: i32,
+}
+
+impl Drop for DbTurn {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        let key = self.key;
+        let _ = self.db.run(async move {
+            if conn.execute("SELECT pg_advisory_unlock($1, $2)", &[&WORKSPACE_TURN, &key]).await.is_err() {
+                // The session may still hold the lock: close it rather than hand it back to the pool.
+                drop(deadpool_postgres::Object::take(conn));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The store's lock in the database, released when dropped.
 pub struct DbLock {
     db: Arc<Db>,

@@ -33,7 +33,8 @@ fn flags() -> Result<Flags, String> {
             "--max-calls" => f.max_calls = number(value()?)?,
             "--max-body-bytes" => f.cfg.max_body_bytes = number(value()?)?,
             "--allow-host" => f.cfg.allow_hosts.push(value()?),
-            // The store is chosen where every face chooses it (`Store::open_default`), from HCP_STORE.
+            // The store is chosen where every face chooses it (`Store::open_default`), from HCP_STORE, which
+            // `hcpx serve --store` sets; the flag stays for who runs this binary directly.
             "--store" => std::env::set_var("HCP_STORE", value()?),
             "--grace-ms" => f.cfg.grace = std::time::Duration::from_millis(number(value()?)? as u64),
             "--drain-ms" => f.cfg.drain = std::time::Duration::from_millis(number(value()?)? as u64),

@@ -9,7 +9,7 @@ use crate::output::Printer;
 /// Serves the activated packs over stdio (MCP).
 pub fn run(p: &Printer, a: &McpArgs) -> anyhow::Result<u8> {
     let args: &[&str] = if a.single_tool { &["--single-tool"] } else { &[] };
-    replace_with(p, "hcpx-mcp", args.iter().map(|s| s.to_string()).collect())
+    replace_with(p, "hcpx-mcp", args.iter().map(|s| s.to_string()).collect(), None)
 }
 
 /// Serves the activated packs over HTTP.
@@ -27,17 +27,22 @@ pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
     for h in &a.allow_hosts {
         args.extend(["--allow-host".to_string(), h.clone()]);
     }
-    if let Some(url) = &a.store {
-        args.extend(["--store".to_string(), url.clone()]);
-    }
-    replace_with(p, "hcpx-serve", args)
+    // The store goes on in the environment, never on the server's command line, where every process on the
+    // host reads it (`/proc/PID/cmdline`); the environment is the process's own and its user's.
+    replace_with(p, "hcpx-serve", args, a.store.as_deref())
 }
 
-/// Replaces this process with `name` from the same directory; returns only when that fails.
-fn replace_with(p: &Printer, name: &str, args: Vec<String>) -> anyhow::Result<u8> {
+/// Replaces this process with `name` from the same directory, with `store` as its `HCP_STORE` when given;
+/// returns only when that fails.
+fn replace_with(p: &Printer, name: &str, args: Vec<String>, store: Option<&str>) -> anyhow::Result<u8> {
     let exe = std::env::current_exe()?;
     let server = exe.with_file_name(name);
-    let err = std::process::Command::new(&server).args(args).exec();
+    let mut cmd = std::process::Command::new(&server);
+    cmd.args(args);
+    if let Some(store) = store {
+        cmd.env("HCP_STORE", store);
+    }
+    let err = cmd.exec();
     Ok(fail(
         p,
         &format!(

@@ -350,6 +350,8 @@ pub struct ServeArgs {
     #[arg(long = "allow-host")]
     pub allow_hosts: Vec<String>,
     /// The store every replica shares: a postgres:// URL (default: HCP_STORE, else the files under HCP_HOME).
+    /// Other processes can read a command line: keep any password out of it (PGPASSWORD or a password file,
+    /// ~/.pgpass or PGPASSFILE), or set HCP_STORE instead.
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     /// After SIGTERM, keep serving this many milliseconds with `/readyz` answering 503, so a load balancer

@@ -139,8 +139,11 @@ fn run_helper(helper: &str, registry: &str) -> Result<Auth, DistError> {
     }
     let bin = format!("docker-credential-{helper}");
     let fail = |reason: String| DistError::Auth { registry: registry.to_string(), reason };
+    // The helper needs none of the store's secrets: the database's connection string and password stay here.
     let mut child = Command::new(&bin)
         .arg("get")
+        .env_remove("HCP_STORE")
+        .env_remove("PGPASSWORD")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -41,10 +41,15 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
             "this runtime has no principals.json, so no token is valid; add one with `hcpx principal add`",
         ),
         // A replica whose database is away answers 503 (retry, perhaps on another replica); it never falls
-        // back to local files.
+        // back to local files. The caller is not known yet, so the answer does not name the database (the
+        // log does, masked).
         Err(e @ crate::store::StoreError::Database(_)) => {
-            let mut resp =
-                http_error(StatusCode::SERVICE_UNAVAILABLE, Code::Busy, &format!("unavailable: {e}"));
+            let why = super::ops::store_failure(&app, &e);
+            let mut resp = http_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Code::Busy,
+                &format!("unavailable: the store does not answer: {why}; retry, perhaps on another replica"),
+            );
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return resp;
         }

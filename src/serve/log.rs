@@ -1,6 +1,7 @@
 //! The access log: one JSON line per request — when, the method, the path (without its query, where
 //! `/v1/title` takes arguments), the status, the time taken, the Principal and tenant, and the result's code.
-//! Never a header, a body, an argument or a token.
+//! Never a header, a body, an argument or a token. Besides, a line per failure of the store's database that
+//! no unauthenticated answer details.
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -29,6 +30,17 @@ impl AccessLog {
     /// Lines to `w`.
     pub fn to(w: Box<dyn Write + Send>) -> AccessLog {
         AccessLog { sink: Arc::new(Mutex::new(w)) }
+    }
+
+    /// A line for the operator alone: why the store's database did not answer (`error`, which names the
+    /// database only with its passwords masked). The answers of `/healthz`, `/readyz` and a 503 before the
+    /// caller is known say only that it did not.
+    pub(crate) fn store_unavailable(&self, error: &str) {
+        self.write(&json!({
+            "at": crate::model::clock::now_rfc3339(),
+            "event": "store_unavailable",
+            "error": error,
+        }));
     }
 
     /// One `write` per line: the line is made first (standard error is unbuffered, and formatting straight

@@ -12,14 +12,28 @@ use super::routes::http_error;
 use super::App;
 use crate::model::Code;
 use crate::store::principals::Authenticated;
+use crate::store::StoreError;
 
 /// The store's health, off the async workers (a back end may block to answer).
 async fn store_health(app: &App) -> Result<(), String> {
     let rt = app.runtime.clone();
     match tokio::task::spawn_blocking(move || rt.store().health()).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("the store does not answer: {e}")),
+        Ok(Err(e)) => Err(format!("the store does not answer: {}", store_failure(app, &e))),
         Err(e) => Err(format!("the store check's thread failed: {e}")),
+    }
+}
+
+/// What a caller who showed no token (or before its token is checked) is told of a store failure. A
+/// database's failure goes to the log, for the operator, and the answer never names the database; a file
+/// store's is answered as it is (it names the document that does not parse).
+pub(crate) fn store_failure(app: &App, e: &StoreError) -> String {
+    match e {
+        StoreError::Database(_) => {
+            app.log.store_unavailable(&e.to_string());
+            "its database is unreachable (the server's log says why)".into()
+        }
+        other => other.to_string(),
     }
 }
 

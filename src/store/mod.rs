@@ -124,19 +124,22 @@ impl Store {
         names_files(std::env::var("HCP_STORE").unwrap_or_default().trim())
     }
 
-    /// The store every face opens: PostgreSQL when `HCP_STORE` names a database, else the files at `HCP_HOME`
-    /// (or `~/.hcp`), created when missing.
+    /// The store every face opens: PostgreSQL when `HCP_STORE` names a database (a `postgres://` URL or a
+    /// key=value connection string), else the files at `HCP_HOME` (or `~/.hcp`), created when missing.
     pub fn open_default() -> Result<Store, StoreError> {
         let home = Store::default_home();
         let chosen = std::env::var("HCP_STORE").unwrap_or_default();
         let opened = match chosen.trim() {
             s if names_files(s) => Store::open(&home),
-            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            url if url.starts_with("postgres://")
+                || url.starts_with("postgresql://")
+                || pg::conninfo::is_key_value(url) =>
+            {
                 return Store::open_db(&home, url);
             }
             other => {
                 return Err(StoreError::Refused(format!(
-                    "HCP_STORE is {:?}; set it to a postgres://USER@HOST:PORT/DB URL, or to `files` (the default) for the files under HCP_HOME",
+                    "HCP_STORE is {:?}; set it to a postgres://USER@HOST:PORT/DB URL (or a key=value connection string), or to `files` (the default) for the files under HCP_HOME",
                     pg::redact(other)
                 )))
             }

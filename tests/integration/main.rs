@@ -49,6 +49,7 @@ mod serve_path;
 mod store;
 mod store_pg;
 mod store_pg_replicas;
+mod store_pg_secrets;
 mod tenants;
 mod titles;
 mod wire;

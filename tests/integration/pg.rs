@@ -2,7 +2,8 @@
 //! and shared by every test that asks, each test with a fresh empty database of its own
 //! (`fresh_database()`). The server is a direct child that gets SIGKILL when this process dies (even on a
 //! panic=abort or a kill), is stopped cleanly at a normal exit, and runs as the `postgres` user when the
-//! tests run as root (CI), since initdb and postgres refuse root.
+//! tests run as root (CI), since initdb and postgres refuse root. Connections use trust auth, but for the roles
+//! of `fresh_database_with_password()`, which log in over TCP with their password only.
 
 use std::fs;
 use std::os::unix::process::CommandExt;
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 
 /// The role every test connects as (trust auth on loopback and the socket: the server is this run's alone).
 const ROLE: &str = "hcpx";
+/// The group whose members may log in over TCP only with their password (scram-sha-256, the first rule of
+/// pg_hba.conf): the roles of `fresh_database_with_password`.
+const PASSWORD_GROUP: &str = "hcpx_password";
 
 /// The running cluster.
 pub struct Cluster {
@@ -170,12 +174,21 @@ fn start() -> Result<Cluster, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
+    // Members of PASSWORD_GROUP give their password on loopback TCP; everyone else stays on trust.
+    let hba = data.join("pg_hba.conf");
+    let rules = fs::read_to_string(&hba).map_err(|e| format!("read {}: {e}", hba.display()))?;
+    fs::write(&hba, format!("host all +{PASSWORD_GROUP} 127.0.0.1/32 scram-sha-256\n{rules}"))
+        .map_err(|e| format!("write {}: {e}", hba.display()))?;
     // Another process may take the free port before the server binds it: then it exits, and a new port is tried.
     let mut why = String::new();
     for _ in 0..3 {
         let port = free_port();
         match launch(&bin, &dir, port, user) {
-            Ok(()) => return Ok(Cluster { bin, port }),
+            Ok(()) => {
+                let cluster = Cluster { bin, port };
+                cluster.psql("postgres", &format!("CREATE ROLE {PASSWORD_GROUP} NOLOGIN"));
+                return Ok(cluster);
+            }
             Err(e) => why = e,
         }
     }
@@ -298,6 +311,39 @@ pub fn fresh_database() -> String {
     let name = format!("t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
     c.psql("postgres", &format!("CREATE DATABASE {name}"));
     c.url(&name)
+}
+
+/// A database of its own whose owner logs in only with a password, over loopback TCP.
+pub struct PasswordDb {
+    /// `postgres://ROLE@127.0.0.1:PORT/DB`, without the password.
+    pub url: String,
+    pub role: String,
+    pub database: String,
+    /// Holds a `:` and a `\`, which a password file escapes.
+    pub password: String,
+    pub port: u16,
+}
+
+impl PasswordDb {
+    /// The URL with the password as its userinfo's.
+    pub fn url_with_userinfo(&self) -> String {
+        format!("postgres://{}:{}@127.0.0.1:{}/{}", self.role, self.password, self.port, self.database)
+    }
+}
+
+/// A newly created, empty database owned by a new role that logs in with a password only (scram-sha-256 for
+/// loopback TCP, pg_hba.conf): the tests of PGPASSWORD, password files and masking. Check `unavailable()`
+/// first.
+pub fn fresh_database_with_password() -> PasswordDb {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let c = cluster();
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let (role, database) = (format!("r{}_{n}", std::process::id()), format!("p{}_{n}", std::process::id()));
+    let password = format!("s3cret{}x{n}:a\\b", std::process::id());
+    c.psql("postgres", &format!("CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE {PASSWORD_GROUP}"));
+    c.psql("postgres", &format!("CREATE DATABASE {database} OWNER {role}"));
+    let url = format!("postgres://{role}@127.0.0.1:{}/{database}", c.port);
+    PasswordDb { url, role, database, password, port: c.port }
 }
 
 /// The database name of a URL `fresh_database` gave.

@@ -107,6 +107,11 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// The server's process id (`hcpx serve` becomes `hcpx-serve` in the same process).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: no shutdown, no flush; waits until it is gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -9,9 +9,11 @@
 //! invalidation and Sense wake-ups; while it is down nothing is served from a cache.
 
 mod audit;
+pub mod conninfo;
 mod docs;
 mod live;
 mod packs;
+mod password;
 mod schema;
 pub mod seal;
 mod sense;
@@ -26,6 +28,7 @@ use tokio_postgres::NoTls;
 
 use super::{PoolStats, StoreError};
 
+pub use conninfo::redact;
 pub use live::Live;
 pub use schema::LATEST as SCHEMA_VERSION;
 
@@ -46,7 +49,8 @@ pub struct Db {
     /// Connections whose commits do not wait for their WAL flush (`synchronous_commit = off`), for write
     /// intents only: one statement each, no transaction around it (pg/audit.rs says why that is safe).
     intents: Pool,
-    /// The URL without its password, for messages.
+    /// The connection string with every password masked (`conninfo::redact`): the only form of it any
+    /// message, log line or response holds.
     shown: String,
     seal: Option<seal::Sealer>,
     live: Arc<Live>,
@@ -71,16 +75,6 @@ impl Drop for Db {
     }
 }
 
-/// `url` with its password replaced, safe to print.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return "postgres://…".into() };
-    let Some((auth, host)) = rest.rsplit_once('@') else { return url.to_string() };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => format!("{scheme}://{auth}@{host}"),
-    }
-}
-
 /// A pool of at most `size` connections made from `config`, each wait bounded by [`POOL_WAIT`].
 fn make_pool(config: tokio_postgres::Config, size: usize, shown: &str) -> Result<Pool, StoreError> {
     let manager =
@@ -100,15 +94,19 @@ pub(crate) fn db_error(shown: &str, e: impl std::fmt::Display) -> StoreError {
 }
 
 impl Db {
-    /// Connects to `url`, applies the schema migrations this hcpx knows (refusing a database whose schema is
-    /// newer), reads the seal key named by `HCP_SEAL_KEY_FILE` when set, and starts listening for changes.
+    /// Connects to `url` (a `postgres://` URL or a key=value connection string; without a password, the one
+    /// `PGPASSWORD` or the password file gives), applies the schema migrations this hcpx knows (refusing a
+    /// database whose schema is newer), reads the seal key named by `HCP_SEAL_KEY_FILE` when set, and starts
+    /// listening for changes.
     pub fn open(url: &str) -> Result<Db, StoreError> {
         let shown = redact(url);
-        let config: tokio_postgres::Config = url.parse().map_err(|e| {
+        let mut config = url.parse::<tokio_postgres::Config>().map_err(|e| {
             StoreError::Refused(format!(
-                "HCP_STORE {shown} is not a PostgreSQL URL ({e}); write it as postgres://USER@HOST:PORT/DB"
+                "HCP_STORE {shown} is not a PostgreSQL connection string ({}); write it as postgres://USER@HOST:PORT/DB",
+                conninfo::scrub(&e.to_string(), url)
             ))
         })?;
+        password::fill(&mut config)?;
         let seal = seal::Sealer::from_env()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -141,7 +139,16 @@ impl Db {
             appender,
             replica,
         };
-        db.run(schema::migrate(db.pool.clone(), db.shown.clone()))?;
+        let no_password = config.get_password().is_none();
+        db.run(schema::migrate(db.pool.clone(), db.shown.clone())).map_err(|e| match e {
+            // What the driver says when the server asks for a password it was not given.
+            StoreError::Database(m) if no_password && m.ends_with("invalid configuration") => {
+                StoreError::Database(format!(
+                    "{m} (the server asks for a password and none was given: set PGPASSWORD or write a password file, PGPASSFILE or ~/.pgpass)"
+                ))
+            }
+            e => e,
+        })?;
         live::spawn_listener(&db.handle, config.clone(), db.live.clone());
         live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
         Ok(db)

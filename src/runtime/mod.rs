@@ -237,14 +237,19 @@ impl Runtime {
         let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
-                // The workspace's turn is waited for on the blocking pool, and held while the adapter runs.
-                let (rt, job) = (self.clone(), admitted.job.clone());
-                let turn = match tokio::task::spawn_blocking(move || rt.workspace_turn(&job)).await {
-                    Ok(t) => t,
-                    Err(e) => Err(Box::new(AdapterResult::fail(
-                        Code::AdapterFailed,
-                        format!("the call's thread failed: {e}"),
-                    ))),
+                // A call that may write its pack's workspace waits for its turn on the blocking pool, and holds it
+                // while the adapter runs; any other call never touches the pool for it.
+                let turn = if admitted.job.pack.workspace == crate::pack::WorkspaceMode::Workspace {
+                    let (rt, job) = (self.clone(), admitted.job.clone());
+                    match tokio::task::spawn_blocking(move || rt.workspace_turn(&job)).await {
+                        Ok(t) => t,
+                        Err(e) => Err(Box::new(AdapterResult::fail(
+                            Code::AdapterFailed,
+                            format!("the call's thread failed: {e}"),
+                        ))),
+                    }
+                } else {
+                    Ok(None)
                 };
                 let ran = match turn {
                     Ok(_turn) => admitted.adapter.run_async(admitted.job.clone()).await,

@@ -69,7 +69,8 @@ fn the_calls_own_children_are_visible_in_its_proc() {
     let t = token();
     evil(
         &h,
-        &format!("sleep {t} & p=$!; tr '\\0' ' ' < /proc/$p/cmdline; echo; tr '\\0' ' ' < /proc/1/cmdline; echo; grep -q '^Pid:' /proc/self/status && echo self-ok; kill $p"),
+        // The child is listed once it has exec'd `sleep` (a loaded machine may still show the forked shell).
+        &format!("sleep {t} & p=$!; i=0; while [ $i -lt 200 ] && ! tr '\\0' ' ' < /proc/$p/cmdline | grep -q '^sleep'; do sleep 0.01; i=$((i+1)); done; tr '\\0' ' ' < /proc/$p/cmdline; echo; tr '\\0' ' ' < /proc/1/cmdline; echo; grep -q '^Pid:' /proc/self/status && echo self-ok; kill $p"),
         "read",
         "none",
     );

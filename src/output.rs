@@ -7,21 +7,10 @@ use serde::Serialize;
 use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 
-/// `text` with every control character but tab and newline shown as `\xNN` (C0, DEL and C1 alike).
+/// `text` with every control character but tab and newline shown as `\xNN` (C0, DEL and C1 alike), and the
+/// invisible characters that reorder text (bidirectional overrides, zero-width marks) as `\u{NNNN}`.
 pub fn terminal_safe(text: &str) -> Cow<'_, str> {
-    let bad = |c: char| c.is_control() && c != '\t' && c != '\n';
-    if !text.chars().any(bad) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if bad(c) {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    hcpx::model::shown::shown(text)
 }
 
 /// Where and how the CLI writes.

@@ -88,13 +88,16 @@ pub fn open_state(
 
 /// The question the person is asked: the card of the call.
 pub fn question(tool: &ToolSpec, first: &ToolAnswer) -> ElicitRequestParams {
+    // What the pack and the caller wrote is shown, never obeyed: no control or bidirectional character can make
+    // the card read differently from the call it approves.
+    use crate::model::shown::shown;
     let card = first.structured.get("preview").cloned().unwrap_or_default();
-    let mut message = format!("Approve this call of {}?", tool.title);
+    let mut message = format!("Approve this call of {}?", shown(&tool.title));
     if let Some(t) = card.get("title").and_then(|t| t.as_str()) {
-        message.push_str(&format!("\n{t}"));
+        message.push_str(&format!("\n{}", shown(t)));
     }
     for (k, v) in card.get("fields").and_then(|f| f.as_object()).into_iter().flatten() {
-        message.push_str(&format!("\n{k}: {}", v.as_str().unwrap_or_default()));
+        message.push_str(&format!("\n{}: {}", shown(k), shown(v.as_str().unwrap_or_default())));
     }
     ElicitRequestParams::FormElicitationParams {
         meta: None,
@@ -145,6 +148,39 @@ mod tests {
     use super::*;
     use crate::model::{Grants, Invoker};
     use serde_json::json;
+
+    #[test]
+    fn a_card_shows_bidirectional_and_control_characters_instead_of_obeying_them() {
+        let tool = crate::mcp::tools::ToolSpec {
+            name: "ledger__transfer".into(),
+            title: "Transfer\u{202E}".into(),
+            description: String::new(),
+            input_schema: Map::new(),
+            hints: crate::mcp::tools::Hints {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: false,
+            },
+            pack_id: "ledger".into(),
+            verb_key: "transfer".into(),
+            confirm: true,
+        };
+        let preview = json!({ "title": "Pay \u{202E}05.00 EUR\u{202C}", "fields": { "payee\u{2066}": "demo\u{1b}[2Jgrocer" } });
+        let first = crate::mcp::call::ToolAnswer {
+            structured: json!({ "preview": preview }).as_object().cloned().unwrap(),
+            text: String::new(),
+            is_error: false,
+        };
+        let ElicitRequestParams::FormElicitationParams { message, .. } = question(&tool, &first) else {
+            panic!("a form")
+        };
+        assert!(!message.chars().any(crate::model::shown::hidden), "{message:?}");
+        assert!(
+            message.contains("Pay \\u{202e}05.00 EUR\\u{202c}") && message.contains("demo\\x1b[2Jgrocer"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn a_request_state_opens_only_for_its_own_call() {

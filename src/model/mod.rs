@@ -21,6 +21,7 @@ pub mod lint_kinds;
 pub mod naming;
 pub mod preview;
 pub mod principal;
+pub mod shown;
 pub mod suggest;
 
 pub use binding::{BindingMode, MintedBinding};

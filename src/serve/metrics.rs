@@ -174,14 +174,23 @@ impl CallObserver for Metrics {
     }
 }
 
-/// A label value as the text format wants it: `\`, `"` and newlines escaped.
+/// A label value as the text format wants it: `\`, `"` and newlines escaped, and what would hide or reorder
+/// text for whoever reads the page (controls, bidirectional overrides) shown as `\xNN` / `\u{NNNN}` first.
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    let shown = crate::model::shown::shown(v);
+    shown.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_cannot_reorder_or_hide_what_the_page_says() {
+        // Shown first (`\u{202e}`), then escaped for the text format (its backslash doubled).
+        assert_eq!(escape("pay\u{202E}evil\u{202C}\"\n"), "pay\\\\u{202e}evil\\\\u{202c}\\\"\\n");
+        assert_eq!(escape("a\u{1b}]52;c;x\u{7}"), "a\\\\x1b]52;c;x\\\\x07");
+    }
 
     #[test]
     fn calls_denials_and_latency_add_up_in_the_exposition() {

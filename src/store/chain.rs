@@ -75,6 +75,15 @@ impl Store {
         if let Some(db) = &self.db {
             return self.verify_db(db, tenant, anchor);
         }
+        // The file store keeps every tenant in one chain: a tenant none of whose calls was ever audited there has
+        // nothing to vouch for, which is an answer of its own, not "intact: 0 lines".
+        if let Some(t) = tenant {
+            let any =
+                self.audit_rows(Some(t))?.iter().any(|r| matches!(r, super::audit::AuditRow::Record(_)));
+            if !any {
+                return Err(no_chain(t));
+            }
+        }
         let head = self.audit_head()?;
         let files = super::audit::chained_files(head.as_ref());
         let mut v = Verified {
@@ -111,6 +120,9 @@ impl Store {
         anchor: Option<&str>,
     ) -> Result<Verified, StoreError> {
         let chains = db.audit_chains(tenant)?;
+        if let (Some(t), true) = (tenant, chains.is_empty()) {
+            return Err(no_chain(t));
+        }
         if anchor.is_some() && chains.len() > 1 {
             return Err(StoreError::Refused(
                 "--head names one chain, and this database holds one per tenant; add --tenant NAME".into(),
@@ -133,6 +145,13 @@ impl Store {
         all.ok = all.broken.is_none();
         Ok(all)
     }
+}
+
+/// `--tenant NAME` named a tenant with no audited call.
+fn no_chain(tenant: &str) -> StoreError {
+    StoreError::Refused(format!(
+        "tenant {tenant:?} has no audit chain here: no call of it was ever audited in this store; check the name (hcpx principal list shows each Principal's tenant), or verify every tenant without --tenant"
+    ))
 }
 
 /// Checks every line of `files` against the chain; the first break, if any.

@@ -183,3 +183,24 @@ fn doctor_reports_the_chain() {
     assert_eq!(broken["status"], "error", "{broken}");
     assert!(broken["detail"].as_str().unwrap().contains("hcpx audit verify"), "{broken}");
 }
+
+crate::serve::on_both_stores! {
+    /// #34 point 9: `--tenant` naming a tenant with no audited call is an error, not "intact: 0 lines"; the
+    /// tenant that has lines verifies as before.
+    fn verify_of_a_tenant_with_no_chain_is_an_error / verify_of_a_tenant_with_no_chain_is_an_error_postgres (h) {
+        let ledger = repo().join("packs/ledger");
+        assert!(h.run(&["install", ledger.to_str().unwrap()]).status.success());
+        assert!(h.run(&["activate", "ledger"]).status.success());
+        let (code, out) = h.exec("ledger", "transfer", &["amount=1.00", "payee=demo-transit"]);
+        assert_eq!((code, out["code"].as_str()), (1, Some("confirm_required")), "{out}");
+        let rows = stdout_json(&h.run(&["audit", "--json"]));
+        let tenant = rows["records"][0]["tenant"].as_str().unwrap_or_else(|| panic!("{rows}")).to_string();
+        let out = h.run(&["audit", "verify", "--tenant", "no-such-tenant"]);
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("\"no-such-tenant\" has no audit chain") && !said.contains("intact"), "{said}");
+        let out = h.run(&["audit", "verify", "--tenant", &tenant]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("intact: 1 line(s)"));
+    }
+}

@@ -247,12 +247,7 @@ impl Store {
             return db.lock().map(|l| StoreLock::Db(Box::new(l)));
         }
         let p = self.path(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&p)
-            .map_err(|e| StoreError::io(&p, e))?;
+        let file = lock_file(&p)?;
         file.lock().map_err(|e| StoreError::io(&p, e))?;
         Ok(StoreLock::File(file))
     }
@@ -436,13 +431,18 @@ pub struct Layout {
     pub cache: PathBuf,
 }
 
-/// Writes `bytes` to `target` atomically: a temp file beside it (created with `mode`), fsync, rename, then an
-/// fsync of the directory so the rename itself survives a crash. A crash leaves the old or the new file.
+/// The file at `p` that a lock is taken on (made when missing, never truncated).
+pub(crate) fn lock_file(p: &Path) -> Result<File, StoreError> {
+    OpenOptions::new().create(true).truncate(false).write(true).open(p).map_err(|e| StoreError::io(p, e))
+}
+
 /// An `HCP_STORE` value that means the file store.
 fn names_files(chosen: &str) -> bool {
     matches!(chosen, "" | "files")
 }
 
+/// Writes `bytes` to `target` atomically: a temp file beside it (created with `mode`), fsync, rename, then an
+/// fsync of the directory so the rename itself survives a crash. A crash leaves the old or the new file.
 pub fn write_atomic(target: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

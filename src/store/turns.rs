@@ -3,7 +3,7 @@
 //! waited for up to the call's deadline. Without it two calls read, change and write the same file at once and
 //! one's write is lost (#34: ten concurrent transfers, each answered ok, moved the balance by four).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -45,12 +45,7 @@ impl Store {
         // Beside the workspace, not in it: the call itself cannot reach (or remove) the lock file.
         let p = workspaces.join(format!(".{pack}.lock"));
         std::fs::create_dir_all(workspaces).map_err(|e| StoreError::io(workspaces, e))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&p)
-            .map_err(|e| StoreError::io(&p, e))?;
+        let file = super::lock_file(&p)?;
         let deadline = Instant::now() + wait;
         loop {
             match file.try_lock() {

@@ -115,8 +115,12 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         for row in &rows {
             match row {
                 AuditRow::Record(r) => {
-                    let mut outcome =
-                        (if r.ok { "ok" } else { r.code.map_or("failed", |c| c.as_str()) }).to_string();
+                    let mut outcome = (match (r.ok, r.outcome) {
+                        (_, Some(hcpx::store::audit::Outcome::Unknown)) => "unknown",
+                        (true, None) => "ok",
+                        (false, None) => r.code.map_or("failed", |c| c.as_str()),
+                    })
+                    .to_string();
                     // A person's decision on an approval, or the approval a write waits for or ran with.
                     match (&r.decision, &r.approval) {
                         (Some(d), Some(id)) => outcome = format!("{d} {id}"),

@@ -475,6 +475,7 @@ pub(crate) fn install_pulled(
             project_dir: None,
             approval: None,
             decision: None,
+            outcome: None,
             action: None,
             prev: None,
         };

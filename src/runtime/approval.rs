@@ -122,6 +122,7 @@ impl Runtime {
             project_dir: None,
             approval: Some(decided.id.clone()),
             decision: Some(if approve { "approved" } else { "refused" }.to_string()),
+            outcome: None,
             action: None,
             prev: None,
         };

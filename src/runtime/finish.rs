@@ -45,8 +45,12 @@ impl Runtime {
             return Ok(());
         }
         let project = project_of(&job.pack, job.project_dir.as_deref());
-        let rec =
-            record(principal, env, Operation::Write, &admitted.given, project, false, Some(Code::Cancelled));
+        // What the line says if this replica stops before the call ends (another replica writes it then): not
+        // `cancelled`, which would say the command was stopped, but that nobody knows whether it ran.
+        let rec = crate::store::audit::AuditRecord {
+            outcome: Some(crate::store::audit::Outcome::Unknown),
+            ..record(principal, env, Operation::Write, &admitted.given, project, false, None)
+        };
         match blocking_section(|| self.store.audit_intent(&rec)) {
             Ok(id) => {
                 admitted.intent = id;

@@ -45,9 +45,21 @@ pub struct AuditRecord {
     /// On an approver's row: `approved` or `refused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
+    /// `unknown`: the write was admitted and its replica stopped before it answered, so whether its command
+    /// ran (a payment may have been made) cannot be said; never `cancelled`, which says it was stopped (#34).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
+}
+
+/// What is known of a write's outcome when its line was not written by the replica that ran it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Its replica stopped mid-call: it may or may not have run.
+    Unknown,
 }
 
 /// A line that records something other than a command.
@@ -122,6 +134,7 @@ impl AuditRecord {
             project_dir: None,
             approval: None,
             decision: None,
+            outcome: None,
             action: None,
             prev: None,
         }

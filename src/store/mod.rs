@@ -591,6 +591,7 @@ mod tests {
             action: None,
             approval: None,
             decision: None,
+            outcome: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

@@ -142,13 +142,13 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     };
     let planned = plan(&view, sandbox, &probe)?;
     // A workspace already past the cap (what earlier calls left) runs nothing more until it is emptied.
-    if let Some(over) = planned.disk.over(0) {
+    if let Some(over) = planned.disk.over() {
         return Err(Denial::new(
             Code::SandboxDenied,
             format!(
                 "sandbox: pack {}'s workspace already holds {} MiB, past max_disk_mb ({} MiB) in sandbox.json, so the call did not run; remove what it no longer needs from the workspace, or raise max_disk_mb",
                 call.pack.id,
-                over.written >> 20,
+                over.held >> 20,
                 over.max_bytes >> 20
             ),
         ));
@@ -240,7 +240,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         out.code = Some(Code::SandboxDenied);
         out.error = Some(format!(
             "sandbox: the command's working directory and TMPDIR held {} MiB, past max_disk_mb ({} MiB) in sandbox.json, and it was stopped; remove what the workspace no longer needs, or raise max_disk_mb if it needs more",
-            over.written >> 20,
+            over.held >> 20,
             over.max_bytes >> 20
         ));
     }

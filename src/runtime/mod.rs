@@ -239,7 +239,7 @@ impl Runtime {
             Admission::Run(admitted) => {
                 // A call that may write its pack's workspace waits for its turn on the blocking pool, and holds it
                 // while the adapter runs; any other call never touches the pool for it.
-                let turn = if admitted.job.pack.workspace == crate::pack::WorkspaceMode::Workspace {
+                let turn = if pipeline::takes_turn(&admitted.job) {
                     let (rt, job) = (self.clone(), admitted.job.clone());
                     match tokio::task::spawn_blocking(move || rt.workspace_turn(&job)).await {
                         Ok(t) => t,

@@ -336,7 +336,7 @@ impl Runtime {
     /// Before step 6, blocking: a call that may write its pack's `workspace` directory waits for its turn at it
     /// (one call at a time per tenant and pack, across replicas on the PostgreSQL store), at most its deadline.
     pub(super) fn workspace_turn(&self, job: &Job) -> Result<Option<Turn>, Box<AdapterResult>> {
-        if job.pack.workspace != WorkspaceMode::Workspace {
+        if !takes_turn(job) {
             return Ok(None);
         }
         let wait = Duration::from_millis(job.sandbox.limits().timeout_ms);
@@ -352,6 +352,11 @@ impl Runtime {
             ))),
         }
     }
+}
+
+/// Whether `job` may write its pack's `workspace` directory, and so waits for its turn at it.
+pub(super) fn takes_turn(job: &Job) -> bool {
+    job.pack.workspace == WorkspaceMode::Workspace
 }
 
 /// Step 6, blocking: the adapter runs the call in the sandbox on this thread.

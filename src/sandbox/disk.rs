@@ -22,10 +22,10 @@ pub struct DiskCap {
     pub max_bytes: u64,
 }
 
-/// What a call added past its cap.
+/// What a call's directories hold past its cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OverCap {
-    pub written: u64,
+    pub held: u64,
     pub max_bytes: u64,
 }
 
@@ -41,10 +41,11 @@ impl DiskCap {
         total
     }
 
-    /// `Some` when the directories grew past the cap since `base`.
-    pub fn over(&self, base: u64) -> Option<OverCap> {
-        let written = self.used().saturating_sub(base);
-        (written > self.max_bytes).then_some(OverCap { written, max_bytes: self.max_bytes })
+    /// `Some` when the directories hold more than the cap: everything counts, what earlier calls left in a
+    /// persistent workspace included, so its disk is capped across calls, not only per call (#34).
+    pub fn over(&self) -> Option<OverCap> {
+        let held = self.used();
+        (held > self.max_bytes).then_some(OverCap { held, max_bytes: self.max_bytes })
     }
 }
 
@@ -72,13 +73,12 @@ mod tests {
     fn what_a_directory_gains_is_counted_and_a_link_is_not_followed() {
         let t = tempfile::tempdir().unwrap();
         let cap = DiskCap { dirs: vec![t.path().to_path_buf()], max_bytes: 64 * 1024 };
-        let base = cap.used();
         std::fs::create_dir(t.path().join("d")).unwrap();
         std::fs::write(t.path().join("d/f"), vec![7u8; 32 * 1024]).unwrap();
-        assert!(cap.over(base).is_none());
+        assert!(cap.over().is_none());
         std::fs::write(t.path().join("g"), vec![7u8; 64 * 1024]).unwrap();
-        let over = cap.over(base).unwrap();
-        assert!(over.written >= 96 * 1024, "{over:?}");
+        let over = cap.over().unwrap();
+        assert!(over.held >= 96 * 1024, "{over:?}");
         std::os::unix::fs::symlink("/usr", t.path().join("usr")).unwrap();
         assert!(cap.used() < 1 << 20);
     }

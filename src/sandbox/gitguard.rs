@@ -126,12 +126,19 @@ impl GitWatch {
         if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
             paths.extend(super::GIT_GUARDED.iter().map(|r| git.join(r)));
         }
-        let seen = paths.into_iter().map(|p| (identity(&p), p)).map(|(i, p)| (p, i)).collect();
+        let seen = paths
+            .into_iter()
+            .map(|p| {
+                let was = identity(&p);
+                (p, was)
+            })
+            .collect();
         GitWatch { project: project.to_path_buf(), seen }
     }
 
     /// After the call: moves aside each watched path that appeared or was replaced.
     pub fn after(&self) -> Result<(), GitGuardError> {
+        let git = self.project.join(".git");
         let mut moved = Vec::new();
         for (path, was) in &self.seen {
             let now = identity(path);
@@ -141,7 +148,6 @@ impl GitWatch {
             let Some(name) = path.file_name() else { continue };
             let aside = path
                 .with_file_name(crate::store::unique_name(&format!("{}.planted", name.to_string_lossy())));
-            let git = self.project.join(".git");
             match (std::fs::rename(path, &aside), *path == git && was.is_none()) {
                 (Ok(()), true) => {
                     return Err(GitGuardError::PlantedMovedAside { project: self.project.clone(), aside })
@@ -162,9 +168,9 @@ impl GitWatch {
     }
 }
 
-/// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory.
+/// Opens `project` with its `.git` guarded, or `Ok(None)` when it has no `.git` directory. The caller has
+/// readied it first ([`super::ready_git_guard`], before its [`GitWatch`] looks).
 pub fn guard_git(project: &Path) -> Result<Option<GuardedDir>, GitGuardError> {
-    super::ready_git_guard(project);
     let Some(guard) = super::git_guard(project) else { return Ok(None) };
     let git = project.join(".git");
     let held = std::fs::File::open(&git).map_err(GitGuardError::Open)?;

@@ -182,9 +182,6 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     let (err_r, err_w) = pipe().map_err(|e| SpawnError::new("cannot make a pipe", e))?;
     let null = File::open("/dev/null").map_err(|e| SpawnError::new("cannot open /dev/null", e))?;
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
-    // Everything the directories hold counts, what earlier calls left in a persistent workspace included: its
-    // disk is capped across calls, not only per call (#34).
-    let disk_base = 0;
     let (pid, listener) = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
     if let (Some(l), Some((c, _))) = (listener, spec.confine) {
         if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), spec.timeout) {
@@ -227,7 +224,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
         cancelled = spec.cancel.is_some_and(|c| c.is_cancelled());
         timed_out = !cancelled && now >= deadline;
         if let Some(d) = disk.filter(|_| now >= next_disk) {
-            disk_over = d.over(disk_base);
+            disk_over = d.over();
             next_disk = Instant::now() + super::disk::CHECK_EVERY;
         }
         if cancelled || timed_out || disk_over.is_some() {
@@ -239,7 +236,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     kill_call(pid);
     // A call that ended between two checks is measured once more.
     if disk_over.is_none() {
-        disk_over = disk.and_then(|d| d.over(disk_base));
+        disk_over = disk.and_then(|d| d.over());
     }
     let status = reap(pid).map_err(|e| SpawnError::new("cannot wait for the program", e))?;
     // Without a PID namespace a process that left the group may still hold the pipes: give up on them after a
@@ -649,13 +646,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         if let Some((path, value)) = &a.pid_max {
-            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0
-                || libc::write(fd, value.as_ptr() as *const libc::c_void, value.len()) != value.len() as isize
-            {
+            if !super::view::write_file(path, value) {
                 return fail(1);
             }
-            libc::close(fd);
         }
         if a.cwd_path.is_some() {
             if !make_private() {

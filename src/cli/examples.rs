@@ -54,7 +54,7 @@ pub const CREDENTIAL_DISALLOW: &str = "Examples:\n  hcpx credential disallow git
 pub const MCP: &str = "Examples:\n  hcpx mcp\n  hcpx mcp --single-tool";
 pub const SERVE: &str = "Examples:\n  hcpx serve\n  hcpx serve --listen 0.0.0.0:8420 --allow-host hcp.example.com --max-calls 16\n  HCP_STORE=postgres://hcpx@db:5432/hcpx PGPASSFILE=/etc/hcpx/pgpass hcpx serve --listen 0.0.0.0:8420";
 pub const PRINCIPAL: &str = "Examples:\n  hcpx principal add alice --tenant acme --grant 'verb.exec.read:*'\n  hcpx principal list\n  hcpx principal rm alice";
-pub const PRINCIPAL_ADD: &str = "Examples:\n  hcpx principal add alice --tenant acme --grant 'verb.exec.read:*'\n  hcpx principal add ops --tenant acme --operator --grant verb.exec.write:ledger:transfer";
+pub const PRINCIPAL_ADD: &str = "Examples:\n  hcpx principal add alice --tenant acme --grant 'verb.exec.read:*'\n  hcpx principal add ops --tenant acme --operator --grant verb.exec.write:ledger:transfer\n  hcpx principal add ana --tenant acme --approver --person --grant verb.exec.write:ledger:transfer";
 pub const PRINCIPAL_RM: &str = "Examples:\n  hcpx principal rm alice";
 pub const PRINCIPAL_LIST: &str = "Examples:\n  hcpx principal list --json";
 pub const COMPLETIONS: &str = "Examples:\n  hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  hcpx completions zsh > \"${fpath[1]}/_hcpx\"\n  hcpx completions fish > ~/.config/fish/completions/hcpx.fish";

@@ -381,6 +381,11 @@ pub enum PrincipalCmd {
         /// May approve or refuse its tenant's pending approvals over HTTP (never its own calls').
         #[arg(long)]
         approver: bool,
+        /// Its MCP client is a person's own: with `--approver`, the person's answer to the approval card that
+        /// client shows counts as an approval of its own call (`sandbox.json` `human_approval`). Vouch for it
+        /// only where a person, never a model, answers the client's questions.
+        #[arg(long, requires = "approver")]
+        person: bool,
     },
     /// Remove a Principal; its token stops working at once.
     #[command(after_help = examples::PRINCIPAL_RM)]

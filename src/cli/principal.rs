@@ -11,14 +11,14 @@ use hcpx::model::grants::Grant;
 pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
-        PrincipalCmd::Add { id, tenant, grants, operator, approver } => {
+        PrincipalCmd::Add { id, tenant, grants, operator, approver, person } => {
             let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
                 Ok(g) => g,
                 Err(e) => return Ok(fail(p, &e)),
             };
             let added = store.principal_add(id, tenant, *operator, grants).and_then(|token| {
-                if *approver {
-                    store.principal_approver(id, true).map(|()| token)
+                if *approver || *person {
+                    store.principal_roles(id, *approver, *person).map(|()| token)
                 } else {
                     Ok(token)
                 }
@@ -57,18 +57,22 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
                 if p.json {
                     let rows: Vec<_> = rows
                         .iter()
-                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "approver": r.approver, "grants": r.grants }))
+                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "approver": r.approver, "person": r.person, "grants": r.grants }))
                         .collect();
                     p.json_doc(&json!({ "ok": true, "principals": rows }));
                 } else {
                     for r in &rows {
                         let grants: Vec<String> = r.grants.iter().map(grant_text).collect();
-                        let op = match (r.operator, r.approver) {
-                            (true, true) => " (operator, approver)",
-                            (true, false) => " (operator)",
-                            (false, true) => " (approver)",
-                            (false, false) => "",
-                        };
+                        let roles: Vec<&str> = [
+                            (r.operator, "operator"),
+                            (r.approver, "approver"),
+                            (r.person, "a person's client"),
+                        ]
+                        .into_iter()
+                        .filter_map(|(on, name)| on.then_some(name))
+                        .collect();
+                        let op =
+                            if roles.is_empty() { String::new() } else { format!(" ({})", roles.join(", ")) };
                         p.data(&format!("{} tenant={}{op}: {}", r.principal, r.tenant, grants.join(" ")));
                     }
                 }

@@ -125,23 +125,34 @@ pub fn answer_in(responses: Option<&InputResponses>) -> bool {
     action.is_some_and(|a| approves(a, r.get("content")))
 }
 
-/// The denial of a call the person did not approve.
-pub fn not_approved(tool: &ToolSpec) -> ToolAnswer {
-    answer(&ResultEnvelope::denied(
+/// The denial of a call the person did not approve (or could not be asked about). Its text tells the model the
+/// answer stands: never to add `confirm`, which from a client that can ask its user runs nothing anyway.
+pub fn not_approved(tool: &ToolSpec, why: &str) -> ToolAnswer {
+    let mut a = answer(&ResultEnvelope::denied(
         &tool.pack_id,
         &tool.verb_key,
         Code::ConfirmRequired,
-        "confirm required: the person did not approve the call, and nothing ran",
-    ))
+        format!("confirm required: {why}, and nothing ran"),
+    ));
+    a.text = format!(
+        "confirm_required: confirm required: {why}, and nothing ran. The person's answer stands: do not call the tool again unless they ask for it anew."
+    );
+    a
 }
+
+/// Why [`not_approved`]: the person said no.
+pub const DECLINED: &str = "the person did not approve the call";
 
 /// A refused request state or approval: `denied`, nothing ran.
 pub fn refused(tool: &ToolSpec, why: &str) -> ToolAnswer {
     answer(&ResultEnvelope::denied(&tool.pack_id, &tool.verb_key, Code::Denied, format!("denied: {why}")))
 }
 
-/// How an MCP client's person decides.
-pub const THROUGH: DecidedThrough = DecidedThrough::Elicitation;
+/// How an MCP client's person decides: `person_approver` when, under `human_approval`, the operator takes this
+/// client's answer as an approver's (docs/security.md, Approvals a model cannot forge).
+pub fn through(person_approver: bool) -> DecidedThrough {
+    DecidedThrough::Elicitation { person_approver }
+}
 
 #[cfg(test)]
 mod tests {

@@ -110,8 +110,9 @@ impl ServerHandler for HcpServer {
             .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Each tool is one command of an activated HCP pack (pack__verb_key). A denial comes back as an \
-                 error result with its code; a confirm-gated write is refused until the person approves the \
-                 card it shows, then called again with \"confirm\": true.",
+                 error result with its code. A confirm-gated write asks the person itself when this client can \
+                 ask its user, and only their answer runs it; otherwise it is refused with the card to show \
+                 them, and called again with \"confirm\": true only once they agreed.",
             )
     }
 
@@ -169,49 +170,60 @@ impl ServerHandler for HcpServer {
             Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let args = request.arguments.unwrap_or_default();
-        if let Some(state) = request.request_state.as_deref() {
-            return Ok(self
-                .resume(tool, principal, args, state, request.input_responses.as_ref())
-                .await
-                .into());
+        let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
+        Ok(self.command_call(tool, principal, args, state, responses, &context).await)
+    }
+}
+
+impl HcpServer {
+    /// One call of a command (its own tool, or `exec` of the one `hcp` tool). Where the command is confirm-gated
+    /// and the client can ask its user, the gate is the person's answer: a call bringing `confirm: true` is asked
+    /// about like any other, so a model cannot answer for the person (a call bringing an approver's
+    /// `approval_id` goes to the pipeline, which checks it).
+    async fn command_call(
+        &self,
+        tool: &ToolSpec,
+        principal: Principal,
+        args: serde_json::Map<String, serde_json::Value>,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        if let Some(state) = state {
+            return self.resume(tool, principal, args, state, responses, context).await.into();
         }
-        let gate = |a: &serde_json::Map<String, serde_json::Value>| {
-            ["confirm", "apply"].iter().any(|k| a.get(*k) == Some(&serde_json::Value::Bool(true)))
-        };
         let brings_approval = args.contains_key(crate::args::APPROVAL_ARG);
         if tool.confirm
             && !brings_approval
             && context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
         {
-            let ask_person = !gate(&args);
-            return Ok(self.ask_the_person(tool, principal, args, ask_person, &context).await);
+            return self.ask_the_person(tool, principal, args, context).await;
         }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
-        Ok(to_mcp_result(unless_cancelled(work, &context, &tool.pack_id, &tool.verb_key).await).into())
+        to_mcp_result(unless_cancelled(work, context, &tool.pack_id, &tool.verb_key).await).into()
     }
 }
 
 impl HcpServer {
     /// A confirm-gated write from a client that can ask its user (elicitation). The call goes through the
-    /// pipeline once, held for a person (`ask_person` when it brings no `confirm`; the operator's
-    /// `human_approval` otherwise), so arguments and grants are checked, the card is filled and the approval is
-    /// bound to this exact call. The person is then asked: in the same request before protocol 2026-07-28, or
-    /// through an `input_required` answer with a sealed request state from then on. Only their approval runs
-    /// the call, once.
+    /// pipeline once, held for a person whatever `confirm` it brings, so arguments and grants are checked, the
+    /// card is filled and the approval is bound to this exact call. The person is then asked: in the same request
+    /// before protocol 2026-07-28, or through an `input_required` answer with a sealed request state from then
+    /// on. Only their approval runs the call, once. Where the operator requires a person's approval
+    /// (`human_approval`), the client's answer counts only where the operator said it is a person's
+    /// ([`Self::answer_counts`]); elsewhere the call waits for an approver.
     async fn ask_the_person(
         &self,
         tool: &ToolSpec,
         principal: Principal,
         args: serde_json::Map<String, serde_json::Value>,
-        ask_person: bool,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         use super::approval as ap;
-        let held = CallContext { ask_person, ..self.context.clone() };
+        let held = CallContext { ask_person: true, ..self.context.clone() };
         let first = call(self.runtime.clone(), principal.clone(), tool, args.clone(), held).await;
-        let Some(id) = pending_approval(&first) else { return to_mcp_result(first).into() };
-        // The operator may require an approver's decision, never an MCP client's answer.
-        if !self.elicitation_counts() {
+        let Some((id, required)) = pending_approval(&first) else { return to_mcp_result(first).into() };
+        if required && !self.answer_counts(context) {
             return to_mcp_result(first).into();
         }
         let question = ap::question(tool, &first);
@@ -228,19 +240,18 @@ impl HcpServer {
                 }
             };
         }
-        let asked = context.peer.create_elicitation(question).await;
-        match asked {
-            Ok(r) => to_mcp_result(
-                self.decided(tool, principal, args, &id, ap::approves(r.action, r.content.as_ref())).await,
-            )
-            .into(),
-            // The client said it could ask and then could not: the approval is withdrawn, and the call answers as
-            // the pipeline does without a person at hand (the card and the instruction, or a pending approval
-            // when the operator requires one).
+        match context.peer.create_elicitation(question).await {
+            Ok(r) => {
+                let approve = ap::approves(r.action, r.content.as_ref());
+                to_mcp_result(self.decided(tool, principal, args, &id, approve, context).await).into()
+            }
+            // The client said it could ask and then could not. An approval the operator requires still waits for
+            // an approver; one only this face asked for is withdrawn, and nothing runs: the model's `confirm`
+            // never stands in for the person.
+            Err(_) if required => to_mcp_result(first).into(),
             Err(_) => {
-                let _ = self.runtime.decide_approval(&principal, &id, false, ap::THROUGH);
-                let out = call(self.runtime.clone(), principal, tool, args, self.context.clone()).await;
-                to_mcp_result(out).into()
+                let _ = self.runtime.decide_approval(&principal, &id, false, ap::through(false));
+                to_mcp_result(ap::not_approved(tool, "the client could not ask the person")).into()
             }
         }
     }
@@ -254,6 +265,7 @@ impl HcpServer {
         args: serde_json::Map<String, serde_json::Value>,
         state: &str,
         responses: Option<&rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         use super::approval as ap;
         if !tool.confirm {
@@ -266,7 +278,7 @@ impl HcpServer {
             Ok(id) => id,
             Err(why) => return to_mcp_result(ap::refused(tool, &why)),
         };
-        to_mcp_result(self.decided(tool, principal, args, &id, ap::answer_in(responses)).await)
+        to_mcp_result(self.decided(tool, principal, args, &id, ap::answer_in(responses), context).await)
     }
 
     /// Records the person's answer on approval `id` and, when it approves, runs the call with it (once).
@@ -277,13 +289,15 @@ impl HcpServer {
         mut args: serde_json::Map<String, serde_json::Value>,
         id: &str,
         approve: bool,
+        context: &RequestContext<RoleServer>,
     ) -> ToolAnswer {
         use super::approval as ap;
-        if let Err(r) = self.runtime.decide_approval(&principal, id, approve, ap::THROUGH) {
+        let through = ap::through(self.answer_counts(context));
+        if let Err(r) = self.runtime.decide_approval(&principal, id, approve, through) {
             return ap::refused(tool, r.denial.message.trim_start_matches("denied: "));
         }
         if !approve {
-            return ap::not_approved(tool);
+            return ap::not_approved(tool, ap::DECLINED);
         }
         for g in ["confirm", "apply"] {
             args.remove(g);
@@ -292,13 +306,17 @@ impl HcpServer {
         call(self.runtime.clone(), principal, tool, args, self.context.clone()).await
     }
 
-    /// Whether an MCP client's answer counts as the person's approval (`human_approval.elicitation`, default
-    /// yes). A store whose settings cannot be read counts none.
-    fn elicitation_counts(&self) -> bool {
-        self.runtime
+    /// Whether, where the operator requires a person's approval, this client's answer is taken as one: never
+    /// with `human_approval.elicitation: false`; over stdio (the store owner's own client) otherwise; over HTTP
+    /// only for an approver Principal whose client the operator marked as a person's (`"person": true`). A
+    /// store whose settings cannot be read takes none.
+    fn answer_counts(&self, context: &RequestContext<RoleServer>) -> bool {
+        let on = self
+            .runtime
             .store()
             .sandbox()
-            .is_ok_and(|s| s.human_approval.as_ref().is_none_or(|h| h.elicitation()))
+            .is_ok_and(|s| s.human_approval.as_ref().is_none_or(|h| h.elicitation()));
+        on && served(context).is_none_or(|who| who.approver && who.person)
     }
 
     /// A call of the one `hcp` tool: its `command` line, through the same pipeline.
@@ -321,6 +339,16 @@ impl HcpServer {
             Ok(p) => p,
             Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
+        // An `exec` of a confirm-gated command takes the same gate as its own tool: the person's answer where
+        // the client can ask.
+        if let Some(Ok((pack, verb, args))) = super::single::exec_of(line) {
+            let tools = self.tools(Some(&self.tenant_of(&context)));
+            if let Some(tool) = tools.values().find(|t| t.confirm && t.pack_id == pack && t.verb_key == verb)
+            {
+                let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
+                return Ok(self.command_call(tool, principal, args, state, responses, &context).await);
+            }
+        }
         let work = super::single::run(self.runtime.clone(), principal, self.context.clone(), line);
         Ok(to_mcp_result(unless_cancelled(work, &context, super::single::TOOL, "command").await).into())
     }
@@ -341,14 +369,15 @@ impl HcpServer {
     }
 }
 
-/// The approval a held call waits for (`approval_pending`, or `confirm_required` when only the face asked for
-/// it to be held), if that is its answer.
-fn pending_approval(a: &ToolAnswer) -> Option<String> {
+/// The approval a held call waits for, if that is its answer, and whether the operator requires it
+/// (`approval_pending`; `confirm_required` when only the face asked for it to be held).
+fn pending_approval(a: &ToolAnswer) -> Option<(String, bool)> {
     let code = a.structured.get("code").and_then(|c| c.as_str());
-    if code != Some(Code::ApprovalPending.as_str()) && code != Some(Code::ConfirmRequired.as_str()) {
+    let required = code == Some(Code::ApprovalPending.as_str());
+    if !required && code != Some(Code::ConfirmRequired.as_str()) {
         return None;
     }
-    a.structured.get("approval_id").and_then(|v| v.as_str()).map(String::from)
+    a.structured.get("approval_id").and_then(|v| v.as_str()).map(|id| (id.to_string(), required))
 }
 
 fn ap_now() -> u64 {

@@ -47,23 +47,38 @@ pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, 
         ("list", "") => report(runtime.list(Some(&principal.tenant)).map(|r| json!(r))),
         ("commands", pack) if one_word(pack) => report(runtime.commands(pack).map(|r| json!(r))),
         ("skill", pack) if one_word(pack) => report(runtime.skill(pack, false).map(|r| json!(r))),
-        ("exec", rest) => {
-            let mut words = rest.splitn(3, char::is_whitespace);
-            let (Some(pack), Some(cmd)) = (words.next().filter(|w| !w.is_empty()), words.next()) else {
-                return refused(usage("exec needs a pack and a command: exec PACK VERB {json args}"));
-            };
-            let args = match words.next().map(str::trim).filter(|a| !a.is_empty()) {
-                None => Map::new(),
-                Some(text) => match serde_json::from_str::<Value>(text) {
-                    Ok(Value::Object(m)) => m,
-                    _ => return refused(usage("the arguments after exec PACK VERB must be one JSON object")),
-                },
-            };
-            let out = runtime.exec_async(principal, Envelope::new(pack, cmd, args), ctx).await;
-            capped(answer(&out))
-        }
+        ("exec", _) => match exec_of(line) {
+            Some(Ok((pack, cmd, args))) => {
+                let out = runtime.exec_async(principal, Envelope::new(pack, cmd, args), ctx).await;
+                capped(answer(&out))
+            }
+            Some(Err(d)) => refused(d),
+            None => refused(usage(&format!("unknown command {line:?}"))),
+        },
         _ => refused(usage(&format!("unknown command {line:?}"))),
     }
+}
+
+/// The pack, command and arguments of an `exec PACK VERB {json args}` line (`None`: not an `exec` line), or
+/// why they cannot be read.
+pub fn exec_of(line: &str) -> Option<Result<(&str, &str, Map<String, Value>), Denial>> {
+    let line = line.trim();
+    let (verb, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    if verb != "exec" {
+        return None;
+    }
+    let mut words = rest.trim().splitn(3, char::is_whitespace);
+    let (Some(pack), Some(cmd)) = (words.next().filter(|w| !w.is_empty()), words.next()) else {
+        return Some(Err(usage("exec needs a pack and a command: exec PACK VERB {json args}")));
+    };
+    let args = match words.next().map(str::trim).filter(|a| !a.is_empty()) {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            _ => return Some(Err(usage("the arguments after exec PACK VERB must be one JSON object"))),
+        },
+    };
+    Some(Ok((pack, cmd, args)))
 }
 
 fn one_word(s: &str) -> bool {

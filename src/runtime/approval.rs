@@ -16,8 +16,11 @@ pub enum DecidedThrough {
     /// An approver Principal (`"approver": true` in principals.json) over HTTP: any approval of its own tenant
     /// but never one its own calls asked for.
     Approver,
-    /// The person the calling MCP client showed the card to: only the approval of that very call.
-    Elicitation,
+    /// The person the calling MCP client showed the card to: only the approval of that very call. Where the
+    /// operator requires a person's approval (`human_approval`), it counts only when `person_approver`: the
+    /// Principal is an approver whose client the operator marked as a person's (`"person": true`), or the
+    /// store's owner over stdio.
+    Elicitation { person_approver: bool },
 }
 
 /// Why a decision was refused, for a face that reports it with a status of its own (HTTP).
@@ -78,23 +81,29 @@ impl Runtime {
                     return Err(DecisionRefused { denial, refusal: Refusal::NotTheirs });
                 }
             }
-            DecidedThrough::Elicitation => {
+            DecidedThrough::Elicitation { person_approver } => {
                 if a.principal != by.id || a.tenant != by.tenant {
                     return Err(refused(ApprovalError::Unknown(id.to_string())));
                 }
-                // `"elicitation": false`: the operator takes the approval of the commands it holds only from
-                // approvers (checked at the decision, so a question asked before the setting changed counts
-                // for nothing after).
+                // Where the operator requires a person's approval, a client's answer is the person's only when the
+                // operator said so: elicitation not switched off, and a Principal that is an approver with a
+                // person's client. Checked at the decision, so a question asked before the setting changed counts
+                // for nothing after.
                 let sandbox = self.store.sandbox().map_err(|e| refused(ApprovalError::Store(e)))?;
-                let approvers_only = sandbox
-                    .human_approval
-                    .as_ref()
-                    .is_some_and(|h| !h.elicitation() && h.covers(&a.pack_id, &a.verb_key));
-                if approvers_only {
+                let held = sandbox.human_approval.as_ref().filter(|h| h.covers(&a.pack_id, &a.verb_key));
+                if let Some(h) = held.filter(|h| !h.elicitation() || !person_approver) {
+                    let why = if h.elicitation() {
+                        format!(
+                            "principal {} is not an approver whose client the operator marked as a person's",
+                            by.id
+                        )
+                    } else {
+                        "sandbox.json human_approval.elicitation is false".to_string()
+                    };
                     let denial = Denial::new(
                         Code::Denied,
                         format!(
-                            "denied: the operator takes approvals of {}.{} only from an approver (sandbox.json human_approval.elicitation is false); ask one to run `hcpx approve {id}`",
+                            "denied: the operator takes approvals of {}.{} only from an approver ({why}); ask the person to have approval {id} decided by one, then call again with \"approval_id\"",
                             a.pack_id, a.verb_key
                         ),
                     );
@@ -105,7 +114,7 @@ impl Runtime {
         let decider = Decider {
             principal: by.id.clone(),
             invoker: by.invoker,
-            via: (through == DecidedThrough::Elicitation).then(|| "elicitation".to_string()),
+            via: matches!(through, DecidedThrough::Elicitation { .. }).then(|| "elicitation".to_string()),
         };
         let decided = self.store.approval_decide(id, approve, decider).map_err(refused)?;
         let rec = AuditRecord {
@@ -153,7 +162,7 @@ mod tests {
     use crate::store::Store;
 
     #[test]
-    fn an_mcp_answer_decides_only_its_own_call_and_never_where_the_operator_wants_approvers() {
+    fn an_mcp_answer_decides_only_its_own_call_and_under_human_approval_only_a_person_approvers() {
         let t = tempfile::tempdir().unwrap();
         let store = Store::open(t.path()).unwrap();
         let ana =
@@ -162,24 +171,42 @@ mod tests {
         let rt = Runtime::new(store.clone());
         let first = store.approval_request(&call, None, 60).unwrap();
         let bob = Principal { id: "bob".into(), ..ana.clone() };
-        let other = rt.decide_approval(&bob, &first.id, true, DecidedThrough::Elicitation).unwrap_err();
+        let (anyone, person) = (
+            DecidedThrough::Elicitation { person_approver: false },
+            DecidedThrough::Elicitation { person_approver: true },
+        );
+        let other = rt.decide_approval(&bob, &first.id, true, person).unwrap_err();
         assert_eq!(other.refusal, Refusal::Unknown, "another caller's answer finds no such approval");
-        assert!(rt.decide_approval(&ana, &first.id, true, DecidedThrough::Elicitation).is_ok());
+        // Without human_approval the answer is the person's confirm, whoever the Principal is.
+        assert!(rt.decide_approval(&ana, &first.id, true, anyone).is_ok());
+        // The operator requires a person's approval: only an approver with a person's client decides by answering.
+        let require = |elicitation: bool| {
+            let cfg = format!(
+                r#"{{"human_approval": {{"commands": [{{"pack_id": "ledger"}}], "elicitation": {elicitation}}}}}"#
+            );
+            store.write_atomic("sandbox.json", cfg.as_bytes()).unwrap();
+        };
+        require(true);
+        let held = store.approval_request(&call, None, 60).unwrap();
+        let refused = rt.decide_approval(&ana, &held.id, true, anyone).unwrap_err();
+        assert_eq!(refused.refusal, Refusal::NotTheirs);
+        assert!(
+            refused.denial.message.contains("not an approver whose client"),
+            "{}",
+            refused.denial.message
+        );
+        assert!(!refused.denial.message.contains("hcpx approve"), "{}", refused.denial.message);
+        assert!(rt.decide_approval(&ana, &held.id, true, person).is_ok());
         // The operator switches elicitation off: a question asked before counts for nothing now.
-        store
-            .write_atomic(
-                "sandbox.json",
-                br#"{"human_approval": {"commands": [{"pack_id": "ledger"}], "elicitation": false}}"#,
-            )
-            .unwrap();
+        require(false);
         let second = store.approval_request(&call, None, 60).unwrap();
-        let refused = rt.decide_approval(&ana, &second.id, true, DecidedThrough::Elicitation).unwrap_err();
+        let refused = rt.decide_approval(&ana, &second.id, true, person).unwrap_err();
         assert_eq!(refused.refusal, Refusal::NotTheirs);
         assert!(refused.denial.message.contains("only from an approver"), "{}", refused.denial.message);
         // An approver still may, and its decision is an audit row.
         assert!(rt.decide_approval(&bob, &second.id, true, DecidedThrough::Approver).is_ok());
         let rows = store.audit().unwrap();
-        assert_eq!(rows.len(), 2, "{rows:?}");
-        assert_eq!((rows[1].principal.as_str(), rows[1].decision.as_deref()), ("bob", Some("approved")));
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!((rows[2].principal.as_str(), rows[1].decision.as_deref()), ("bob", Some("approved")));
     }
 }

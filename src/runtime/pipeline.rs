@@ -542,13 +542,15 @@ impl Runtime {
         let mut d = if !required {
             Denial::new(Code::ConfirmRequired, CONFIRM_REQUIRED)
         } else {
+            // Said to the caller, which may be a model with a shell: ask the person, never how to approve. The
+            // operator's channels (`hcpx approve`, GET /v1/approvals) name the commands that decide it.
             Denial::new(
-            Code::ApprovalPending,
-            format!(
-                "approval pending: the operator requires a person's approval of this call; an approver runs `hcpx approve {id}` (or POST /v1/approvals/{id}/approve), then call again with the same arguments and \"approval_id\": \"{id}\" (it expires at {})",
-                held.expires_at()
-            ),
-        )
+                Code::ApprovalPending,
+                format!(
+                    "approval pending: the operator requires a person's approval of this call; ask the person to have approval {id} decided by an approver, then call again with the same arguments and \"approval_id\": \"{id}\" (it expires at {})",
+                    held.expires_at()
+                ),
+            )
         };
         d.preview = preview.map(Box::new);
         d.approval_id = Some(held.id);

@@ -122,7 +122,7 @@ pub enum ApprovalError {
     Refused { id: String, by: String },
     #[error("approval {0} was already used; an approval runs its call once: call again without approval_id to ask for a new one")]
     Used(String),
-    #[error("approval {0} still waits for a person; ask an approver to run `hcpx approve {0}` (or POST /v1/approvals/{0}/approve), then call again")]
+    #[error("approval {0} still waits for a person; ask the person to have an approver decide it, then call again")]
     Pending(String),
     #[error("approval {id} was already {state}; a person decides an approval once, and it runs its call once: call again without it to ask anew")]
     Decided { id: String, state: &'static str },

@@ -40,6 +40,12 @@ pub struct PrincipalRow {
     /// one its own calls asked for (`sandbox.json` `human_approval`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approver: bool,
+    /// Its MCP client is a person's own (the operator vouches that a person, not a model, answers its
+    /// elicitations): with `approver`, that person's answer to the approval card the client shows counts as
+    /// an approval of its own call under `sandbox.json` `human_approval`. Without it an elicitation answer
+    /// over HTTP never does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub person: bool,
 }
 
 /// The Principals, checked: unique ids and token digests, names a path can hold, 64-hex digests.
@@ -57,6 +63,8 @@ pub struct Authenticated {
     pub operator: bool,
     /// May decide the pending approvals of its tenant.
     pub approver: bool,
+    /// Its MCP client is a person's own: with `approver`, its elicitation answers count as approvals.
+    pub person: bool,
     /// The SHA-256 of the token it presented: a long-lived request (a Sense stream) checks it again later.
     pub token_sha256: [u8; 32],
 }
@@ -121,6 +129,7 @@ impl Principals {
             },
             operator: row.operator,
             approver: row.approver,
+            person: row.person,
             token_sha256: *presented,
         })
     }
@@ -179,6 +188,7 @@ impl Store {
             operator,
             grants,
             approver: false,
+            person: false,
         });
         Principals::from_rows(rows.clone()).map_err(StoreError::Refused)?;
         self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)?;
@@ -206,14 +216,15 @@ impl Store {
         Ok(now)
     }
 
-    /// Makes Principal `id` an approver (`on`) or not.
-    pub fn principal_approver(&self, id: &str, on: bool) -> Result<(), StoreError> {
+    /// Makes Principal `id` an approver or not (`approver`), and marks its client as a person's own or not
+    /// (`person`).
+    pub fn principal_roles(&self, id: &str, approver: bool, person: bool) -> Result<(), StoreError> {
         let _lock = self.lock()?;
         let mut rows: Vec<PrincipalRow> = self.read_json(PRINCIPALS_FILE)?.unwrap_or_default();
         let Some(row) = rows.iter_mut().find(|r| r.principal == id) else {
             return Err(StoreError::Refused(format!("no principal {id}; `hcpx principal list` shows them")));
         };
-        row.approver = on;
+        (row.approver, row.person) = (approver, person);
         self.write_json_mode(PRINCIPALS_FILE, &rows, 0o600)
     }
 
@@ -242,6 +253,7 @@ mod tests {
             operator: false,
             grants: vec![],
             approver: false,
+            person: false,
         }
     }
 

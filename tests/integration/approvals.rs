@@ -170,7 +170,7 @@ on_both_stores! {
         assert_eq!((st, v["code"].as_str()), (428, Some("approval_pending")), "{v}");
         assert_eq!(v["preview"]["title"], "Pay demo-transit");
         let id = v["approval_id"].as_str().unwrap().to_string();
-        assert!(v["error"].as_str().unwrap().contains(&format!("POST /v1/approvals/{id}/approve")), "{v}");
+        assert!(v["error"].as_str().unwrap().contains(&format!("\"approval_id\": \"{id}\"")), "{v}");
 
         // Who may see and decide it: not the caller, not another tenant's approver, not a stranger.
         assert_eq!(s.get("/v1/approvals", &alice).0, 403);
@@ -303,4 +303,118 @@ fn replicas_on_one_database_share_each_approval_and_spend_it_once() {
     assert_eq!(st, 403, "{v}");
     assert!(v["error"].as_str().unwrap().contains("already used"), "{v}");
     assert_eq!(payments(&h).len(), 1);
+}
+
+/// What person.py saw when the model ran `plan`: the person's questions and each call's answer.
+fn person_client(h: &Home, plan: Value, http: Option<(&Server, &str)>) -> Value {
+    let plan = plan.to_string();
+    match http {
+        Some((s, token)) => client(h, "person.py", &[&plan, &format!("http://{}/mcp", s.addr), token]),
+        None => client(h, "person.py", &[&plan]),
+    }
+}
+
+/// The model-facing words of one call's answer: its text and its error.
+fn words(r: &Value) -> String {
+    format!(
+        "{} {}",
+        r["text"].as_str().unwrap_or_default(),
+        r["structured"]["error"].as_str().unwrap_or_default()
+    )
+}
+
+/// Where the client can ask its user, the confirm gate is the person's answer (#34.4b): a "no" or a decline is
+/// final and never followed by an instruction to add `confirm`, and the model's own `"confirm": true` is asked
+/// about like any other call, so it runs only when the person says yes. Over stdio (the client of 2025-11-25 and
+/// the SDK's default one of 2026-07-28, and `--single-tool`) and over HTTP.
+#[test]
+fn a_person_who_says_no_is_not_overruled_by_the_models_confirm() {
+    let args = json!({"amount": "2.80", "payee": "demo-transit"});
+    let confirmed = json!({"amount": "2.80", "payee": "demo-transit", "confirm": true});
+    let plan = |extra: Value| {
+        let mut p = json!({ "calls": [args, confirmed, confirmed], "answers": ["no", "decline", "yes"] });
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        p
+    };
+    for (how, extra, http) in [
+        ("stdio", json!({}), false),
+        ("stdio, 2026-07-28", json!({"modern": true}), false),
+        ("stdio, --single-tool", json!({"single": true}), false),
+        ("http", json!({}), true),
+    ] {
+        let h = Home::new();
+        ledger(&h);
+        let alice = principal(&h, "alice", "acme", WRITER, false);
+        let server = http.then(|| Server::start(&h, &[]));
+        let r = person_client(&h, plan(extra), server.as_ref().map(|s| (s, alice.as_str())));
+        assert_eq!(r["asked"].as_array().unwrap().len(), 3, "{how}: the person is asked at every call: {r}");
+        for (i, said) in ["no", "decline"].iter().enumerate() {
+            let out = &r["results"][i];
+            assert_eq!(out["structured"]["code"], "confirm_required", "{how}, {said}: {out}");
+            let w = words(out);
+            assert!(w.contains("nothing ran") && !w.contains("\"confirm\": true"), "{how}, {said}: {w}");
+        }
+        assert_eq!(r["results"][2]["is_error"], false, "{how}: the person's yes runs it: {r}");
+        let paid = payments(&h);
+        assert_eq!(paid.len(), 1, "{how}: only the call the person approved ran: {paid:?}");
+        assert!(paid[0]["approval"].as_str().is_some_and(|a| a.starts_with("ap_")), "{how}: {paid:?}");
+    }
+}
+
+/// Under the operator's `human_approval`, a client's answer over HTTP is not an approval (#34.4a) unless the
+/// Principal is an approver whose client the operator marked as a person's (`--approver --person`): a writer
+/// and an approver without the mark get the pending approval and are never asked, over both protocols. What
+/// the model reads names no way to approve it (#34.4c): neither `hcpx approve` nor the approver API.
+#[test]
+fn over_http_a_callers_own_answer_approves_only_for_an_approver_with_a_persons_client() {
+    let h = Home::new();
+    ledger(&h);
+    require_approval(&h, 600, true);
+    let alice = principal(&h, "alice", "acme", WRITER, false);
+    let add = |id: &str, extra: &[&str]| {
+        let mut a = vec!["principal", "add", id, "--tenant", "acme", "--json"];
+        for g in WRITER {
+            a.extend(["--grant", g]);
+        }
+        a.extend(extra);
+        let out = h.run(&a);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        crate::helpers::stdout_json(&out)["token"].as_str().unwrap().to_string()
+    };
+    let carol = add("carol", &["--approver"]);
+    let dana = add("dana", &["--approver", "--person"]);
+    let s = Server::start(&h, &[]);
+    let confirmed = json!({"amount": "2.80", "payee": "demo-transit", "confirm": true});
+    let no_way_in = |w: &str, who: &str| {
+        assert!(!w.contains("hcpx approve") && !w.contains("/v1/approvals"), "{who}: {w}");
+    };
+    for (who, token) in [("alice", &alice), ("carol", &carol)] {
+        for modern in [false, true] {
+            let plan = json!({ "calls": [confirmed], "answers": ["yes"], "modern": modern });
+            let r = person_client(&h, plan, Some((&s, token)));
+            assert_eq!(r["asked"], json!([]), "{who}: the answer would not count, so nobody is asked: {r}");
+            let out = &r["results"][0];
+            assert_eq!(out["structured"]["code"], "approval_pending", "{who}, modern {modern}: {out}");
+            no_way_in(&words(out), who);
+        }
+    }
+    assert_eq!(payments(&h).len(), 0, "no caller approved its own payment");
+    let (st, v) = s.post(TRANSFER, &alice, &confirmed);
+    assert_eq!(st, 428, "{v}");
+    no_way_in(v["error"].as_str().unwrap(), "the HTTP API");
+    // The operator vouches for dana's client: her answer decides, and a no is final.
+    let plan = json!({ "calls": [confirmed, confirmed], "answers": ["no", "yes"] });
+    let r = person_client(&h, plan, Some((&s, &dana)));
+    assert_eq!(r["asked"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["results"][0]["structured"]["code"], "confirm_required", "{r}");
+    assert_eq!(r["results"][1]["is_error"], false, "{r}");
+    let paid = payments(&h);
+    assert_eq!(paid.len(), 1, "{paid:?}");
+    assert_eq!(paid[0]["principal"], "dana", "{paid:?}");
+    // `hcpx principal list` says whose client is a person's.
+    let listed = String::from_utf8_lossy(&h.run(&["principal", "list"]).stdout).to_string();
+    assert!(
+        listed.lines().any(|l| l.starts_with("dana ") && l.contains("approver, a person's client")),
+        "{listed}"
+    );
 }

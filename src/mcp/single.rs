@@ -59,9 +59,11 @@ pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, 
     }
 }
 
-/// The pack, command and arguments of an `exec PACK VERB {json args}` line (`None`: not an `exec` line), or
-/// why they cannot be read.
-pub fn exec_of(line: &str) -> Option<Result<(&str, &str, Map<String, Value>), Denial>> {
+/// The pack, command and arguments of an `exec PACK VERB {json args}` line.
+pub type ExecLine<'a> = (&'a str, &'a str, Map<String, Value>);
+
+/// The `exec` of a line (`None`: not an `exec` line), or why it cannot be read.
+pub fn exec_of(line: &str) -> Option<Result<ExecLine<'_>, Denial>> {
     let line = line.trim();
     let (verb, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     if verb != "exec" {

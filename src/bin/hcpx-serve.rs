@@ -38,6 +38,10 @@ fn flags() -> Result<Flags, String> {
             "--store" => std::env::set_var("HCP_STORE", value()?),
             "--grace-ms" => f.cfg.grace = std::time::Duration::from_millis(number(value()?)? as u64),
             "--drain-ms" => f.cfg.drain = std::time::Duration::from_millis(number(value()?)? as u64),
+            "--header-timeout-ms" => {
+                let ms = number(value()?)?.max(1);
+                f.cfg.header_timeout = std::time::Duration::from_millis(ms as u64);
+            }
             _ => return Err(format!("unexpected argument {flag:?}; run `hcpx serve --help`")),
         }
     }

@@ -23,6 +23,8 @@ pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
         a.max_body_bytes.to_string(),
         "--drain-ms".into(),
         a.drain_ms.to_string(),
+        "--header-timeout-ms".into(),
+        a.header_timeout_ms.to_string(),
     ];
     for h in &a.allow_hosts {
         args.extend(["--allow-host".to_string(), h.clone()]);

@@ -358,6 +358,10 @@ pub struct ServeArgs {
     /// stops sending calls before the server stops taking connections.
     #[arg(long, default_value_t = 0)]
     pub drain_ms: u64,
+    /// A client that has not sent a whole request head after this many milliseconds (or leaves a connection
+    /// idle that long) is dropped.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_ms: u64,
 }
 
 // `hcpx principal …`.

@@ -16,7 +16,7 @@ use super::call::{call, ToolAnswer};
 use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
-use crate::store::principals::{Authenticated, LOCAL_TENANT};
+use crate::store::principals::Authenticated;
 
 /// How often the store is looked at for packs installed, activated or removed while the server runs.
 const WATCH_EVERY: Duration = Duration::from_millis(300);
@@ -64,15 +64,31 @@ impl HcpServer {
         .with_annotations(annotations)
     }
 
-    /// The tools as they are now for `tenant` (`None`: any tenant's), read from the store each time, so an
-    /// install shows at once.
-    fn tools(&self, tenant: Option<&str>) -> BTreeMap<String, ToolSpec> {
-        activated_tools(&self.runtime, tenant)
+    /// The tools as they are now for `viewer` (`None`: every tenant's, whoever may call them), read from the
+    /// store each time, so an install shows at once.
+    fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+        activated_tools(&self.runtime, viewer)
     }
 
-    /// The tenant of a request: the Principal its bearer token authenticated over HTTP, else the local one.
-    fn tenant_of(&self, context: &RequestContext<RoleServer>) -> String {
-        served(context).map_or_else(|| LOCAL_TENANT.to_string(), |who| who.principal.tenant.clone())
+    /// Who a request is for, as far as what it is shown goes: over HTTP the Principal its token authenticated,
+    /// over stdio the local one (`None` when `grants.json` cannot be read: the tools of tenant `local` are listed,
+    /// and each call is refused with the reason).
+    fn viewer(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
+        match served(context) {
+            Some(who) => Some(who.principal.clone()),
+            None => (self.principal)().ok(),
+        }
+    }
+
+    /// The tools a request is shown and may call.
+    fn tools_for(&self, context: &RequestContext<RoleServer>) -> BTreeMap<String, ToolSpec> {
+        match self.viewer(context) {
+            Some(v) => self.tools(Some(&v)),
+            None => {
+                let local = Principal::local(crate::model::Grants::All, crate::model::Invoker::Mcp);
+                self.tools(Some(&local))
+            }
+        }
     }
 }
 
@@ -124,8 +140,7 @@ impl ServerHandler for HcpServer {
         if self.single_tool {
             return Ok(ListToolsResult::with_all_items(vec![self.hcp_tool()]));
         }
-        let tenant = self.tenant_of(&context);
-        Ok(ListToolsResult::with_all_items(self.tools(Some(&tenant)).values().map(to_mcp_tool).collect()))
+        Ok(ListToolsResult::with_all_items(self.tools_for(&context).values().map(to_mcp_tool).collect()))
     }
 
     /// Once a client is initialized (over stdio or in one HTTP session), a change to the set of tools is
@@ -149,7 +164,7 @@ impl ServerHandler for HcpServer {
         if self.single_tool {
             return self.call_hcp(request, context).await;
         }
-        let tools = self.tools(Some(&self.tenant_of(&context)));
+        let tools = self.tools_for(&context);
         let Some(tool) = tools.get(request.name.as_ref()) else {
             return Err(McpError::invalid_params(
                 format!(
@@ -342,7 +357,7 @@ impl HcpServer {
         // An `exec` of a confirm-gated command takes the same gate as its own tool: the person's answer where
         // the client can ask.
         if let Some(Ok((pack, verb, args))) = super::single::exec_of(line) {
-            let tools = self.tools(Some(&self.tenant_of(&context)));
+            let tools = self.tools_for(&context);
             if let Some(tool) = tools.values().find(|t| t.confirm && t.pack_id == pack && t.verb_key == verb)
             {
                 let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());

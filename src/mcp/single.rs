@@ -44,9 +44,13 @@ pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, 
         Err(d) => refused(d),
     };
     match (verb, rest) {
-        ("list", "") => report(runtime.list(Some(&principal.tenant)).map(|r| json!(r))),
-        ("commands", pack) if one_word(pack) => report(runtime.commands(pack).map(|r| json!(r))),
-        ("skill", pack) if one_word(pack) => report(runtime.skill(pack, false).map(|r| json!(r))),
+        ("list", "") => report(runtime.list_for(&principal).map(|r| json!(r))),
+        ("commands", pack) if one_word(pack) => {
+            report(runtime.commands_for(&principal, pack, None).map(|r| json!(r)))
+        }
+        ("skill", pack) if one_word(pack) => {
+            report(runtime.skill_for(&principal, pack, false).map(|r| json!(r)))
+        }
         ("exec", _) => match exec_of(line) {
             Some(Ok((pack, cmd, args))) => {
                 let out = runtime.exec_async(principal, Envelope::new(pack, cmd, args), ctx).await;

@@ -5,7 +5,9 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 use crate::model::digest::sha256_hex;
+use crate::model::Principal;
 use crate::pack::{Operation, Pack};
+use crate::runtime::visible::may_call;
 use crate::runtime::Runtime;
 
 /// Longest tool name MCP hosts accept.
@@ -101,12 +103,18 @@ pub fn pack_tools(pack: &Pack) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// Every tool of every activated pack, by name. Two commands whose names would collide (`a.b` and `a_b`)
-/// both get the digest suffix, so neither shadows the other.
-pub fn activated_tools(runtime: &Runtime, tenant: Option<&str>) -> BTreeMap<String, ToolSpec> {
+/// Every tool `viewer` may call of the packs activated for its tenant (`None`: every tool of every activated
+/// pack), by name. Two commands whose names would collide (`a.b` and `a_b`) both get the digest suffix, so
+/// neither shadows the other.
+pub fn activated_tools(runtime: &Runtime, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
     let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
+    let callable = |p: &Pack, t: &ToolSpec| viewer.is_none_or(|v| may_call(&v.grants, p, &t.verb_key));
     // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
-    let all: Vec<ToolSpec> = runtime.activated_packs(tenant).iter().flat_map(|p| pack_tools(p)).collect();
+    let all: Vec<ToolSpec> = runtime
+        .activated_packs(viewer.map(|v| v.tenant.as_str()))
+        .iter()
+        .flat_map(|p| pack_tools(p).into_iter().filter(|t| callable(p, t)))
+        .collect();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for t in &all {
         *count.entry(t.name.clone()).or_default() += 1;

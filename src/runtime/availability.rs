@@ -60,10 +60,12 @@ impl Runtime {
             };
         }
         let store = self.store();
-        let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned());
+        // A pack the Principal holds no grant for is, to it, not installed.
+        let seen = self.sees_pack(principal, pack_id);
+        let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned()).filter(|_| seen);
         let activated = record.as_ref().is_some_and(|r| r.activated_for(&principal.tenant));
         let pack = match store.load_pack(pack_id) {
-            Ok(p) => p,
+            Ok(p) => p.filter(|_| seen),
             Err(e) => {
                 notes.installed = Some(e.to_string());
                 None

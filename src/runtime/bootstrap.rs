@@ -228,13 +228,15 @@ impl Runtime {
         let pack_id = text_arg(&args, "pack_id");
         let result = match verb {
             "hcp.doctor" => json!(self.doctor(principal)),
-            "hcp.list" => json!(self.list(Some(&principal.tenant))?),
+            "hcp.list" => json!(self.list_for(principal)?),
             "hcp.availability" => json!(self.availability(principal, &pack_id)),
             "hcp.commands" => {
                 let one = args.get("verb_key").and_then(Value::as_str);
-                json!(self.commands_of(&pack_id, one)?)
+                json!(self.commands_for(principal, &pack_id, one)?)
             }
-            "hcp.skill" => json!(self.skill(&pack_id, args.get("full") == Some(&Value::Bool(true)))?),
+            "hcp.skill" => {
+                json!(self.skill_for(principal, &pack_id, args.get("full") == Some(&Value::Bool(true)))?)
+            }
             _ => {
                 let mut out = ResultEnvelope::empty(BOOTSTRAP_ID, verb, true);
                 out.deferred_to_cli = Some(true);

@@ -16,6 +16,7 @@ mod pipeline;
 pub mod report;
 pub mod scrub;
 pub mod sense;
+pub mod visible;
 
 pub use approval::{DecidedThrough, DecisionRefused, Refusal};
 pub use availability::{Availability, Notes};

@@ -16,8 +16,8 @@ use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
 use crate::args::{ArgSpec, CheckedArgs};
 use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::Invoker;
-use crate::model::{Capability, Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
-use crate::pack::{Command, Land, Operation, Pack, PolicyRow, WorkspaceMode};
+use crate::model::{Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
+use crate::pack::{Command, Land, Pack, PolicyRow, WorkspaceMode};
 use crate::store::approvals::{ApprovalError, CallKey};
 use crate::store::config::SandboxConfig;
 use crate::store::turns::Turn;
@@ -233,7 +233,7 @@ impl Runtime {
     ) -> Result<Resolved<'a>, Denial> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
-        let unknown = || fix::unknown_pack(pack_id, state.packs.keys().map(String::as_str));
+        let unknown = || self.unknown_pack_for(principal, pack_id);
         let record = state.packs.get(pack_id).ok_or_else(unknown)?;
         let pack = self
             .pack(pack_id, record)
@@ -394,13 +394,7 @@ fn authenticate(env: &Envelope, r: &Resolved<'_>) -> Result<(), Denial> {
 
 /// Step 3: assert the capability the row needs, scoped by pack and command.
 fn assert_capability(principal: &Principal, r: &Resolved<'_>) -> Result<(), Denial> {
-    let cap = if r.verb == "connect" {
-        Capability::PackConnect
-    } else if r.row.operation == Operation::Write {
-        Capability::ExecWrite
-    } else {
-        Capability::ExecRead
-    };
+    let cap = super::visible::capability(&r.verb, r.row.operation);
     if principal.grants.allows(cap, &r.pack.id, &r.verb) {
         Ok(())
     } else {
@@ -561,7 +555,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Grant, Grants, Invoker, PreviewKind};
+    use crate::model::{Capability, Grant, Grants, Invoker, PreviewKind};
     use serde_json::json;
     use std::path::Path;
 

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod auth;
+mod listen;
 mod log;
 mod mcp_http;
 mod metrics;
@@ -38,6 +39,9 @@ pub struct ServeConfig {
     /// How long the server keeps serving after a shutdown signal, `/readyz` answering 503 meanwhile, so a load
     /// balancer sees it go and sends it no more; then it stops taking connections.
     pub drain: Duration,
+    /// How long a client may take to send a request's head (and an idle connection may wait for its next
+    /// one); past it the connection is dropped.
+    pub header_timeout: Duration,
 }
 
 impl Default for ServeConfig {
@@ -47,6 +51,7 @@ impl Default for ServeConfig {
             allow_hosts: Vec::new(),
             grace: Duration::from_secs(65),
             drain: Duration::ZERO,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -180,14 +185,14 @@ pub async fn serve(
         tokio::time::sleep(drain).await;
         begun.cancel();
     };
-    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+    let server = listen::accept_until(listener, app, cfg.header_timeout, signal);
     let grace = cfg.grace;
     let deadline = async move {
         shutdown.cancelled().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
-        r = server => r.map_err(|e| ServeError::Serve(e.to_string())),
+        () = server => Ok(()),
         () = deadline => Ok(()),
     }
 }

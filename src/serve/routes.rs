@@ -147,9 +147,19 @@ pub(crate) async fn exec_command(
     run(&app, who, Envelope::new(&pack_id, &verb_key, args), &headers).await
 }
 
-/// `GET /v1/packs`.
+/// The packs `who` is shown: an operator, who runs the runtime, every installed one; anyone else those it holds
+/// a grant for.
+fn listed(app: &App, who: &Authenticated) -> Result<crate::runtime::report::ListReport, Denial> {
+    if who.operator {
+        app.runtime.list(Some(&who.principal.tenant))
+    } else {
+        app.runtime.list_for(&who.principal)
+    }
+}
+
+/// `GET /v1/packs`: the packs the caller holds a grant for (an operator: every pack).
 pub(crate) async fn packs(State(app): State<Arc<App>>, Extension(who): Extension<Authenticated>) -> Response {
-    match app.runtime.list(Some(&who.principal.tenant)) {
+    match listed(&app, &who) {
         Ok(list) => {
             let rows: Vec<Value> = list.packs.into_iter().map(|r| row_for(r, who.operator)).collect();
             ok_json(json!({ "ok": true, "packs": rows }))
@@ -184,7 +194,7 @@ pub(crate) async fn pack(
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
     let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
-    match app.runtime.list(Some(&who.principal.tenant)) {
+    match listed(&app, &who) {
         Ok(list) => match list.packs.into_iter().find(|p| p.id == id) {
             Some(row) => ok_json(json!({ "ok": true, "pack": row_for(row, who.operator) })),
             None => denial(&unknown(&id)),
@@ -193,8 +203,9 @@ pub(crate) async fn pack(
     }
 }
 
+/// A pack not installed, or one the caller holds no grant for: the same answer.
 fn unknown(id: &str) -> Denial {
-    Denial::new(Code::UnknownPack, format!("unknown pack {id}; GET /v1/packs lists the installed ones"))
+    Denial::new(Code::UnknownPack, format!("unknown pack {id}; GET /v1/packs lists the packs you may use"))
 }
 
 /// `GET /v1/packs/{id}/availability`: the four flags for the caller (its tenant's credentials).
@@ -211,14 +222,16 @@ pub(crate) async fn availability(
     ok_json(json!({ "ok": true, "availability": a }))
 }
 
-/// `GET /v1/packs/{id}/commands`: each command with its argument schema.
+/// `GET /v1/packs/{id}/commands`: each command the caller may call, with its argument schema.
 pub(crate) async fn commands(
     State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
     let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
-    match app.runtime.commands(&id) {
+    match app.runtime.commands_for(&who.principal, &id, None) {
         Ok(r) => ok_json(r),
+        Err(d) if d.code == Code::UnknownPack => denial(&unknown(&id)),
         Err(d) => denial(&d),
     }
 }
@@ -233,6 +246,7 @@ pub(crate) struct SkillQuery {
 /// `GET /v1/packs/{id}/skill[?full=true]`.
 pub(crate) async fn skill(
     State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
     id: Result<Path<String>, PathRejection>,
     q: Result<Query<SkillQuery>, QueryRejection>,
 ) -> Response {
@@ -241,8 +255,9 @@ pub(crate) async fn skill(
         Ok(Query(q)) => q.full,
         Err(e) => return bad_input("bad query", e.body_text()),
     };
-    match app.runtime.skill(&id, full) {
+    match app.runtime.skill_for(&who.principal, &id, full) {
         Ok(r) => ok_json(r),
+        Err(d) if d.code == Code::UnknownPack => denial(&unknown(&id)),
         Err(d) => denial(&d),
     }
 }
@@ -272,6 +287,7 @@ pub(crate) struct TitleQuery {
 /// `GET /v1/title?pack_id=…&verb_key=…&args={json}[&result={json}]`: the live title, or the done title.
 pub(crate) async fn title_get(
     State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
     q: Result<Query<TitleQuery>, QueryRejection>,
 ) -> Response {
     let q = match q {
@@ -284,23 +300,30 @@ pub(crate) async fn title_get(
         Err(e) => return bad_input("args is not a JSON object", e),
     };
     let result = q.result.map(|r| serde_json::from_str(&r).unwrap_or(Value::String(r)));
-    title(&app, TitleInput { pack_id: q.pack_id, verb_key: q.verb_key, args, result })
+    title(&app, &who, TitleInput { pack_id: q.pack_id, verb_key: q.verb_key, args, result })
 }
 
 /// `POST /v1/title` with `{pack_id, verb_key, args, result?}`.
-pub(crate) async fn title_post(State(app): State<Arc<App>>, body: Result<Bytes, BytesRejection>) -> Response {
+pub(crate) async fn title_post(
+    State(app): State<Arc<App>>,
+    Extension(who): Extension<Authenticated>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     match json_body::<TitleInput>(body, "the body is not {pack_id, verb_key, args, result?}", "") {
-        Ok(t) => title(&app, t),
+        Ok(t) => title(&app, &who, t),
         Err(refused) => *refused,
     }
 }
 
-fn title(app: &App, t: TitleInput) -> Response {
+/// The title of a command the caller may call (of a pack it sees).
+fn title(app: &App, who: &Authenticated, t: TitleInput) -> Response {
+    let seen = app.runtime.sees_pack(&who.principal, &t.pack_id);
     let pack = match app.runtime.installed_pack(&t.pack_id) {
-        Ok(p) => p,
-        Err(_) => return denial(&unknown(&t.pack_id)),
+        Ok(p) if seen => p,
+        _ => return denial(&unknown(&t.pack_id)),
     };
-    if pack.command(&t.verb_key).is_none() {
+    let callable = crate::runtime::visible::may_call(&who.principal.grants, &pack, &t.verb_key);
+    if pack.command(&t.verb_key).is_none() || !callable {
         return denial(&Denial::new(Code::NoPolicy, format!("no policy for {}", t.verb_key)));
     }
     let title = crate::pack::command_title(&pack, &t.verb_key, &t.args, t.result.as_ref());

@@ -52,5 +52,6 @@ mod store_pg_replicas;
 mod store_pg_secrets;
 mod tenants;
 mod titles;
+mod visible;
 mod wire;
 mod writes;

@@ -137,3 +137,40 @@ on_both_stores! {
         assert_eq!(sample(&last, "hcp_denials_total{code=\"unknown_pack\"}"), 1.0, "{last}");
     }
 }
+
+/// A client that connects and sends half a request head, then stalls (slowloris), is dropped after
+/// `--header-timeout-ms` (#34.9); while it stalls, and after, other clients are served.
+#[test]
+fn a_client_stalling_in_its_request_head_is_dropped_after_the_bound() {
+    use std::io::{Read, Write};
+    let h = Home::new();
+    let s = Server::start(&h, &["--header-timeout-ms", "700"]);
+    let mut stalled = Vec::new();
+    for head in ["", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "] {
+        let mut c = std::net::TcpStream::connect(&s.addr).unwrap();
+        c.write_all(head.as_bytes()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        stalled.push((head, c, Instant::now()));
+    }
+    assert_eq!(request(&s.addr, "GET", "/healthz", None, None).0, 200, "served while others stall");
+    for (head, mut c, began) in stalled {
+        let mut buf = [0u8; 512];
+        let r = c.read(&mut buf);
+        let waited = began.elapsed();
+        // Dropped: the connection ends (perhaps after a 408), rather than the read timing out.
+        match r {
+            Ok(n) => assert!(
+                n == 0 || String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 408"),
+                "{head:?}: {}",
+                String::from_utf8_lossy(&buf[..n])
+            ),
+            Err(e) => assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset,
+                "{head:?}: held after {waited:?}: {e}"
+            ),
+        }
+        assert!(waited < Duration::from_secs(5), "{head:?}: dropped only after {waited:?}");
+    }
+    assert_eq!(request(&s.addr, "GET", "/healthz", None, None).0, 200);
+}

@@ -571,6 +571,14 @@ pub struct InstallArgs {
     /// The lock file read by --locked.
     #[arg(long, default_value = "hcp.lock", requires = "locked")]
     pub lock_file: PathBuf,
+    /// For a pack already installed from the same repository with other content: apply it after reviewing the
+    /// changes the install shows (as `hcpx update` does).
+    #[arg(long)]
+    pub yes: bool,
+    /// For a pack already installed from the same repository: install a build signed before the installed one
+    /// (a rollback); refused without it.
+    #[arg(long)]
+    pub allow_downgrade: bool,
 }
 
 // How a registry is reached.
@@ -621,9 +629,12 @@ pub struct UpdateArgs {
     /// The tag to move to (default: the tag it was installed from, as it is now).
     #[arg(long)]
     pub tag: Option<String>,
-    /// Apply the update after reviewing the Policy changes it shows.
+    /// Apply the update after reviewing the changes it shows.
     #[arg(long)]
     pub yes: bool,
+    /// Move to a build signed before the installed one (a rollback); refused without it.
+    #[arg(long)]
+    pub allow_downgrade: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

@@ -18,6 +18,8 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
     let mut opts = PullOptions {
         registry: a.registry.options(),
         allow_unsigned: a.allow_unsigned,
+        allow_downgrade: a.allow_downgrade,
+        reviewed: a.yes,
         ..Default::default()
     };
     if a.locked {

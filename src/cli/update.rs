@@ -10,7 +10,8 @@ use hcpx::distribution::update;
 /// Runs `hcpx update`.
 pub fn run(p: &Printer, a: &UpdateArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
-    let report = match update::update(&store, &a.id, a.tag.as_deref(), &a.registry.options(), a.yes) {
+    let how = update::UpdateOptions { apply: a.yes, allow_downgrade: a.allow_downgrade };
+    let report = match update::update(&store, &a.id, a.tag.as_deref(), &a.registry.options(), how) {
         Ok(r) => r,
         Err(e) => return Ok(fail(p, &e.to_string())),
     };
@@ -27,7 +28,7 @@ pub fn run(p: &Printer, a: &UpdateArgs) -> anyhow::Result<u8> {
         report.id, report.from, report.from_digest, report.to, report.to_digest, report.signer
     ));
     if report.changes.is_empty() {
-        p.message("Policy changes: none (no new write, confirm, credential family or network need)");
+        p.message("Policy changes: none widen its reach (no new command or write, no confirm dropped, the same credential family, network, sockets, read paths, bin, workspace mode and agent_env)");
     } else {
         p.message("Policy changes:");
         for c in &report.changes {

@@ -115,8 +115,12 @@ pub fn install_all(
         if let Some(old) = state.packs.get(&p.entry.id) {
             let copy = aside.path().join(&p.entry.id);
             copy_pack(&store.pack_dir(&p.entry.id), &copy).map_err(|x| refused(p.entry, x.into()))?;
-            let origin =
-                Origin { source: old.source.clone(), digest: old.digest.clone(), signer: old.signer.clone() };
+            let origin = Origin {
+                source: old.source.clone(),
+                digest: old.digest.clone(),
+                signer: old.signer.clone(),
+                signed_at: old.signed_at,
+            };
             before.push(Before { id: p.entry.id.clone(), origin, copy });
         }
     }

@@ -58,6 +58,13 @@ pub enum DistError {
     NotFound { reference: String },
     #[error("{reference} was resolved to {got}, but {expected} is required ({why}); nothing was installed")]
     Pinned { reference: String, expected: String, got: String, why: String },
+    /// A tag no trusted signature of the build names (`signed_for`).
+    #[error("{0}")]
+    TagNotSigned(String),
+    #[error("{to} was signed before the build of {id} that is installed ({from}): a registry can serve any build it once had, so a move to an older one is refused and nothing was installed; if this rollback is wanted, run again with --allow-downgrade")]
+    Downgrade { id: String, from: String, to: String },
+    #[error("pack {id} is installed from {from}; {to} holds other content ({changes}), so nothing was installed: review it, then run again with --yes")]
+    Review { id: String, from: String, to: String, changes: String },
     #[error("{0}")]
     Lock(String),
     #[error(transparent)]
@@ -128,7 +135,9 @@ fn push_signature(
     digest: &str,
     key: &PrivateKey,
 ) -> Result<(), DistError> {
-    let payload = sign::payload(&r.name(), digest)?;
+    // The signature covers the tag the build is published under and when it was signed (sign::Claims).
+    let claims = sign::Claims { tag: r.tag.clone(), signed_at: Some(crate::store::approvals::now_ms()) };
+    let payload = sign::payload(&r.name(), digest, &claims)?;
     let signature = key.sign(&payload);
     let sig_ref = r.at_tag(&signature_tag(digest));
     let mut layers: Vec<Descriptor> = match reg.manifest(&sig_ref)? {
@@ -180,6 +189,10 @@ pub struct PullOptions {
     pub expect_digest: Option<String>,
     /// The key fingerprint that must have signed it (a lock file's or an update's pin).
     pub expect_signer: Option<String>,
+    /// Move an installed pack to a build signed before the installed one (`--allow-downgrade`).
+    pub allow_downgrade: bool,
+    /// The review of other content for an installed pack was seen and accepted (`--yes`).
+    pub reviewed: bool,
 }
 
 /// Who signed a pulled pack.
@@ -196,6 +209,8 @@ pub struct Pulled {
     pub reference: PackRef,
     pub digest: String,
     pub signer: Option<Signer>,
+    /// When the signature naming the tag (or, by digest, the newest trusted one) was signed, in ms.
+    pub signed_at: Option<u64>,
     /// Where the pack's files are (removed with `_temp`).
     pub dir: PathBuf,
     /// Served entirely from the cache (no registry was asked).
@@ -237,18 +252,22 @@ pub fn pull(store: &Store, r: &PackRef, opts: &PullOptions) -> Result<Pulled, Di
     let manifest = artifact::parse_manifest(&manifest_bytes)?;
     // The signature, before any layer is fetched.
     let mut sigs = cache.signatures(&digest);
-    let mut signer = verify(store, r, &digest, &sigs)?;
-    if signer.is_none() && !(from_cache && opts.allow_unsigned) {
+    let mut verified = verify(store, r, &digest, &sigs)?;
+    if verified.is_none() && !(from_cache && opts.allow_unsigned) {
         match reg.get().and_then(|reg| fetch_signatures(reg, r, &digest)) {
             Ok(found) => {
                 sigs = found;
                 cache.put_signatures(&digest, &sigs)?;
-                signer = verify(store, r, &digest, &sigs)?;
+                verified = verify(store, r, &digest, &sigs)?;
             }
             Err(e) if !from_cache => return Err(e),
             Err(_) => {}
         }
     }
+    let (signer, claims) = match verified {
+        Some((s, c)) => (Some(s), c),
+        None => (None, Vec::new()),
+    };
     if let Some(want) = &opts.expect_signer {
         if signer.as_ref().map(|s| &s.fingerprint) != Some(want) {
             return Err(DistError::Pinned {
@@ -285,6 +304,7 @@ pub fn pull(store: &Store, r: &PackRef, opts: &PullOptions) -> Result<Pulled, Di
             },
         });
     }
+    let signed_at = signed_for(r, &digest, signer.as_ref(), &claims, opts)?;
     // The layers: each from the cache or streamed (bounded, digest-checked) into it, then laid out.
     let temp = tempfile::Builder::new()
         .prefix("pull-")
@@ -304,7 +324,47 @@ pub fn pull(store: &Store, r: &PackRef, opts: &PullOptions) -> Result<Pulled, Di
         let dst = dir.join(title);
         lay_out(&blob, &dst, layer.annotations.get(artifact::EXECUTABLE).is_some_and(|v| v == "true"))?;
     }
-    Ok(Pulled { reference: r.clone(), digest, signer, dir, from_cache, _temp: temp })
+    Ok(Pulled { reference: r.clone(), digest, signer, signed_at, dir, from_cache, _temp: temp })
+}
+
+/// When the build was signed for this reference: a tag resolved without a pin must be named by a trusted
+/// signature (the signature covers the tag, so an older signed build served under it is refused); by digest or
+/// pinned by a lock, the digest is what was asked for.
+fn signed_for(
+    r: &PackRef,
+    digest: &str,
+    signer: Option<&Signer>,
+    claims: &[sign::Claims],
+    opts: &PullOptions,
+) -> Result<Option<u64>, DistError> {
+    let newest = |c: &mut dyn Iterator<Item = &sign::Claims>| c.filter_map(|c| c.signed_at).max();
+    let (Some(signer), Some(tag), None, None) = (signer, &r.tag, &r.digest, &opts.expect_digest) else {
+        return Ok(newest(&mut claims.iter()));
+    };
+    let naming: Vec<&sign::Claims> =
+        claims.iter().filter(|c| c.tag.as_deref() == Some(tag.as_str())).collect();
+    if naming.is_empty() {
+        let mut tags: Vec<String> = claims.iter().filter_map(|c| c.tag.clone()).collect();
+        tags.dedup();
+        let signed = if tags.is_empty() { "no tag".into() } else { format!("tag {}", tags.join(", ")) };
+        return Err(DistError::TagNotSigned(format!(
+            "{r} resolves to {digest}, signed by {} ({}), but no signature names tag {tag} (it was signed for {signed}): a registry can serve any signed build under any tag, so nothing was installed. Install the build you mean by digest ({}), or ask the publisher to sign the tag (hcpx publish --sign, or cosign sign -a tag={tag})",
+            signer.name,
+            signer.fingerprint,
+            r.at_digest(digest)
+        )));
+    }
+    Ok(newest(&mut naming.into_iter()))
+}
+
+/// Whether a build signed at `new` is older than the installed one signed at `installed` (a build whose time is
+/// unknown is taken as older than one whose time is known).
+pub fn older(installed: Option<u64>, new: Option<u64>) -> bool {
+    match (installed, new) {
+        (Some(a), Some(b)) => b < a,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 /// The manifest `r` names at the registry, and its digest. A tag is resolved with a HEAD first: when the
@@ -402,27 +462,28 @@ fn fetch_signatures(
     Ok(out)
 }
 
-/// The first trusted key for `r` that signed `digest` among `sigs`.
+/// The first trusted key for `r` that signed `digest` among `sigs`, and what every trusted signature of it
+/// claims (its tag and time).
 fn verify(
     store: &Store,
     r: &PackRef,
     digest: &str,
     sigs: &[FoundSignature],
-) -> Result<Option<Signer>, DistError> {
+) -> Result<Option<(Signer, Vec<sign::Claims>)>, DistError> {
     use base64::Engine as _;
     let keys = trust::keys_for(store, &r.name())?;
+    let (mut signer, mut claims) = (None, Vec::new());
     for s in sigs {
         let Ok(payload) = base64::engine::general_purpose::STANDARD.decode(&s.payload) else { continue };
         if !sign::payload_names(&payload, digest) {
             continue;
         }
-        for (k, pk) in &keys {
-            if pk.verifies(&payload, &s.signature) {
-                return Ok(Some(Signer { name: k.name.clone(), fingerprint: k.fingerprint.clone() }));
-            }
+        if let Some((k, _)) = keys.iter().find(|(_, pk)| pk.verifies(&payload, &s.signature)) {
+            signer.get_or_insert_with(|| Signer { name: k.name.clone(), fingerprint: k.fingerprint.clone() });
+            claims.push(sign::claims_of(&payload));
         }
     }
-    Ok(None)
+    Ok(signer.map(|s| (s, claims)))
 }
 
 /// What an install from a registry did.
@@ -444,7 +505,43 @@ pub fn install(
     replace: Replace,
 ) -> Result<RegistryInstall, DistError> {
     let pulled = pull(store, r, opts)?;
+    review_reinstall(store, r, &pulled, opts)?;
     install_pulled(store, r, pulled, replace)
+}
+
+/// An install of a pack already installed from the same repository with other content is an update: refused
+/// when the build is older than the installed one (unless `allow_downgrade`), and applied only once its review
+/// was seen (`reviewed`, `--yes`); a lock's pin is the review.
+fn review_reinstall(
+    store: &Store,
+    r: &PackRef,
+    pulled: &Pulled,
+    opts: &PullOptions,
+) -> Result<(), DistError> {
+    let new = crate::pack::Pack::load(&pulled.dir).map_err(|e| DistError::Artifact(format!("{r}: {e}")))?;
+    let state = store.state()?;
+    let Some(rec) = state.packs.get(&new.id) else { return Ok(()) };
+    let same_repository = PackRef::parse(&rec.source).is_ok_and(|old| old.name() == r.name());
+    let (Some(from_digest), true) = (&rec.digest, same_repository) else { return Ok(()) };
+    if *from_digest == pulled.digest || opts.expect_digest.is_some() {
+        return Ok(());
+    }
+    let from = format!("{} ({from_digest})", rec.source);
+    let to = format!("{r} ({})", pulled.digest);
+    if older(rec.signed_at, pulled.signed_at) && !opts.allow_downgrade {
+        return Err(DistError::Downgrade { id: new.id.clone(), from, to });
+    }
+    if opts.reviewed {
+        return Ok(());
+    }
+    let old = store.load_pack(&new.id)?;
+    let changes = old.map(|o| update::policy_changes(&o, &new)).unwrap_or_default();
+    let changes = if changes.is_empty() {
+        "no change widens its reach".to_string()
+    } else {
+        changes.iter().map(update::PolicyChange::describe).collect::<Vec<_>>().join("; ")
+    };
+    Err(DistError::Review { id: new.id, from, to, changes })
 }
 
 /// Installs a pulled and verified pack (see [`install`]).
@@ -458,6 +555,7 @@ pub(crate) fn install_pulled(
         source: r.to_string(),
         digest: Some(pulled.digest.clone()),
         signer: pulled.signer.as_ref().map(|s| format!("{} {}", s.name, s.fingerprint)),
+        signed_at: pulled.signed_at,
     };
     let installed = store.install_origin(&pulled.dir, origin, replace)?;
     if pulled.signer.is_none() {

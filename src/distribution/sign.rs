@@ -49,17 +49,47 @@ pub struct Image {
     pub docker_manifest_digest: String,
 }
 
-/// The payload bytes that sign manifest `digest` of repository `name` (`host/repo`).
-pub fn payload(name: &str, digest: &str) -> Result<Vec<u8>, DistError> {
+/// What a signature claims beside the manifest digest, in the payload's `optional` annotations (strings, as
+/// `cosign sign -a tag=1.0` writes them): the tag the build was published under, so a registry cannot serve it
+/// under another, and when it was signed, so an update can tell an older build from a newer one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claims {
+    pub tag: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub signed_at: Option<u64>,
+}
+
+/// The annotation naming the tag.
+pub const TAG_CLAIM: &str = "tag";
+/// The annotation naming when the build was signed (milliseconds since the Unix epoch).
+pub const SIGNED_AT_CLAIM: &str = "signed_at";
+
+/// The payload bytes that sign manifest `digest` of repository `name` (`host/repo`), with `claims`.
+pub fn payload(name: &str, digest: &str, claims: &Claims) -> Result<Vec<u8>, DistError> {
+    let mut optional = serde_json::Map::new();
+    if let Some(t) = &claims.tag {
+        optional.insert(TAG_CLAIM.into(), serde_json::Value::String(t.clone()));
+    }
+    if let Some(at) = claims.signed_at {
+        optional.insert(SIGNED_AT_CLAIM.into(), serde_json::Value::String(at.to_string()));
+    }
     let p = Payload {
         critical: Critical {
             identity: Identity { docker_reference: name.to_string() },
             image: Image { docker_manifest_digest: digest.to_string() },
             kind: SIGNATURE_TYPE.to_string(),
         },
-        optional: None,
+        optional: (!optional.is_empty()).then_some(serde_json::Value::Object(optional)),
     };
     serde_json::to_vec(&p).map_err(|e| DistError::Signature(e.to_string()))
+}
+
+/// The claims of a payload (none when it is not one, or names none).
+pub fn claims_of(payload: &[u8]) -> Claims {
+    let optional = serde_json::from_slice::<Payload>(payload).ok().and_then(|p| p.optional);
+    let text =
+        |k: &str| optional.as_ref().and_then(|o| o.get(k)).and_then(|v| v.as_str()).map(str::to_string);
+    Claims { tag: text(TAG_CLAIM), signed_at: text(SIGNED_AT_CLAIM).and_then(|s| s.parse().ok()) }
 }
 
 /// A private signing key read from PEM.
@@ -164,11 +194,13 @@ mod tests {
         let k = PrivateKey::generate().unwrap();
         let other = PrivateKey::generate().unwrap();
         let d = format!("sha256:{}", "b".repeat(64));
-        let p = payload("127.0.0.1:5000/ledger", &d).unwrap();
+        let claims = Claims { tag: Some("1.0".into()), signed_at: Some(1_700_000_000_000) };
+        let p = payload("127.0.0.1:5000/ledger", &d, &claims).unwrap();
+        assert_eq!(claims_of(&p), claims);
         let s = k.sign(&p);
         assert!(k.public().verifies(&p, &s));
         assert!(!other.public().verifies(&p, &s));
-        let p2 = payload("127.0.0.1:5000/ledger", &format!("sha256:{}", "c".repeat(64))).unwrap();
+        let p2 = payload("127.0.0.1:5000/ledger", &format!("sha256:{}", "c".repeat(64)), &claims).unwrap();
         assert!(!k.public().verifies(&p2, &s));
         assert!(payload_names(&p, &d) && !payload_names(&p2, &d));
         // PEM round trips, the public half read from the private key too.

@@ -1,11 +1,13 @@
-//! `hcpx update ID`: moves a registry pack to another tag only when the same key signed it, and first names
-//! what the move changes in the Policy: a read that became a write, a write that no longer asks to confirm
-//! (or a new one that never did), a new credential family, a new network need. Nothing is applied unasked.
+//! `hcpx update ID`: moves a registry pack to another tag only when the same key signed it and the build is not
+//! older than the installed one, and first names every change that widens the pack's reach: a read that became
+//! a write, a write that no longer asks to confirm, a new command, another credential family, a new network
+//! kind, UNIX socket or read path, another bin, another workspace mode, a new or changed `agent_env` name.
+//! Nothing is applied unasked (`--yes`); `hcpx install` of other content for an installed pack shows the same.
 
 use serde::Serialize;
 
 use super::{DistError, PackRef, PullOptions};
-use crate::pack::{NetKind, Operation, Pack};
+use crate::pack::{Bin, NetKind, Operation, Pack, WrapTarget};
 use crate::store::packs::{Origin, Replace};
 use crate::store::Store;
 
@@ -25,6 +27,16 @@ pub enum PolicyChange {
     NewCredentialFamily { family: String },
     /// The pack needs a network kind it did not.
     NewNetworkNeed { network: NetKind },
+    /// The wrap connects to a UNIX socket it did not.
+    NewSocket { path: String },
+    /// The wrap asks to read a path it did not.
+    NewReadPath { path: String },
+    /// The wrap runs another bin.
+    BinChanged { from: String, to: String },
+    /// The wrap's workspace mode changed (`project`: it may write the user's project).
+    WorkspaceModeChanged { from: String, to: String },
+    /// The wrap sets an environment variable it did not, or sets one to another value.
+    AgentEnv { name: String },
 }
 
 impl PolicyChange {
@@ -43,25 +55,78 @@ impl PolicyChange {
             }
             PolicyChange::NewCredentialFamily { family } => format!("a new credential family: {family}"),
             PolicyChange::NewNetworkNeed { network } => format!("a new network need: {}", network.as_str()),
+            PolicyChange::NewSocket { path } => format!("a new UNIX socket: {path}"),
+            PolicyChange::NewReadPath { path } => format!("a new read path: {path}"),
+            PolicyChange::BinChanged { from, to } => format!("runs another bin: {from} -> {to}"),
+            PolicyChange::WorkspaceModeChanged { from, to } => format!("workspace mode {from} -> {to}"),
+            PolicyChange::AgentEnv { name } => format!("sets agent_env {name} (new or changed)"),
         }
     }
+}
+
+/// What a wrap reaches that it did not: sockets, read paths, its bin, its workspace mode, its environment.
+fn wrap_changes(old: Option<&WrapTarget>, new: Option<&WrapTarget>) -> Vec<PolicyChange> {
+    let Some(new) = new else { return Vec::new() };
+    let mut out = Vec::new();
+    let shown = |p: &std::path::Path| p.display().to_string();
+    for s in &new.unix_sockets {
+        if old.is_none_or(|o| !o.unix_sockets.contains(s)) {
+            out.push(PolicyChange::NewSocket { path: shown(s) });
+        }
+    }
+    for r in &new.read {
+        if old.is_none_or(|o| !o.read.contains(r)) {
+            out.push(PolicyChange::NewReadPath { path: shown(r) });
+        }
+    }
+    let bin = |w: &WrapTarget| match &w.bin {
+        Bin::Name(n) => n.clone(),
+        Bin::Path(p) => p.clone(),
+    };
+    let (from_bin, to_bin) = (old.map(bin).unwrap_or_else(|| "(a component)".into()), bin(new));
+    if from_bin != to_bin {
+        out.push(PolicyChange::BinChanged { from: from_bin, to: to_bin });
+    }
+    let from_mode = old.map_or("none", |o| o.workspace.as_str());
+    if from_mode != new.workspace.as_str() {
+        out.push(PolicyChange::WorkspaceModeChanged {
+            from: from_mode.to_string(),
+            to: new.workspace.as_str().to_string(),
+        });
+    }
+    for (name, value) in &new.agent_env {
+        let same =
+            old.and_then(|o| o.agent_env.get(name)).is_some_and(|v| format!("{v:?}") == format!("{value:?}"));
+        if !same {
+            out.push(PolicyChange::AgentEnv { name: name.clone() });
+        }
+    }
+    out
 }
 
 fn network(p: &Pack) -> Vec<NetKind> {
     p.wrap.as_ref().map(|w| w.network.clone()).unwrap_or_default()
 }
 
-/// What changes in the Policy from `old` to `new`.
+/// Every Policy row of a pack, named commands and pass-through subcommands alike.
+fn rows(p: &Pack) -> Vec<(String, crate::pack::PolicyRow)> {
+    let named = p.commands.iter().map(|(v, c)| (v.clone(), c.policy));
+    let passed = p.pass_through.iter().flat_map(|pt| pt.policy.iter().map(|(v, r)| (v.clone(), *r)));
+    named.chain(passed).collect()
+}
+
+/// What widens from `old` to `new`: the Policy, the credential family and what the wrap reaches.
 pub fn policy_changes(old: &Pack, new: &Pack) -> Vec<PolicyChange> {
     let mut out = Vec::new();
-    for (verb, c) in &new.commands {
-        let (op, confirm) = (c.policy.operation, c.policy.confirm);
-        match old.commands.get(verb) {
+    let before = rows(old);
+    for (verb, row) in rows(new) {
+        let (op, confirm) = (row.operation, row.confirm);
+        match before.iter().find(|(v, _)| *v == verb).map(|(_, r)| r) {
             Some(o) => {
-                if o.policy.operation == Operation::Read && op == Operation::Write {
+                if o.operation == Operation::Read && op == Operation::Write {
                     out.push(PolicyChange::ReadBecameWrite { verb: verb.clone() });
                 }
-                if op == Operation::Write && o.policy.confirm && !confirm {
+                if op == Operation::Write && o.confirm && !confirm {
                     out.push(PolicyChange::ConfirmDropped { verb: verb.clone() });
                 }
             }
@@ -71,6 +136,7 @@ pub fn policy_changes(old: &Pack, new: &Pack) -> Vec<PolicyChange> {
             None => out.push(PolicyChange::NewCommand { verb: verb.clone(), operation: op }),
         }
     }
+    out.extend(wrap_changes(old.wrap.as_ref(), new.wrap.as_ref()));
     if new.binding.family != old.binding.family {
         out.push(PolicyChange::NewCredentialFamily { family: new.binding.family.clone() });
     }
@@ -96,6 +162,15 @@ pub struct UpdateReport {
     pub applied: bool,
 }
 
+/// How `update` runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpdateOptions {
+    /// Apply it (`--yes`); otherwise only show it.
+    pub apply: bool,
+    /// Move to a build signed before the installed one (`--allow-downgrade`).
+    pub allow_downgrade: bool,
+}
+
 /// Resolves pack `id`'s repository at `tag` (default: the tag it came from), checks it is signed by the key
 /// that signed the installed one, and compares the Policies; installs it only when `apply`.
 pub fn update(
@@ -103,7 +178,7 @@ pub fn update(
     id: &str,
     tag: Option<&str>,
     registry: &super::Options,
-    apply: bool,
+    how: UpdateOptions,
 ) -> Result<UpdateReport, DistError> {
     let state = store.state()?;
     let Some(rec) = state.packs.get(id) else {
@@ -138,6 +213,8 @@ pub fn update(
         allow_unsigned: false,
         expect_digest: None,
         expect_signer: Some(fingerprint.to_string()),
+        allow_downgrade: how.allow_downgrade,
+        reviewed: how.apply,
     };
     let pulled = super::pull(store, &new_ref, &opts)?;
     let old = store
@@ -149,6 +226,14 @@ pub fn update(
             "{new_ref} holds pack {}, not {id}; install it under its own id instead",
             new.id
         )));
+    }
+    if pulled.digest != *from_digest && super::older(rec.signed_at, pulled.signed_at) && !how.allow_downgrade
+    {
+        return Err(DistError::Downgrade {
+            id: id.to_string(),
+            from: format!("{} ({from_digest})", rec.source),
+            to: format!("{new_ref} ({})", pulled.digest),
+        });
     }
     let changes = policy_changes(&old, &new);
     let signer = pulled.signer.as_ref().map(|s| format!("{} {}", s.name, s.fingerprint)).unwrap_or_default();
@@ -162,11 +247,72 @@ pub fn update(
         changes,
         applied: false,
     };
-    if apply {
-        let origin =
-            Origin { source: new_ref.to_string(), digest: Some(pulled.digest.clone()), signer: Some(signer) };
+    if how.apply {
+        let origin = Origin {
+            source: new_ref.to_string(),
+            digest: Some(pulled.digest.clone()),
+            signer: Some(signer),
+            signed_at: pulled.signed_at,
+        };
         store.install_origin(&pulled.dir, origin, Replace::No)?;
         report.applied = true;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    /// The ledger example with `edit` applied to its surface.json.
+    fn ledger_with(t: &std::path::Path, edit: impl FnOnce(&mut serde_json::Value)) -> Pack {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger");
+        crate::store::packs::copy_pack(&src, t).unwrap();
+        let path = t.join("surface.json");
+        let mut surface: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut surface);
+        std::fs::write(&path, surface.to_string()).unwrap();
+        Pack::load(t).unwrap()
+    }
+
+    #[test]
+    fn every_change_that_widens_a_wraps_reach_is_named() {
+        let t = tempfile::tempdir().unwrap();
+        let old = ledger_with(&t.path().join("old"), |_| {});
+        assert_eq!(policy_changes(&old, &old), vec![]);
+        let new = ledger_with(&t.path().join("new"), |s| {
+            let w = &mut s["wrap"];
+            w["network"] = json!(["inet"]);
+            w["unix_sockets"] = json!(["/run/postgresql/.s.PGSQL.5432"]);
+            w["read"] = json!(["/etc/ssl/certs"]);
+            w["bin"] = json!("node");
+            w["workspace"]["mode"] = json!("project");
+            w["agent_env"] = json!({ "LEDGER_COLOR": "never" });
+        });
+        let said: Vec<String> = policy_changes(&old, &new).iter().map(PolicyChange::describe).collect();
+        for want in [
+            "a new network need: inet",
+            "a new UNIX socket: /run/postgresql/.s.PGSQL.5432",
+            "a new read path: /etc/ssl/certs",
+            "runs another bin: bin/ledger.mjs -> node",
+            "workspace mode workspace -> project",
+            "sets agent_env LEDGER_COLOR (new or changed)",
+        ] {
+            assert!(said.iter().any(|s| s == want), "{want:?} not in {said:?}");
+        }
+        // What narrows is not a change to review.
+        assert_eq!(
+            policy_changes(&new, &old)
+                .iter()
+                .filter(|c| !matches!(
+                    c,
+                    PolicyChange::BinChanged { .. } | PolicyChange::WorkspaceModeChanged { .. }
+                ))
+                .count(),
+            0
+        );
+    }
 }

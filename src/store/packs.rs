@@ -53,6 +53,10 @@ pub struct PackState {
     /// The trusted key that signed it: its name and fingerprint; absent for a directory or unsigned install.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
+    /// When its signature was made (milliseconds since the Unix epoch, the signature's `signed_at` claim): an
+    /// update to a build signed earlier is a downgrade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_at: Option<u64>,
 }
 
 impl PackState {
@@ -71,6 +75,8 @@ pub struct Origin {
     pub digest: Option<String>,
     /// The signer's name and fingerprint.
     pub signer: Option<String>,
+    /// When the signature was made (ms).
+    pub signed_at: Option<u64>,
 }
 
 /// At most this many bytes of an installed pack are hashed; past it the digest cannot match.
@@ -260,7 +266,7 @@ impl Store {
     /// `Replace::Yes` it replaces it deactivated, its workspace removed unless `keep_workspace`.
     pub fn install_with(&self, src: &Path, replace: Replace) -> Result<Installed, InstallError> {
         let source = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf()).display().to_string();
-        self.install_origin(src, Origin { source, digest: None, signer: None }, replace)
+        self.install_origin(src, Origin { source, digest: None, signer: None, signed_at: None }, replace)
     }
 
     /// Installs the pack at `src` as [`Store::install_with`] does, recording `origin` as where it came from (a
@@ -365,6 +371,7 @@ impl Store {
                 tenants,
                 digest: origin.digest,
                 signer: origin.signer,
+                signed_at: origin.signed_at,
             },
         );
         self.write_json(STATE, &state)?;

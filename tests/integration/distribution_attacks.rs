@@ -220,3 +220,110 @@ fn attack_a_registry_that_stalls_times_out_with_a_clear_error() {
     assert!(err.contains("--registry-timeout"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(20), "the deadline did not hold: {:?}", start.elapsed());
 }
+
+/// Points tag `to` at exactly the manifest `from` names (its bytes, so its digest and signatures), as a
+/// registry that serves an older build under a tag would.
+fn retag(from: &str, to: &str) -> String {
+    let (reg, r) = client(from);
+    let (bytes, digest) = reg.manifest(&r).unwrap().unwrap();
+    let (reg, to) = client(to);
+    reg.push(&to, &[], &bytes).unwrap();
+    digest
+}
+
+/// `transit-composite` changed so that its build differs (a line of its Skill), in a directory of its own.
+fn variant(h: &Home, name: &str, line: &str) -> std::path::PathBuf {
+    let dir = h.t.join(name);
+    crate::helpers::copy_tree(&h.t.join("src-transit-composite"), &dir);
+    let skill = fs::read_to_string(dir.join("HARNESS.md")).unwrap();
+    fs::write(dir.join("HARNESS.md"), format!("{skill}\n{line}\n")).unwrap();
+    dir
+}
+
+/// #34.5: a validly signed build served under a tag it was not signed for is refused (the signature covers the
+/// tag); by its digest it still installs, since that names the build itself.
+#[test]
+fn attack_a_signed_build_served_under_a_tag_it_was_not_signed_for_is_refused() {
+    if unavailable() {
+        return;
+    }
+    let (h, old, old_digest) = signed("retagged");
+    let new = old.replace(":1", ":2");
+    publish(&h, &variant(&h, "src-v2", "Version two."), &new, Some(&h.t.join("k.pem")));
+    // The registry now serves the build signed for tag 1 under tag 2.
+    assert_eq!(retag(&old, &new), old_digest);
+    let err = refused(&h, &new, &[], "no signature names tag 2");
+    assert!(err.contains("signed for tag 1") && err.contains(&old_digest), "{err}");
+    let by_digest = format!("{}@{old_digest}", old.rsplit_once(':').unwrap().0);
+    run_json(&h, &["install", &by_digest], 0);
+}
+
+/// #34.5: once a newer build is installed, the registry moving the tag back to an older build (signed for that
+/// same tag) is refused by `update` and by `install`, unless the operator asks for the rollback.
+#[test]
+fn attack_a_tag_moved_back_to_an_older_signed_build_is_refused_without_allow_downgrade() {
+    if unavailable() {
+        return;
+    }
+    let (h, r, first) = signed("rollback");
+    let key = h.t.join("k.pem");
+    run_json(&h, &["install", &r], 0);
+    run_json(&h, &["activate", "transit-composite"], 0);
+    let older_copy = r.replace(":1", ":old");
+    retag(&r, &older_copy);
+    let second = publish(&h, &variant(&h, "src-v1b", "A fix."), &r, Some(&key));
+    let v = run_json(&h, &["update", "transit-composite", "--yes"], 0);
+    assert_eq!(v["update"]["to_digest"], second.as_str(), "{v}");
+    // The registry serves the first build under tag 1 again: its signature names tag 1, but it is older.
+    assert_eq!(retag(&older_copy, &r), first);
+    let before = store_snapshot(&h);
+    let v = run_json(&h, &["update", "transit-composite", "--yes"], 1);
+    assert!(v["error"].as_str().unwrap().contains("--allow-downgrade"), "{v}");
+    refused(&h, &r, &["--yes"], "a move to an older one is refused");
+    assert_eq!(store_snapshot(&h), before);
+    let v = run_json(&h, &["update", "transit-composite", "--yes", "--allow-downgrade"], 0);
+    assert_eq!(v["update"]["to_digest"], first.as_str(), "{v}");
+}
+
+/// #34.5: a plain `hcpx install` of a pack already installed from the same repository, with other content, is
+/// an update: it shows what widens (here the workspace mode becoming `project` and a new `agent_env` name, which
+/// `update` reviewed as "none" before) and installs nothing without `--yes`; the pack stays active either way.
+#[test]
+fn a_reinstall_with_other_content_is_reviewed_and_needs_yes() {
+    if unavailable() {
+        return;
+    }
+    let h = Home::new();
+    let v1 = example(&h, "ledger");
+    let (private, public) = key(&h, "k.pem");
+    let r = reference("reinstall", "1");
+    let d1 = publish(&h, &v1, &r, Some(&private));
+    trust(&h, "k", &public, &registry().addr);
+    run_json(&h, &["install", &r], 0);
+    run_json(&h, &["activate", "ledger"], 0);
+    let v2 = h.t.join("src-ledger-v2");
+    crate::helpers::copy_tree(&v1, &v2);
+    let path = v2.join("surface.json");
+    let mut surface: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    surface["wrap"]["workspace"]["mode"] = "project".into();
+    surface["wrap"]["agent_env"] = serde_json::json!({ "LEDGER_COLOR": "never" });
+    fs::write(&path, serde_json::to_string_pretty(&surface).unwrap()).unwrap();
+    let d2 = publish(&h, &v2, &r, Some(&private));
+    let v = run_json(&h, &["update", "ledger"], 0);
+    let kinds: Vec<&str> =
+        v["update"]["changes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["workspace_mode_changed", "agent_env"], "{v}");
+    let err = refused(&h, &r, &[], "run again with --yes");
+    assert!(
+        err.contains("workspace mode workspace -> project") && err.contains("agent_env LEDGER_COLOR"),
+        "{err}"
+    );
+    let v = run_json(&h, &["install", &r, "--yes"], 0);
+    assert_eq!(v["digest"], d2.as_str(), "{v}");
+    let list = run_json(&h, &["list"], 0);
+    assert_eq!(
+        (&list["packs"][0]["digest"], &list["packs"][0]["activated"]),
+        (&Value::String(d2.clone()), &Value::Bool(true))
+    );
+    assert_ne!(d1, d2);
+}

@@ -161,6 +161,44 @@ impl ServerHandler for HcpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let over_http = served(&context).is_some();
+        let answer = self.answer_call(request, context).await;
+        if over_http {
+            return answer.map(|r| hide_host_paths(self.runtime.host_paths(), r));
+        }
+        answer
+    }
+}
+
+/// A tool's answer as a served caller (MCP over HTTP) reads it: the host's paths replaced in the envelope and in
+/// the text the model reads (`HostPaths`), but for a command's success, whose text is its output.
+fn hide_host_paths(paths: &crate::runtime::host_paths::HostPaths, r: CallToolResponse) -> CallToolResponse {
+    use crate::runtime::host_paths::carries_output;
+    let CallToolResponse::Complete(mut result) = r else { return r };
+    let output = result.is_error != Some(true)
+        && result.structured_content.as_ref().and_then(|s| s.as_object()).is_some_and(carries_output);
+    if let Some(s) = result.structured_content.as_mut() {
+        paths.hide_in_answer(s);
+    }
+    if !output {
+        for block in &mut result.content {
+            if let ContentBlock::Text(t) = block {
+                if let std::borrow::Cow::Owned(h) = paths.hide(&t.text) {
+                    t.text = h;
+                }
+            }
+        }
+    }
+    CallToolResponse::Complete(result)
+}
+
+impl HcpServer {
+    /// A tool call, answered as over stdio (`call_tool` hides the host's paths from a served caller).
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         if self.single_tool {
             return self.call_hcp(request, context).await;
         }

@@ -10,6 +10,7 @@ pub mod bootstrap;
 mod dry_run;
 mod finish;
 pub mod fix;
+pub mod host_paths;
 mod job;
 mod pass_through;
 mod pipeline;
@@ -51,6 +52,8 @@ pub struct Runtime {
     in_flight: Arc<AtomicUsize>,
     /// Told of every call `exec_async` answers (`hcpx serve`'s metrics).
     observer: Option<Arc<dyn CallObserver>>,
+    /// The store's and the temp directory's paths, which a served caller is never told.
+    host_paths: host_paths::HostPaths,
 }
 
 /// Told of each call the async exec path answers (the served faces, HTTP and MCP over HTTP), after it ended:
@@ -116,6 +119,7 @@ impl Runtime {
     /// A runtime over `store`, with no project directory (a served runtime).
     pub fn new(store: Store) -> Runtime {
         Runtime {
+            host_paths: host_paths::HostPaths::of(&store),
             store,
             project_dir: None,
             composite: CompositeAdapter::new(),
@@ -175,6 +179,11 @@ impl Runtime {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// What a served caller is told in place of the host's paths (`hcpx serve`'s answers).
+    pub fn host_paths(&self) -> &host_paths::HostPaths {
+        &self.host_paths
     }
 
     /// Runs one call through the pipeline.

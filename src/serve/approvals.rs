@@ -16,8 +16,9 @@ use crate::model::{Code, Invoker};
 use crate::runtime::{DecidedThrough, Refusal};
 use crate::store::principals::Authenticated;
 
-fn not_approver(who: &Authenticated) -> Response {
+fn not_approver(app: &App, who: &Authenticated) -> Response {
     http_error(
+        app,
         StatusCode::FORBIDDEN,
         Code::Denied,
         &format!(
@@ -33,7 +34,7 @@ pub(crate) async fn pending(
     Extension(who): Extension<Authenticated>,
 ) -> Response {
     if !who.approver {
-        return not_approver(&who);
+        return not_approver(&app, &who);
     }
     let rt = app.runtime.clone();
     let tenant = who.principal.tenant.clone();
@@ -43,8 +44,10 @@ pub(crate) async fn pending(
             let mine: Vec<_> = all.into_iter().filter(|a| a.tenant == tenant).collect();
             Json(json!({ "ok": true, "tenant": tenant, "pending": mine })).into_response()
         }
-        Ok(Err(e)) => http_error(StatusCode::SERVICE_UNAVAILABLE, Code::Busy, &format!("unavailable: {e}")),
-        Err(e) => http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::AdapterFailed, &e.to_string()),
+        Ok(Err(e)) => {
+            http_error(&app, StatusCode::SERVICE_UNAVAILABLE, Code::Busy, &format!("unavailable: {e}"))
+        }
+        Err(e) => http_error(&app, StatusCode::INTERNAL_SERVER_ERROR, Code::AdapterFailed, &e.to_string()),
     }
 }
 
@@ -74,13 +77,14 @@ async fn decide(
 ) -> Response {
     let Ok(Path(id)) = id else {
         return http_error(
+            &app,
             StatusCode::BAD_REQUEST,
             Code::InvalidArgs,
             "bad path: the approval id is not text",
         );
     };
     if !who.approver {
-        return not_approver(&who);
+        return not_approver(&app, &who);
     }
     let rt = app.runtime.clone();
     let by = crate::model::Principal { invoker: Invoker::Http, ..who.principal };
@@ -96,8 +100,8 @@ async fn decide(
                 Refusal::Closed => StatusCode::CONFLICT,
                 Refusal::Store => StatusCode::SERVICE_UNAVAILABLE,
             };
-            http_error(status, r.denial.code, &r.denial.message)
+            http_error(&app, status, r.denial.code, &r.denial.message)
         }
-        Err(e) => http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::AdapterFailed, &e.to_string()),
+        Err(e) => http_error(&app, StatusCode::INTERNAL_SERVER_ERROR, Code::AdapterFailed, &e.to_string()),
     }
 }

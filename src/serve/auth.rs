@@ -32,12 +32,14 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
         .filter(|t| !t.is_empty());
     let Some(token) = token else {
         return unauthorized(
+            &app,
             "no bearer token: send `Authorization: Bearer TOKEN` (`hcpx principal add` makes one)",
         );
     };
     let principals = match app.runtime.store().principals() {
         Ok(Some(p)) => p,
         Ok(None) => return unauthorized(
+            &app,
             "this runtime has no principals.json, so no token is valid; add one with `hcpx principal add`",
         ),
         // A replica whose database is away answers 503 (retry, perhaps on another replica); it never falls
@@ -46,6 +48,7 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
         Err(e @ crate::store::StoreError::Database(_)) => {
             let why = super::ops::store_failure(&app, &e);
             let mut resp = http_error(
+                &app,
                 StatusCode::SERVICE_UNAVAILABLE,
                 Code::Busy,
                 &format!("unavailable: the store does not answer: {why}; retry, perhaps on another replica"),
@@ -54,12 +57,17 @@ pub(crate) async fn require_bearer(State(app): State<Arc<App>>, mut req: Request
             return resp;
         }
         Err(e) => {
-            return http_error(StatusCode::INTERNAL_SERVER_ERROR, Code::Denied, &format!("denied: {e}"));
+            return http_error(
+                &app,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Code::Denied,
+                &format!("denied: {e}"),
+            );
         }
     };
     // Through `/mcp` the MCP handler takes the Principal with invoker `mcp`.
     let Some(who) = principals.authenticate(token, Invoker::Http) else {
-        return unauthorized("the bearer token matches no principal; ask the operator for a valid one");
+        return unauthorized(&app, "the bearer token matches no principal; ask the operator for a valid one");
     };
     let logged = LoggedCaller { principal: who.principal.id.clone(), tenant: who.principal.tenant.clone() };
     req.extensions_mut().insert::<Authenticated>(who);
@@ -78,8 +86,8 @@ pub(crate) async fn optional_bearer(State(app): State<Arc<App>>, req: Request, n
     }
 }
 
-fn unauthorized(message: &str) -> Response {
-    let mut resp = http_error(StatusCode::UNAUTHORIZED, Code::Denied, message).into_response();
+fn unauthorized(app: &App, message: &str) -> Response {
+    let mut resp = http_error(app, StatusCode::UNAUTHORIZED, Code::Denied, message).into_response();
     resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     resp
 }

@@ -34,6 +34,7 @@ pub(crate) async fn document(State(app): State<Arc<App>>, who: Option<Extension<
     match tokio::task::spawn_blocking(move || build(&rt, principal.as_ref())).await {
         Ok(doc) => Json(doc).into_response(),
         Err(e) => super::routes::http_error(
+            &app,
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
             Code::AdapterFailed,
             &format!("the document could not be made: {e}"),

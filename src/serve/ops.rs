@@ -26,14 +26,14 @@ async fn store_health(app: &App) -> Result<(), String> {
 
 /// What a caller who showed no token (or before its token is checked) is told of a store failure. A
 /// database's failure goes to the log, for the operator, and the answer never names the database; a file
-/// store's is answered as it is (it names the document that does not parse).
+/// store's is answered as it is (the document that does not parse named from `$HCP_HOME`, not the host).
 pub(crate) fn store_failure(app: &App, e: &StoreError) -> String {
     match e {
         StoreError::Database(_) => {
             app.log.store_unavailable(&e.to_string());
             "its database is unreachable (the server's log says why)".into()
         }
-        other => other.to_string(),
+        other => app.runtime.host_paths().hide(&other.to_string()).into_owned(),
     }
 }
 
@@ -73,6 +73,7 @@ pub(crate) async fn metrics(
 ) -> Response {
     if !who.operator {
         return http_error(
+            &app,
             StatusCode::FORBIDDEN,
             Code::Denied,
             &format!(

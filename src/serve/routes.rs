@@ -21,8 +21,9 @@ use crate::store::principals::Authenticated;
 pub(crate) struct LoggedCode(pub Code);
 
 /// An error the HTTP face itself answers (no token, a body that is no envelope, no such route): the same
-/// `{ok, code, error}` fields as a result envelope.
-pub(crate) fn http_error(status: StatusCode, code: Code, message: &str) -> Response {
+/// `{ok, code, error}` fields as a result envelope, the host's paths in `message` replaced (`HostPaths`).
+pub(crate) fn http_error(app: &App, status: StatusCode, code: Code, message: &str) -> Response {
+    let message = app.runtime.host_paths().hide(message);
     let mut resp = (status, Json(json!({ "ok": false, "code": code, "error": message }))).into_response();
     resp.extensions_mut().insert(LoggedCode(code));
     resp
@@ -33,31 +34,32 @@ fn status_of(code: Code) -> StatusCode {
     StatusCode::from_u16(code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-fn denial(d: &Denial) -> Response {
-    http_error(status_of(d.code), d.code, &d.message)
+pub(crate) fn denial(app: &App, d: &Denial) -> Response {
+    http_error(app, status_of(d.code), d.code, &d.message)
 }
 
 fn ok_json(value: impl serde::Serialize) -> Response {
     Json(value).into_response()
 }
 
-fn bad_input(what: &str, e: impl std::fmt::Display) -> Response {
-    http_error(StatusCode::BAD_REQUEST, Code::InvalidArgs, &format!("{what}: {e}"))
+pub(crate) fn bad_input(app: &App, what: &str, e: impl std::fmt::Display) -> Response {
+    http_error(app, StatusCode::BAD_REQUEST, Code::InvalidArgs, &format!("{what}: {e}"))
 }
 
 /// A JSON body read as `T`, or the answer that refuses it: `what` it is not, why, then `fix`.
 fn json_body<T: serde::de::DeserializeOwned>(
+    app: &App,
     body: Result<Bytes, BytesRejection>,
     what: &str,
     fix: &str,
 ) -> Result<T, Box<Response>> {
-    let body = body.map_err(|e| Box::new(body_refused(e)))?;
+    let body = body.map_err(|e| Box::new(body_refused(app, e)))?;
     let de = &mut serde_json::Deserializer::from_slice(&body);
-    serde_path_to_error::deserialize(de).map_err(|e| Box::new(bad_input(what, format!("{e}{fix}"))))
+    serde_path_to_error::deserialize(de).map_err(|e| Box::new(bad_input(app, what, format!("{e}{fix}"))))
 }
 
 /// A body that could not be read: past the size limit (413, nothing of it ran), or cut off.
-fn body_refused(e: BytesRejection) -> Response {
+pub(crate) fn body_refused(app: &App, e: BytesRejection) -> Response {
     let status = e.status();
     let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
         "the request body is larger than this server accepts (hcpx serve --max-body-bytes); nothing ran"
@@ -65,13 +67,16 @@ fn body_refused(e: BytesRejection) -> Response {
     } else {
         format!("the request body could not be read: {}", e.body_text())
     };
-    http_error(status, Code::InvalidArgs, &message)
+    http_error(app, status, Code::InvalidArgs, &message)
 }
 
-/// A result envelope with the status its code maps to; `busy` adds `Retry-After`.
-fn result(out: ResultEnvelope) -> Response {
+/// A result envelope with the status its code maps to, as a served caller reads it (the host's paths replaced:
+/// `HostPaths::hide_in_answer`); `busy` adds `Retry-After`.
+fn result(app: &App, out: ResultEnvelope) -> Response {
     let code = out.code;
-    let mut resp = (code.map_or(StatusCode::OK, status_of), Json(out)).into_response();
+    let mut body = serde_json::to_value(out).unwrap_or_default();
+    app.runtime.host_paths().hide_in_answer(&mut body);
+    let mut resp = (code.map_or(StatusCode::OK, status_of), Json(body)).into_response();
     if let Some(code) = code {
         if code == Code::Busy {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -100,10 +105,10 @@ async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) 
     let deadline = match headers.get(TIMEOUT_HEADER).map(|v| millis(v.to_str().unwrap_or_default())) {
         None => None,
         Some(Some(ms)) => Some(std::time::Duration::from_millis(ms)),
-        Some(None) => return bad_input(TIMEOUT_HEADER, "it takes a positive number of milliseconds"),
+        Some(None) => return bad_input(app, TIMEOUT_HEADER, "it takes a positive number of milliseconds"),
     };
     let ctx = CallContext { deadline, ..CallContext::default() };
-    result(app.runtime.clone().exec_async(who.principal, env, ctx).await)
+    result(app, app.runtime.clone().exec_async(who.principal, env, ctx).await)
 }
 
 /// `POST /v1/exec`: the exec envelope in, the result envelope out.
@@ -114,7 +119,7 @@ pub(crate) async fn exec(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let fix = "; send {\"pack_id\": …, \"verb_key\": …, \"args\": {…}}";
-    match json_body::<Envelope>(body, "the body is not an exec envelope", fix) {
+    match json_body::<Envelope>(&app, body, "the body is not an exec envelope", fix) {
         Ok(env) => run(&app, who, env, &headers).await,
         Err(refused) => *refused,
     }
@@ -130,18 +135,18 @@ pub(crate) async fn exec_command(
 ) -> Response {
     let body = match body {
         Ok(b) => b,
-        Err(e) => return body_refused(e),
+        Err(e) => return body_refused(&app, e),
     };
     let Path((pack_id, verb_key)) = match path {
         Ok(p) => p,
-        Err(e) => return bad_input("bad path", e),
+        Err(e) => return bad_input(&app, "bad path", e),
     };
     let args = if body.iter().all(u8::is_ascii_whitespace) {
         Map::new()
     } else {
         match serde_json::from_slice::<Map<String, Value>>(&body) {
             Ok(a) => a,
-            Err(e) => return bad_input("the body is not a JSON object of arguments", e),
+            Err(e) => return bad_input(&app, "the body is not a JSON object of arguments", e),
         }
     };
     run(&app, who, Envelope::new(&pack_id, &verb_key, args), &headers).await
@@ -164,7 +169,7 @@ pub(crate) async fn packs(State(app): State<Arc<App>>, Extension(who): Extension
             let rows: Vec<Value> = list.packs.into_iter().map(|r| row_for(r, who.operator)).collect();
             ok_json(json!({ "ok": true, "packs": rows }))
         }
-        Err(d) => denial(&d),
+        Err(d) => denial(&app, &d),
     }
 }
 
@@ -193,13 +198,13 @@ pub(crate) async fn pack(
     Extension(who): Extension<Authenticated>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let Ok(Path(id)) = id else { return bad_input(&app, "bad path", "the pack id is not text") };
     match listed(&app, &who) {
         Ok(list) => match list.packs.into_iter().find(|p| p.id == id) {
             Some(row) => ok_json(json!({ "ok": true, "pack": row_for(row, who.operator) })),
-            None => denial(&unknown(&id)),
+            None => denial(&app, &unknown(&id)),
         },
-        Err(d) => denial(&d),
+        Err(d) => denial(&app, &d),
     }
 }
 
@@ -214,10 +219,15 @@ pub(crate) async fn availability(
     Extension(who): Extension<Authenticated>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let Ok(Path(id)) = id else { return bad_input(&app, "bad path", "the pack id is not text") };
     let a = app.runtime.clone().availability_async(who.principal, id.clone()).await;
     if !a.installed {
-        return denial(&unknown(&id));
+        return denial(&app, &unknown(&id));
+    }
+    // Why a flag is false can name where a credential or a bin was looked for.
+    let mut a = serde_json::to_value(a).unwrap_or_default();
+    if let Some(notes) = a.get_mut("notes") {
+        app.runtime.host_paths().hide_all(notes);
     }
     ok_json(json!({ "ok": true, "availability": a }))
 }
@@ -228,11 +238,11 @@ pub(crate) async fn commands(
     Extension(who): Extension<Authenticated>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let Ok(Path(id)) = id else { return bad_input(&app, "bad path", "the pack id is not text") };
     match app.runtime.commands_for(&who.principal, &id, None) {
         Ok(r) => ok_json(r),
-        Err(d) if d.code == Code::UnknownPack => denial(&unknown(&id)),
-        Err(d) => denial(&d),
+        Err(d) if d.code == Code::UnknownPack => denial(&app, &unknown(&id)),
+        Err(d) => denial(&app, &d),
     }
 }
 
@@ -250,15 +260,15 @@ pub(crate) async fn skill(
     id: Result<Path<String>, PathRejection>,
     q: Result<Query<SkillQuery>, QueryRejection>,
 ) -> Response {
-    let Ok(Path(id)) = id else { return bad_input("bad path", "the pack id is not text") };
+    let Ok(Path(id)) = id else { return bad_input(&app, "bad path", "the pack id is not text") };
     let full = match q {
         Ok(Query(q)) => q.full,
-        Err(e) => return bad_input("bad query", e.body_text()),
+        Err(e) => return bad_input(&app, "bad query", e.body_text()),
     };
     match app.runtime.skill_for(&who.principal, &id, full) {
         Ok(r) => ok_json(r),
-        Err(d) if d.code == Code::UnknownPack => denial(&unknown(&id)),
-        Err(d) => denial(&d),
+        Err(d) if d.code == Code::UnknownPack => denial(&app, &unknown(&id)),
+        Err(d) => denial(&app, &d),
     }
 }
 
@@ -292,12 +302,12 @@ pub(crate) async fn title_get(
 ) -> Response {
     let q = match q {
         Ok(Query(q)) => q,
-        Err(e) => return bad_input("bad query", e.body_text()),
+        Err(e) => return bad_input(&app, "bad query", e.body_text()),
     };
     let given = q.args.as_deref().filter(|a| !a.trim().is_empty());
     let args = match given.map(serde_json::from_str::<Map<String, Value>>).transpose() {
         Ok(a) => a.unwrap_or_default(),
-        Err(e) => return bad_input("args is not a JSON object", e),
+        Err(e) => return bad_input(&app, "args is not a JSON object", e),
     };
     let result = q.result.map(|r| serde_json::from_str(&r).unwrap_or(Value::String(r)));
     title(&app, &who, TitleInput { pack_id: q.pack_id, verb_key: q.verb_key, args, result })
@@ -309,7 +319,7 @@ pub(crate) async fn title_post(
     Extension(who): Extension<Authenticated>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match json_body::<TitleInput>(body, "the body is not {pack_id, verb_key, args, result?}", "") {
+    match json_body::<TitleInput>(&app, body, "the body is not {pack_id, verb_key, args, result?}", "") {
         Ok(t) => title(&app, &who, t),
         Err(refused) => *refused,
     }
@@ -320,11 +330,11 @@ fn title(app: &App, who: &Authenticated, t: TitleInput) -> Response {
     let seen = app.runtime.sees_pack(&who.principal, &t.pack_id);
     let pack = match app.runtime.installed_pack(&t.pack_id) {
         Ok(p) if seen => p,
-        _ => return denial(&unknown(&t.pack_id)),
+        _ => return denial(app, &unknown(&t.pack_id)),
     };
     let callable = crate::runtime::visible::may_call(&who.principal.grants, &pack, &t.verb_key);
     if pack.command(&t.verb_key).is_none() || !callable {
-        return denial(&Denial::new(Code::NoPolicy, format!("no policy for {}", t.verb_key)));
+        return denial(app, &Denial::new(Code::NoPolicy, format!("no policy for {}", t.verb_key)));
     }
     let title = crate::pack::command_title(&pack, &t.verb_key, &t.args, t.result.as_ref());
     ok_json(json!({ "ok": true, "title": title }))
@@ -337,7 +347,7 @@ pub(crate) async fn audit(State(app): State<Arc<App>>, Extension(who): Extension
             let mine: Vec<_> = rows.into_iter().filter(|r| r.tenant == who.principal.tenant).collect();
             ok_json(json!({ "ok": true, "tenant": who.principal.tenant, "records": mine }))
         }
-        Err(e) => denial(&Denial::new(Code::AdapterFailed, e.to_string())),
+        Err(e) => denial(&app, &Denial::new(Code::AdapterFailed, e.to_string())),
     }
 }
 
@@ -347,21 +357,20 @@ pub(crate) async fn doctor(
     Extension(who): Extension<Authenticated>,
 ) -> Response {
     if !who.operator {
-        return denial(&Denial::new(
-            Code::Denied,
-            format!("denied: principal {} is not an operator; GET /v1/doctor needs \"operator\": true in principals.json", who.principal.id),
-        ));
+        let why = format!("denied: principal {} is not an operator; GET /v1/doctor needs \"operator\": true in principals.json", who.principal.id);
+        return denial(&app, &Denial::new(Code::Denied, why));
     }
     let rt = app.runtime.clone();
     match tokio::task::spawn_blocking(move || rt.doctor(&who.principal)).await {
         Ok(report) => ok_json(report),
-        Err(e) => denial(&Denial::new(Code::AdapterFailed, format!("the check's thread failed: {e}"))),
+        Err(e) => denial(&app, &Denial::new(Code::AdapterFailed, format!("the check's thread failed: {e}"))),
     }
 }
 
 /// Any other path.
-pub(crate) async fn not_found(req: axum::extract::Request) -> Response {
+pub(crate) async fn not_found(State(app): State<Arc<App>>, req: axum::extract::Request) -> Response {
     http_error(
+        &app,
         StatusCode::NOT_FOUND,
         Code::NoPolicy,
         &format!("no route {} {}; GET /openapi.json lists the API", req.method(), req.uri().path()),

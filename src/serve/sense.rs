@@ -5,7 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::routes::http_error;
+use super::routes::{bad_input, body_refused, denial};
 use super::App;
 use crate::model::{Code, Denial, Principal};
 use crate::runtime::Runtime;
@@ -25,15 +25,6 @@ use crate::store::sense::SenseEvent;
 const POLL: std::time::Duration = std::time::Duration::from_millis(250);
 /// With pushed delivery (the PostgreSQL store), how often an idle stream re-checks its token and grants.
 const PUSHED_POLL: std::time::Duration = std::time::Duration::from_millis(500);
-
-fn denial(d: &Denial) -> Response {
-    let status = StatusCode::from_u16(d.code.status().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    http_error(status, d.code, &d.message)
-}
-
-fn bad_input(what: &str, e: impl std::fmt::Display) -> Response {
-    http_error(StatusCode::BAD_REQUEST, Code::InvalidArgs, &format!("{what}: {e}"))
-}
 
 /// Runs `f` on the blocking pool (the store's reads, appends and fsyncs), answering a failed thread as a
 /// denial.
@@ -53,30 +44,24 @@ pub(crate) async fn emit(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let Ok(Path((pack, reference))) = path else {
-        return bad_input("bad path", "send POST /v1/sense/PACK/REF");
+        return bad_input(&app, "bad path", "send POST /v1/sense/PACK/REF");
     };
     let body = match body {
         Ok(b) => b,
-        Err(e) => {
-            return http_error(
-                e.status(),
-                Code::InvalidArgs,
-                &format!("the request body could not be read: {}", e.body_text()),
-            )
-        }
+        Err(e) => return body_refused(&app, e),
     };
     let payload = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
         match serde_json::from_slice::<Value>(&body) {
             Ok(v) => v,
-            Err(e) => return bad_input("the body is not a JSON payload", e),
+            Err(e) => return bad_input(&app, "the body is not a JSON payload", e),
         }
     };
     let rt = app.runtime.clone();
     match blocking(move || rt.sense_emit(&who.principal, &pack, &reference, payload)).await {
         Ok(event) => Json(json!({ "ok": true, "event": event })).into_response(),
-        Err(d) => denial(&d),
+        Err(d) => denial(&app, &d),
     }
 }
 
@@ -123,13 +108,13 @@ pub(crate) async fn watch(
 ) -> Response {
     let q = match q {
         Ok(Query(q)) => q,
-        Err(e) => return bad_input("bad query", e.body_text()),
+        Err(e) => return bad_input(&app, "bad query", e.body_text()),
     };
     // A reconnecting EventSource sends the last id it saw; it wins over `?after=`.
     let after = match headers.get("last-event-id") {
         Some(v) => match v.to_str().ok().map(str::trim).and_then(|t| t.parse::<u64>().ok()) {
             Some(id) => id,
-            None => return bad_input("Last-Event-ID", "it takes the id of an event (a whole number)"),
+            None => return bad_input(&app, "Last-Event-ID", "it takes the id of an event (a whole number)"),
         },
         None => q.after.unwrap_or(0),
     };
@@ -139,7 +124,7 @@ pub(crate) async fn watch(
     let first = blocking(move || rt.sense_events(&principal, after, pack.as_deref())).await;
     let first = match first {
         Ok(events) => events,
-        Err(d) => return denial(&d),
+        Err(d) => return denial(&app, &d),
     };
     let state = Watch {
         runtime: app.runtime.clone(),

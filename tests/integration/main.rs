@@ -46,6 +46,7 @@ mod sense;
 mod serve;
 mod serve_ops;
 mod serve_path;
+mod served_paths;
 mod store;
 mod store_pg;
 mod store_pg_replicas;

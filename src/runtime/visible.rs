@@ -92,10 +92,16 @@ impl Runtime {
         }
     }
 
-    /// The packs `principal` sees, as `list` gives them for its tenant.
+    /// The packs `principal` sees, as `list` gives them for its tenant. Where a pack was installed from a
+    /// directory names the operator's host: a caller other than the store's owner is told only that.
     pub fn list_for(&self, principal: &Principal) -> Result<ListReport, Denial> {
         let mut list = self.list(Some(&principal.tenant))?;
         list.packs.retain(|row| self.sees_pack(principal, &row.id));
+        let owner = principal.tenant == crate::store::principals::LOCAL_TENANT
+            && principal.invoker != crate::model::Invoker::Http;
+        for row in list.packs.iter_mut().filter(|r| !owner && !r.source.starts_with("oci://")) {
+            row.source = "a directory on the operator's host".into();
+        }
         Ok(list)
     }
 

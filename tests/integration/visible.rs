@@ -125,3 +125,17 @@ fn over_stdio_the_local_grants_decide_the_tools_and_the_single_tools_list() {
     let verbs = r["commands"]["text"].as_str().unwrap();
     assert!(verbs.contains("\"status\"") && !verbs.contains("\"transfer\""), "{verbs}");
 }
+
+/// The bootstrap pack's `hcp.list` tells a served caller only that a pack came from a directory, never which
+/// (the operator's host path), as `GET /v1/packs` does for a non-operator.
+#[test]
+fn a_served_list_never_names_where_a_directory_pack_came_from() {
+    let h = Home::new();
+    install_repo_packs(&h, &["ledger"]);
+    let reader = principal(&h, "reader", "acme", &["verb.exec.read:ledger", "verb.exec.read:hcp-cli"], false);
+    let s = Server::start(&h, &[]);
+    let (st, v) = s.post("/v1/exec/hcp-cli/hcp.list", &reader, &json!({}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["result"]["packs"][0]["source"], "a directory on the operator's host", "{v}");
+    assert!(!v.to_string().contains("packs/ledger"), "{v}");
+}

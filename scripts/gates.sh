@@ -10,7 +10,7 @@ if [ -n "${HCPX_BLESS:-}${INSTA_UPDATE:-}${INSTA_FORCE_PASS:-}" ] && [ -n "${CI:
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
-cargo fmt --check
+cargo fmt --all --check
 (cd guest-adapters && cargo fmt --check)
 (cd fuzz && cargo fmt --check)
 (cd tests/cosign-verify && cargo fmt --check)
@@ -23,5 +23,5 @@ if [ "${HCPX_CLIPPY_IN_BUILD:-}" = 1 ]; then
   echo "gates: fmt and the guests' clippy clean; the crate's clippy runs in its build (RUSTC_WORKSPACE_WRAPPER=$RUSTC_WORKSPACE_WRAPPER)"
   exit 0
 fi
-cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "gates: fmt and clippy clean"

@@ -53,12 +53,12 @@ HCP_HOME="$(mktemp -d)" target/debug/hcpx doctor 2>&1 | grep '^[a-z]* *sandbox '
 # Under .ci/run clippy lints what is built; the benches are the one target the tests do not build, so they are
 # built with the test targets, in one cargo run that keeps both cores busy.
 if [ "${HCPX_CLIPPY_IN_BUILD:-}" = 1 ]; then
-  cargo test --locked --no-run --quiet --lib --tests --benches
+  cargo test --locked --workspace --no-run --quiet --lib --tests --benches
 fi
 # Three test threads on two cores: about 90 core-seconds of a two-thread run are idle, in tests that wait on
 # the servers and clients they start (#23, docs/perf.md); the tests' limits are sized for a busy machine.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
-cargo test --locked
+cargo test --locked --workspace
 # The escape suite and the packs' proofs again as an unprivileged user (as root: a user made for it), and that
 # user's `hcpx doctor` checked against what held.
 bash scripts/test-nonroot.sh

@@ -8,17 +8,9 @@
 //! The modules are layers, listed here bottom first; each imports only modules above it in this list
 //! (docs/architecture.md; `tests/integration/layers.rs` enforces it).
 
-pub mod model;
+pub use hcpx_model as model;
 
-pub mod template;
-
-pub mod args;
-pub mod title;
-
-pub mod pack;
-
-pub mod lint;
-pub mod render;
+pub use hcpx_pack::{args, lint, pack, render, template, title};
 
 pub mod store;
 

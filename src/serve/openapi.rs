@@ -238,7 +238,7 @@ impl CommandDoc {
     }
 }
 
-/// What rendering refuses of a wrap's text arguments (src/render.rs), said in the schema: a required one may not
+/// What rendering refuses of a wrap's text arguments (crates/hcpx-pack/src/render.rs), said in the schema: a required one may not
 /// be empty, none may hold a NUL byte, and one that starts an argv token may not start with `-`.
 fn wrap_text_rules(props: &mut Map<String, Value>, c: &crate::pack::Command, wrap: &crate::pack::WrapTarget) {
     use crate::template::Piece;

@@ -232,6 +232,7 @@ fn every_md_file_a_message_names_exists_in_the_repo() {
     }
     let mut files = Vec::new();
     rust_files(&repo().join("src"), &mut files);
+    rust_files(&repo().join("crates"), &mut files);
     for f in files {
         let code: String = fs::read_to_string(&f)
             .unwrap()

@@ -1,5 +1,7 @@
-//! The house: every module of the library imports only the layers below it (docs/architecture.md). A `use`
-//! that points up, or a new module that is not placed in a layer, fails here.
+//! The house: every crate of the workspace depends only on the crates below it, and every module still in the
+//! `hcpx` package imports only the layers below it (docs/architecture.md). A dependency or a `use` that points
+//! up, or a new module that is not placed in a layer, fails here. The crates below are held by the compiler
+//! itself; this test goes as the last layers become crates (#35).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -7,16 +9,15 @@ use std::path::{Path, PathBuf};
 
 use crate::helpers::rust_files;
 
-/// The library's modules, bottom first: each may import only modules earlier in this list. lib.rs declares
-/// them in this order.
+/// The workspace's library crates, bottom first: each may depend only on crates earlier in this list.
+const CRATES: &[&str] = &["hcpx-model", "hcpx-pack"];
+
+/// What each crate gives the `hcpx` package under the names its modules use (`src/lib.rs` re-exports them).
+const FROM_CRATES: &[&str] = &["model", "args", "lint", "pack", "render", "template", "title"];
+
+/// The library's modules still in the `hcpx` package, bottom first (above every crate): each may import only
+/// the crates and the modules earlier in this list. lib.rs declares them in this order.
 const LAYERS: &[&str] = &[
-    "model",
-    "template",
-    "args",
-    "title",
-    "pack",
-    "lint",
-    "render",
     "store",
     "distribution",
     "schema",
@@ -93,7 +94,7 @@ fn every_module_imports_only_the_layers_below_it() {
         if code(&path).contains("super::super::") {
             upward.push(format!("{}: uses super::super::; name the module through crate::", path.display()));
         }
-        for target in imports(&code(&path)) {
+        for target in imports(&code(&path)).into_iter().filter(|t| !FROM_CRATES.contains(&t.as_str())) {
             match LAYERS.iter().position(|l| *l == target) {
                 Some(t) if t <= rank => {}
                 Some(_) => upward
@@ -107,13 +108,37 @@ fn every_module_imports_only_the_layers_below_it() {
     assert!(upward.is_empty(), "imports that point up:\n{}", upward.join("\n"));
 }
 
+/// The hcpx crates a crate's Cargo.toml depends on (any table: dependencies, dev- and build-dependencies).
+fn hcpx_dependencies(manifest: &Path) -> Vec<String> {
+    fs::read_to_string(manifest)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().split(['.', ' ', '=']).next().map(str::to_string))
+        .filter(|name| name.starts_with("hcpx-") && CRATES.contains(&name.as_str()))
+        .collect()
+}
+
 #[test]
-fn the_model_layer_imports_nothing_else_of_the_crate() {
-    for (path, module) in library_files() {
-        if module == "model" {
-            let other: Vec<String> = imports(&code(&path)).into_iter().filter(|m| m != "model").collect();
-            assert!(other.is_empty(), "{} imports {other:?}", path.display());
+fn every_crate_depends_only_on_the_crates_below_it() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut found: Vec<String> = fs::read_dir(&crates)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = CRATES.iter().map(|c| c.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "every crate under crates/ is placed in CRATES, bottom first");
+    for (rank, name) in CRATES.iter().enumerate() {
+        let manifest = crates.join(name).join("Cargo.toml");
+        for dep in hcpx_dependencies(&manifest) {
+            let at = CRATES.iter().position(|c| *c == dep).unwrap();
+            assert!(at < rank, "{name} depends on {dep}, which is not below it");
         }
+        let lib = fs::read_to_string(crates.join(name).join("src/lib.rs")).unwrap();
+        assert!(lib.starts_with(&format!("//! {name}: ")), "{name}'s lib.rs opens with what it is");
+        assert!(lib.contains("#![forbid(unsafe_code)]"), "{name} forbids unsafe code");
     }
 }
 

@@ -171,7 +171,7 @@ impl Serialize for LintKind {
 /// `docs/lint.md`, generated from the registry.
 pub fn docs_markdown() -> String {
     let mut out = String::from(
-        "# Lint kinds\n\n<!-- generated from src/model/lint_kinds.rs; regenerate with `HCPX_BLESS=1 cargo test`; do not edit -->\n\n\
+        "# Lint kinds\n\n<!-- generated from crates/hcpx-model/src/lint_kinds.rs; regenerate with `HCPX_BLESS=1 cargo test`; do not edit -->\n\n\
          `hcpx lint DIR` fails on any of these. Each issue in `--json` carries its `kind`, a `message`, \
          a `fix`, the `file` and a JSON `pointer` (or the Markdown heading for `HARNESS.md`). \
          In `hcpx check` they appear as `L-<kind>`.\n\n| kind | what | why |\n|------|------|-----|\n",

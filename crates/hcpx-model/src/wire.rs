@@ -30,6 +30,7 @@ pub fn parse_bool(word: &str) -> Option<bool> {
 ///
 /// The spelling is written once; `as_str`, `NAMES`, `ALL`, `FromStr`, `Display`, `Serialize`,
 /// `Deserialize` (with serde's own "unknown variant" message) and `JsonSchema` all come from it.
+#[macro_export]
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
@@ -58,12 +59,12 @@ macro_rules! wire_enum {
         }
 
         impl ::std::str::FromStr for $name {
-            type Err = $crate::model::wire::UnknownName;
+            type Err = $crate::wire::UnknownName;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $($wire => Ok($name::$variant),)+
-                    _ => Err($crate::model::wire::UnknownName {
+                    _ => Err($crate::wire::UnknownName {
                         what: $what,
                         given: s.to_string(),
                         expected: $name::NAMES,
@@ -119,7 +120,7 @@ macro_rules! wire_enum {
     };
 }
 
-pub(crate) use wire_enum;
+pub use crate::wire_enum;
 
 #[cfg(test)]
 mod tests {

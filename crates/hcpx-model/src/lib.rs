@@ -1,9 +1,10 @@
-//! The bottom layer: the values every other layer speaks — codes, envelopes, Principals and grants,
-//! diagnostics, confinement words, digests, names and time. It imports nothing else of the crate.
+//! hcpx-model: the values every layer of hcpx speaks — codes and denials, envelopes, Principals and grants,
+//! diagnostics, confinement words, digests, names and time. The bottom of the workspace (docs/architecture.md).
 //!
-//! Layers (docs/architecture.md): model ← template, args, title ← pack ← render, lint ← store ← sandbox ←
-//! adapter ← runtime ← tools (trial, eval, check, scaffold) ← faces (the CLI). `tests/integration/layers.rs`
-//! fails when a module imports upward.
+//! May use: serde and the small crates beside it (no I/O beyond reading the clock). Must never: depend on another
+//! hcpx crate, touch the file system, spawn, or hold `unsafe` code.
+
+#![forbid(unsafe_code)]
 
 pub mod wire;
 

@@ -207,7 +207,14 @@ impl Runtime {
             Ok(out) => out,
             Err(d) => d.into_envelope(BOOTSTRAP_ID, verb),
         };
-        self.audit(principal, env, cmd.operation, &env.args, None, out, None)
+        let call = super::finish::Audited {
+            principal,
+            env,
+            operation: cmd.operation,
+            args: &env.args,
+            project: None,
+        };
+        self.audit(&call, out, None)
     }
 
     fn bootstrap_answer(

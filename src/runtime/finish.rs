@@ -27,8 +27,14 @@ impl Runtime {
         if !job.pass_through && job.verb == super::binding::CONNECT {
             self.record_link(principal, &job.pack, &out);
         }
-        let project = project_of(&job.pack, job.project_dir.as_deref());
-        self.audit(principal, env, job.row.operation, &admitted.given, project, out, admitted.intent)
+        let call = Audited {
+            principal,
+            env,
+            operation: job.row.operation,
+            args: &admitted.given,
+            project: project_of(&job.pack, job.project_dir.as_deref()),
+        };
+        self.audit(&call, out, admitted.intent)
     }
 
     /// Before step 6 of a write: the store records what is about to run (the PostgreSQL store; the file store
@@ -44,12 +50,18 @@ impl Runtime {
         if job.row.operation != Operation::Write || self.store.db().is_none() {
             return Ok(());
         }
-        let project = project_of(&job.pack, job.project_dir.as_deref());
+        let call = Audited {
+            principal,
+            env,
+            operation: Operation::Write,
+            args: &admitted.given,
+            project: project_of(&job.pack, job.project_dir.as_deref()),
+        };
         // What the line says if this replica stops before the call ends (another replica writes it then): not
         // `cancelled`, which would say the command was stopped, but that nobody knows whether it ran.
         let rec = crate::store::audit::AuditRecord {
             outcome: Some(crate::store::audit::Outcome::Unknown),
-            ..record(principal, env, Operation::Write, &admitted.given, project, false, None)
+            ..record(&call, false, None)
         };
         match blocking_section(|| self.store.audit_intent(&rec)) {
             Ok(id) => {
@@ -69,24 +81,19 @@ impl Runtime {
     /// Step 7 (second half): a write, denied or not, appends its attribution tuple to the audit log, clearing
     /// its intent (`Runtime::intend`) in the same commit. A write that cannot be audited is reported as failed:
     /// never an unrecorded write.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn audit(
         &self,
-        principal: &Principal,
-        env: &Envelope,
-        operation: Operation,
-        args: &Map<String, Value>,
-        project: Option<&std::path::Path>,
+        call: &Audited<'_>,
         out: ResultEnvelope,
         intent: Option<i64>,
     ) -> ResultEnvelope {
-        if operation != Operation::Write {
+        if call.operation != Operation::Write {
             return out;
         }
-        let mut rec = record(principal, env, operation, args, project, out.ok, out.code);
+        let mut rec = record(call, out.ok, out.code);
         // The approval it waits for, or the one it ran (or was refused) with.
         rec.approval = out.approval_id.clone().or_else(|| {
-            let given = args.get(crate::args::APPROVAL_ARG).and_then(Value::as_str);
+            let given = call.args.get(crate::args::APPROVAL_ARG).and_then(Value::as_str);
             given.filter(|id| crate::store::approvals::is_approval_id(id)).map(String::from)
         });
         match blocking_section(|| self.store.append_audit_after(&rec, intent)) {
@@ -103,22 +110,23 @@ impl Runtime {
     }
 }
 
+/// A call as its audit line names it: who, what, its arguments as given, and the project it ran in.
+pub(super) struct Audited<'a> {
+    pub principal: &'a Principal,
+    pub env: &'a Envelope,
+    pub operation: Operation,
+    pub args: &'a Map<String, Value>,
+    pub project: Option<&'a std::path::Path>,
+}
+
 /// The audit line of a write as it stands now (the store sets `prev` when it appends it).
-fn record(
-    principal: &Principal,
-    env: &Envelope,
-    operation: Operation,
-    args: &Map<String, Value>,
-    project: Option<&std::path::Path>,
-    ok: bool,
-    code: Option<Code>,
-) -> AuditRecord {
+fn record(call: &Audited<'_>, ok: bool, code: Option<Code>) -> AuditRecord {
     AuditRecord {
         ok,
         code,
-        args_sha256: args_digest(args),
-        project_dir: project.map(|p| p.display().to_string()),
-        ..AuditRecord::attributed(principal, &env.pack_id, &env.verb_key, operation)
+        args_sha256: args_digest(call.args),
+        project_dir: call.project.map(|p| p.display().to_string()),
+        ..AuditRecord::attributed(call.principal, &call.env.pack_id, &call.env.verb_key, call.operation)
     }
 }
 

@@ -52,8 +52,9 @@ pub struct Runtime {
     in_flight: Arc<AtomicUsize>,
     /// Told of every call `exec_async` answers (`hcpx serve`'s metrics).
     observer: Option<Arc<dyn CallObserver>>,
-    /// The store's and the temp directory's paths, which a served caller is never told.
-    host_paths: host_paths::HostPaths,
+    /// The store's and the temp directory's paths, which a served caller is never told: found on first use (a
+    /// served face's), so a one-shot CLI call does not pay for them.
+    host_paths: std::sync::OnceLock<host_paths::HostPaths>,
 }
 
 /// Told of each call the async exec path answers (the served faces, HTTP and MCP over HTTP), after it ended:
@@ -119,7 +120,7 @@ impl Runtime {
     /// A runtime over `store`, with no project directory (a served runtime).
     pub fn new(store: Store) -> Runtime {
         Runtime {
-            host_paths: host_paths::HostPaths::of(&store),
+            host_paths: std::sync::OnceLock::new(),
             store,
             project_dir: None,
             composite: CompositeAdapter::new(),
@@ -183,7 +184,7 @@ impl Runtime {
 
     /// What a served caller is told in place of the host's paths (`hcpx serve`'s answers).
     pub fn host_paths(&self) -> &host_paths::HostPaths {
-        &self.host_paths
+        self.host_paths.get_or_init(|| host_paths::HostPaths::of(&self.store))
     }
 
     /// Runs one call through the pipeline.

@@ -151,16 +151,15 @@ impl Runtime {
             }
             Err(d) => {
                 let out = d.into_envelope(pack_id, verb);
-                let project = super::finish::project_of(&r.pack, ctx.project_dir.as_deref());
-                Admission::Answered(Box::new(self.audit(
+                let given = r.given();
+                let call = super::finish::Audited {
                     principal,
                     env,
-                    r.row.operation,
-                    &r.given(),
-                    project,
-                    out,
-                    None,
-                )))
+                    operation: r.row.operation,
+                    args: &given,
+                    project: super::finish::project_of(&r.pack, ctx.project_dir.as_deref()),
+                };
+                Admission::Answered(Box::new(self.audit(&call, out, None)))
             }
         }
     }

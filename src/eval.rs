@@ -3,13 +3,13 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::model::ResultEnvelope;
 use crate::pack::raw::RawEvalCase;
 use crate::pack::Operation;
 use crate::pack::Pack;
-use crate::trial::{Trial, TrialProject};
+use crate::trial::Trial;
 
 /// Default per-case timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
@@ -18,15 +18,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
     pub timeout_ms: u64,
-    /// Where `project`-mode packs run (unless the pack names a fixture).
-    pub project: TrialProject,
-    /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
-    pub sandbox: crate::store::config::SandboxConfig,
-    /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
-    pub store_home: Option<PathBuf>,
-    /// The operator's compile cache (`Store::default_compile_cache`): the trial compiles a composite's component
-    /// into it, once per component, instead of into its throw-away store. `None`: the trial's own.
-    pub compile_cache: Option<PathBuf>,
+    /// Where the cases run (`TrialEnv::operator`).
+    pub env: crate::trial::TrialEnv,
 }
 
 /// One case's outcome.
@@ -97,15 +90,7 @@ pub fn run_evals(
     let Some(evals) = pack.evals.as_ref() else {
         return Err(EvalError::NoCases(dir.to_path_buf()));
     };
-    let trial = Trial::new(
-        dir,
-        &pack,
-        opts.timeout_ms,
-        opts.project.clone(),
-        &opts.sandbox,
-        opts.store_home.as_deref(),
-        opts.compile_cache.as_deref(),
-    )?;
+    let trial = Trial::new(dir, &pack, opts.timeout_ms, &opts.env)?;
     Ok(run_cases(&trial, &pack, &evals.cases, progress))
 }
 

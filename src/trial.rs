@@ -82,6 +82,53 @@ pub struct TrialProject {
     pub explicit: bool,
 }
 
+/// Where a trial runs, the same for `hcpx check`, `hcpx eval` and `hcpx publish`: the project, the operator's
+/// `sandbox.json`, the operator's store (refused as a project) and its compile cache.
+#[derive(Debug, Clone, Default)]
+pub struct TrialEnv {
+    /// Where `project`-mode packs run (unless the pack names a fixture).
+    pub project: TrialProject,
+    /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
+    pub sandbox: SandboxConfig,
+    /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
+    pub store_home: Option<PathBuf>,
+    /// The operator's compile cache (`Store::default_compile_cache`): the trial compiles a composite's component
+    /// into it, once per component, instead of into its throw-away store. `None`: the trial's own.
+    pub compile_cache: Option<PathBuf>,
+}
+
+impl TrialEnv {
+    /// The operator's environment (its store as `HCP_HOME`/`HCP_STORE` name it), with `project`. Its
+    /// `sandbox.json` is read without creating a file store (defaults when there is none); with `HCP_STORE`
+    /// naming a database, it is that database's document, as every replica reads it.
+    pub fn operator(project: TrialProject) -> Result<TrialEnv, String> {
+        use crate::store::Store;
+        let compile_cache = Store::default_compile_cache().map_err(|e| e.to_string())?;
+        let sandbox = if Store::default_is_files() {
+            let path = Store::default_home().join("sandbox.json");
+            match std::fs::read_to_string(&path) {
+                Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                    let shown = path.display().to_string();
+                    format!("{shown} is not valid: {e}; {}", crate::store::advice::corrupt_fix(&shown))
+                })?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => SandboxConfig::default(),
+                Err(e) => {
+                    return Err(format!("cannot read {}: {}", path.display(), crate::model::io_reason(&e)))
+                }
+            }
+        } else {
+            let store = Store::open_default().map_err(|e| e.to_string())?.one_shot();
+            store.sandbox().map(|s| (*s).clone()).map_err(|e| e.to_string())?
+        };
+        Ok(TrialEnv {
+            project,
+            sandbox,
+            store_home: Some(Store::default_home()),
+            compile_cache: Some(compile_cache),
+        })
+    }
+}
+
 impl Trial {
     /// Installs and activates the pack in `dir` in a fresh temporary store with a per-call `timeout_ms`.
     /// The operator's `sandbox.json` lends the trial what it grants this pack (`packs.<id>`), its kernel settings
@@ -89,15 +136,9 @@ impl Trial {
     /// A `project`-mode pack is refused a project that holds `store_home` (the operator's store), as `hcpx exec`
     /// would refuse it: the trial's own store is elsewhere, but the probe would read the real one. A composite's
     /// component is compiled into `compile_cache` when given (the operator's), else into the trial's own store.
-    pub fn new(
-        dir: &Path,
-        pack: &Pack,
-        timeout_ms: u64,
-        project: TrialProject,
-        operator: &SandboxConfig,
-        store_home: Option<&Path>,
-        compile_cache: Option<&Path>,
-    ) -> Result<Trial, TrialError> {
+    pub fn new(dir: &Path, pack: &Pack, timeout_ms: u64, env: &TrialEnv) -> Result<Trial, TrialError> {
+        let (project, operator) = (env.project.clone(), &env.sandbox);
+        let (store_home, compile_cache) = (env.store_home.as_deref(), env.compile_cache.as_deref());
         let home = tempfile::Builder::new().prefix("hcpx-trial-").tempdir().map_err(TrialError::TempStore)?;
         let mut store = Self::setup(home.path(), dir, pack, timeout_ms, operator)?;
         if let Some(cache) = compile_cache {

@@ -13,7 +13,7 @@ mod skill;
 mod structure;
 
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::eval::{run_cases, EvalReport};
 use crate::lint::LintIssue;
@@ -115,15 +115,8 @@ pub struct CheckOptions {
     pub probe: bool,
     pub eval: bool,
     pub timeout_ms: u64,
-    /// Where `project`-mode packs run (unless the pack names a fixture).
-    pub project: crate::trial::TrialProject,
-    /// The operator's `sandbox.json`: the trial store keeps its grants for this pack and its kernel settings.
-    pub sandbox: crate::store::config::SandboxConfig,
-    /// The operator's store: a project that holds it is refused, as `hcpx exec` refuses it.
-    pub store_home: Option<PathBuf>,
-    /// The operator's compile cache (`Store::default_compile_cache`): the trial compiles a composite's component
-    /// into it, once per component, instead of into its throw-away store. `None`: the trial's own.
-    pub compile_cache: Option<PathBuf>,
+    /// Where the probe and the cases run (`TrialEnv::operator`).
+    pub env: crate::trial::TrialEnv,
 }
 
 /// A category's own score.
@@ -208,15 +201,7 @@ fn check_pack(
     let wants_probe = component_ok && opts.probe;
     let mut trial = None;
     if wants_probe || wants_eval {
-        match Trial::new(
-            dir,
-            pack,
-            opts.timeout_ms,
-            opts.project.clone(),
-            &opts.sandbox,
-            opts.store_home.as_deref(),
-            opts.compile_cache.as_deref(),
-        ) {
+        match Trial::new(dir, pack, opts.timeout_ms, &opts.env) {
             Ok(t) => {
                 *ran_in = Some(t.ran_in(pack.workspace));
                 trial = Some(t)

@@ -32,26 +32,11 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
             Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
         }
     }
-    let compile_cache = match hcpx::store::Store::default_compile_cache() {
-        Ok(c) => c,
-        Err(e) => return Ok(fail(p, &e.to_string())),
+    let env = match super::exec::trial_env(&a.project) {
+        Ok(env) => env,
+        Err(e) => return Ok(fail(p, &e)),
     };
-    let sandbox = match super::operator_sandbox() {
-        Ok(s) => s,
-        Err(e) => return Ok(super::fail(p, &e)),
-    };
-    let opts = CheckOptions {
-        probe: a.probe,
-        eval: !a.no_eval,
-        timeout_ms: a.timeout,
-        project: match super::exec::trial_project(&a.project) {
-            Ok(d) => d,
-            Err(e) => return Ok(fail(p, &e.to_string())),
-        },
-        sandbox,
-        store_home: Some(hcpx::store::Store::default_home()),
-        compile_cache: Some(compile_cache),
-    };
+    let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, env };
     let report = checked_with_progress(p, &a.dir, &opts);
     let dir = a.dir.display().to_string();
     if p.json {

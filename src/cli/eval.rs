@@ -7,24 +7,11 @@ use hcpx::eval::{run_evals, EvalOptions};
 /// Runs `hcpx eval`.
 pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {
     let progress = |n: usize, m: usize, title: &str| p.progress(&format!("case {n} of {m}: {title}"));
-    let compile_cache = match hcpx::store::Store::default_compile_cache() {
-        Ok(c) => c,
-        Err(e) => return Ok(fail(p, &e.to_string())),
-    };
-    let sandbox = match super::operator_sandbox() {
-        Ok(s) => s,
+    let env = match super::exec::trial_env(&a.project) {
+        Ok(env) => env,
         Err(e) => return Ok(fail(p, &e)),
     };
-    let opts = EvalOptions {
-        timeout_ms: a.timeout,
-        project: match super::exec::trial_project(&a.project) {
-            Ok(d) => d,
-            Err(e) => return Ok(fail(p, &e.to_string())),
-        },
-        sandbox,
-        store_home: Some(hcpx::store::Store::default_home()),
-        compile_cache: Some(compile_cache),
-    };
+    let opts = EvalOptions { timeout_ms: a.timeout, env };
     let report = match run_evals(&a.dir, &opts, &progress) {
         Ok(r) => r,
         Err(e) => return Ok(fail(p, &e.to_string())),

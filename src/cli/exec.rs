@@ -22,6 +22,13 @@ pub fn project_dir(arg: &super::ProjectArg) -> anyhow::Result<Option<PathBuf>> {
     Ok(trial_project(arg)?.dir)
 }
 
+/// Where `hcpx check`, `hcpx eval` and `hcpx publish` try a pack: the operator's environment with the project
+/// `arg` names (`hcpx::trial::TrialEnv::operator`).
+pub fn trial_env(arg: &super::ProjectArg) -> Result<hcpx::trial::TrialEnv, String> {
+    let project = trial_project(arg).map_err(|e| e.to_string())?;
+    hcpx::trial::TrialEnv::operator(project)
+}
+
 /// The project as `hcpx eval` and `hcpx check` hand it to a trial: named (`--project`, `HCP_PROJECT_DIR`) or
 /// merely the directory `hcpx` started in, where write cases do not run.
 pub fn trial_project(arg: &super::ProjectArg) -> anyhow::Result<hcpx::trial::TrialProject> {

@@ -952,25 +952,6 @@ pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
 }
 
-/// The operator's `sandbox.json` (defaults when there is none), read without creating a file store: `hcpx
-/// check` and `hcpx eval` try a pack under the grants and kernel settings the operator gave it. With
-/// `HCP_STORE` naming a database, it is that database's document, as every replica reads it.
-pub fn operator_sandbox() -> Result<hcpx::store::config::SandboxConfig, String> {
-    if !Store::default_is_files() {
-        let store = Store::open_default().map_err(|e| e.to_string())?.one_shot();
-        return store.sandbox().map(|s| (*s).clone()).map_err(|e| e.to_string());
-    }
-    let path = Store::default_home().join("sandbox.json");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            let shown = path.display().to_string();
-            format!("{shown} is not valid: {e}; {}", hcpx::store::advice::corrupt_fix(&shown))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(e) => Err(format!("cannot read {}: {}", path.display(), hcpx::model::io_reason(&e))),
-    }
-}
-
 /// Prints a failure the way the output mode wants it and returns exit 1.
 pub fn fail(printer: &Printer, message: &str) -> u8 {
     if printer.json {

@@ -54,23 +54,11 @@ pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
             ),
         ));
     }
-    let compile_cache = match hcpx::store::Store::default_compile_cache() {
-        Ok(c) => c,
-        Err(e) => return Ok(fail(p, &e.to_string())),
-    };
-    let sandbox = match super::operator_sandbox() {
-        Ok(s) => s,
+    let env = match super::exec::trial_env(&super::ProjectArg::default()) {
+        Ok(env) => env,
         Err(e) => return Ok(fail(p, &e)),
     };
-    let opts = CheckOptions {
-        probe: false,
-        eval: true,
-        timeout_ms: a.timeout,
-        project: super::exec::trial_project(&super::ProjectArg::default())?,
-        sandbox,
-        store_home: Some(hcpx::store::Store::default_home()),
-        compile_cache: Some(compile_cache),
-    };
+    let opts = CheckOptions { probe: false, eval: true, timeout_ms: a.timeout, env };
     let report = super::check::checked_with_progress(p, &a.dir, &opts);
     if report.errors > 0 || report.score < a.min_score {
         return Ok(fail(p, &format!(

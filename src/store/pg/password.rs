@@ -170,21 +170,10 @@ fn unescape_field(rest: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The name of this process's effective user (libpq's default user), from the password database.
+/// The name of this process's effective user (libpq's default user), from the password database: the same
+/// lookup the driver makes for its own default user (whoami's `getpwuid_r` of the effective uid).
 fn os_user() -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: an all-zero passwd is a valid value of this plain C struct (null pointers, zero ids).
-    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwuid_r fills `pw` with pointers into `buf` (ours, of the length given) and sets `found` to
-    // `&pw` or null; nothing outlives this function.
-    let rc = unsafe { libc::getpwuid_r(libc::geteuid(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc != 0 || found.is_null() || pw.pw_name.is_null() {
-        return None;
-    }
-    // SAFETY: pw_name points into `buf`, NUL-terminated by getpwuid_r.
-    let name = unsafe { std::ffi::CStr::from_ptr(pw.pw_name) };
-    name.to_str().ok().map(str::to_string)
+    whoami::username().ok()
 }
 
 #[cfg(test)]

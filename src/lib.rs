@@ -12,7 +12,7 @@ pub use hcpx_model as model;
 
 pub use hcpx_pack::{args, lint, pack, render, template, title};
 
-pub mod store;
+pub use hcpx_store as store;
 
 pub mod distribution;
 

@@ -12,11 +12,11 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::Db;
-use crate::store::audit::AuditHead;
-use crate::store::packs::{pack_files_digest, State};
-use crate::store::principals::LOCAL_TENANT;
-use crate::store::sense::SenseEvent;
-use crate::store::{Store, StoreError};
+use crate::audit::AuditHead;
+use crate::packs::{pack_files_digest, State};
+use crate::principals::LOCAL_TENANT;
+use crate::sense::SenseEvent;
+use crate::{Store, StoreError};
 
 /// What a transfer moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -33,7 +33,7 @@ fn write(dir: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreErro
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
     }
-    crate::store::write_atomic(&target, bytes, mode).map_err(|e| StoreError::io(&target, e))
+    crate::write_atomic(&target, bytes, mode).map_err(|e| StoreError::io(&target, e))
 }
 
 /// Writes the database store `db` as a file store at `dir`, which must be missing or empty.
@@ -53,8 +53,8 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         let private = secret
             || path.ends_with("principals.json")
             || path.ends_with("connections.json")
-            || path == crate::store::REQUEST_STATE_KEY
-            || path.starts_with(&format!("{}/", crate::store::approvals::APPROVALS_DIR));
+            || path == crate::REQUEST_STATE_KEY
+            || path.starts_with(&format!("{}/", crate::approvals::APPROVALS_DIR));
         write(dir, &path, text.as_bytes(), if private { 0o600 } else { 0o644 })?;
         if secret {
             moved.credentials += 1;
@@ -156,7 +156,7 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         for e in entries.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "log") {
-                let v = crate::store::chain::verify_exported(&p, None)?;
+                let v = crate::chain::verify_exported(&p, None)?;
                 if let Some(b) = v.broken {
                     return Err(StoreError::Refused(format!(
                         "exported audit chain {} is broken ({}: {}); nothing was imported",
@@ -221,7 +221,7 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         db.audit_put_chain(&super::audit::Chain { tenant, head, lines })?;
     }
     for rec in src.audit()? {
-        db.audit_append(&crate::store::audit::AuditRecord { prev: None, ..rec }, None)?;
+        db.audit_append(&crate::audit::AuditRecord { prev: None, ..rec }, None)?;
         moved.audit_lines += 1;
     }
     let mut sense_logs = vec![(LOCAL_TENANT.to_string(), dir.join(src.sense_log(LOCAL_TENANT)?))];

@@ -7,7 +7,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use std::path::Path;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// A seal key, loaded.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ impl Sealer {
     /// give each use its own prefix (documents: `hcpx-document:`), so a value sealed for one never opens as
     /// another.
     pub fn seal_bound(&self, context: &[u8], plain: &[u8]) -> Result<Sealed, StoreError> {
-        let nonce = crate::store::random_bytes::<24>()?;
+        let nonce = crate::random_bytes::<24>()?;
         let bytes = self
             .cipher
             .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad: context })

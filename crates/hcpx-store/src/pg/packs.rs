@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{db_error, Db};
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// One entry of a pack: a directory, a file, or an executable file.
 struct Entry {
@@ -17,13 +17,10 @@ struct Entry {
 
 fn entries(dir: &Path) -> Result<Vec<Entry>, StoreError> {
     let mut found = Vec::new();
-    let whole = crate::pack::tree::walk(
-        dir,
-        crate::store::packs::MAX_PACK_ENTRIES,
-        usize::MAX,
-        &|_| true,
-        &mut |rel, m| found.push((PathBuf::from(rel), m.file_type())),
-    );
+    let whole =
+        crate::pack::tree::walk(dir, crate::packs::MAX_PACK_ENTRIES, usize::MAX, &|_| true, &mut |rel, m| {
+            found.push((PathBuf::from(rel), m.file_type()))
+        });
     if !whole {
         return Err(StoreError::Refused(format!("{} holds too many entries to store", dir.display())));
     }
@@ -115,7 +112,7 @@ impl Db {
                 std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
             }
             let mode = if kind == "x" { 0o755 } else { 0o644 };
-            crate::store::write_atomic(&target, &bytes.unwrap_or_default(), mode)
+            crate::write_atomic(&target, &bytes.unwrap_or_default(), mode)
                 .map_err(|e| StoreError::io(&target, e))?;
         }
         Ok(())

@@ -1,8 +1,18 @@
-//! The store: installed packs, activations, grants, the allow-list, credentials, the audit log and Sense.
-//! One interface, two back ends: files under `$HCP_HOME` (the embedded default: every write atomic — temp file,
-//! fsync, rename — and every read-modify-write under an exclusive lock, so concurrent `hcpx` processes neither
-//! lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a
-//! hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
+//! hcpx-store: the store — installed packs, activations, grants, the allow-list, credentials, the audit log and
+//! Sense. One interface, two back ends: files under `$HCP_HOME` (the embedded default: every write atomic — temp
+//! file, fsync, rename — and every read-modify-write under an exclusive lock, so concurrent `hcpx` processes
+//! neither lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of
+//! a hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
+//!
+//! May use: hcpx-model and hcpx-pack (a pack is checked as it is installed), the file system under the store's
+//! home, and the database it is given. Must never: run a pack's code, spawn a process, confine one (that is the
+//! sandbox's), reach any network but its database, or hold `unsafe` code.
+
+#![forbid(unsafe_code)]
+
+// The modules name the layers below as they did in one crate.
+use hcpx_model as model;
+use hcpx_pack::{lint, pack};
 
 pub mod advice;
 pub mod approvals;

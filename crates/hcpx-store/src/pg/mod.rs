@@ -126,7 +126,7 @@ impl Db {
         let intents = make_pool(asynchronous, (size / 4).max(2), &shown)?;
         let live = Arc::new(Live::default());
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
-        let replica = (u32::from_le_bytes(crate::store::random_bytes::<4>()?) >> 1) as i32;
+        let replica = (u32::from_le_bytes(crate::random_bytes::<4>()?) >> 1) as i32;
         let db = Db {
             rt: Some(rt),
             handle,

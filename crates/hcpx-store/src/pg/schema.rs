@@ -5,7 +5,7 @@
 use deadpool_postgres::Pool;
 
 use super::db_error;
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// Each migration, in order; `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`. Never edit one that
 /// has shipped: add the next.

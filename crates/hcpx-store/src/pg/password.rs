@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use tokio_postgres::config::Host;
 use tokio_postgres::Config;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// Gives `config` the password of `PGPASSWORD` or of the first line of the password file that matches it,
 /// when its connection string gave none (an empty password is none, as for libpq).

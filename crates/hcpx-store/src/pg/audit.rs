@@ -9,9 +9,9 @@
 //! mid-call leaves no write without a line.
 
 use super::{db_error, Db};
+use crate::audit::{AuditHead, AuditRecord};
 use crate::model::digest::sha256_hex;
-use crate::store::audit::{AuditHead, AuditRecord};
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// One tenant's chain as stored: its head and its lines, oldest first.
 #[derive(Debug, Clone)]
@@ -22,7 +22,7 @@ pub struct Chain {
 }
 
 pub(crate) fn new_genesis() -> Result<String, StoreError> {
-    Ok(sha256_hex(&crate::store::random_bytes::<32>()?))
+    Ok(sha256_hex(&crate::random_bytes::<32>()?))
 }
 
 /// One append waiting for the next batch.

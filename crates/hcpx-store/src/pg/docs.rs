@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::live::CHANNEL;
 use super::seal::{is_secret, Sealed};
 use super::{db_error, Db};
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// The longest a cached document is used without asking the database, whatever the notifications say.
 pub const TRUST: Duration = Duration::from_secs(1);

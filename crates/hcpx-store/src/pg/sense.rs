@@ -4,8 +4,8 @@
 
 use super::live::CHANNEL;
 use super::{db_error, Db};
-use crate::store::sense::{NewEvent, SenseEvent};
-use crate::store::StoreError;
+use crate::sense::{NewEvent, SenseEvent};
+use crate::StoreError;
 
 impl Db {
     /// Appends `new` to `tenant`'s events with the next id (see `Store::append_sense` for `dedupe`), and drops

@@ -14,7 +14,7 @@ pub use hcpx_pack::{args, lint, pack, render, template, title};
 
 pub use hcpx_store as store;
 
-pub mod distribution;
+pub use hcpx_registry as distribution;
 
 pub mod schema;
 

@@ -10,25 +10,16 @@ use std::path::{Path, PathBuf};
 use crate::helpers::rust_files;
 
 /// The workspace's library crates, bottom first: each may depend only on crates earlier in this list.
-const CRATES: &[&str] = &["hcpx-model", "hcpx-pack", "hcpx-store"];
+const CRATES: &[&str] = &["hcpx-model", "hcpx-pack", "hcpx-store", "hcpx-registry"];
 
 /// What each crate gives the `hcpx` package under the names its modules use (`src/lib.rs` re-exports them).
-const FROM_CRATES: &[&str] = &["model", "args", "lint", "pack", "render", "template", "title", "store"];
+const FROM_CRATES: &[&str] =
+    &["model", "args", "lint", "pack", "render", "template", "title", "store", "distribution"];
 
 /// The library's modules still in the `hcpx` package, bottom first (above every crate): each may import only
 /// the crates and the modules earlier in this list. lib.rs declares them in this order.
 const LAYERS: &[&str] = &[
-    "distribution",
-    "schema",
-    "sandbox",
-    "adapter",
-    "runtime",
-    "fixture",
-    "trial",
-    "eval",
-    "check",
-    "scaffold",
-    "mcp",
+    "schema", "sandbox", "adapter", "runtime", "fixture", "trial", "eval", "check", "scaffold", "mcp",
     "serve",
 ];
 

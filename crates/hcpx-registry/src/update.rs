@@ -268,7 +268,7 @@ mod tests {
 
     /// The ledger example with `edit` applied to its surface.json.
     fn ledger_with(t: &std::path::Path, edit: impl FnOnce(&mut serde_json::Value)) -> Pack {
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/ledger");
         crate::store::packs::copy_pack(&src, t).unwrap();
         let path = t.join("surface.json");
         let mut surface: serde_json::Value =

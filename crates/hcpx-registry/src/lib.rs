@@ -1,8 +1,19 @@
-//! Shipping packs through OCI registries (docs/distribution.md): `hcpx publish` builds a pack's artifact and
-//! pushes it, signed in cosign's format; `hcpx install oci://…` pulls it, checks the signature against the
-//! keys trusted for its registry prefix and every byte against the digests, then installs it exactly as a
-//! directory install does, recording where it came from. Verified blobs are cached by digest, so a pack
-//! named by digest installs again with no registry at all.
+//! hcpx-registry: shipping packs through OCI registries (docs/distribution.md). `hcpx publish` builds a pack's
+//! artifact and pushes it, signed in cosign's format; `hcpx install oci://…` pulls it, checks the signature
+//! against the keys trusted for its registry prefix and every byte against the digests, then installs it
+//! exactly as a directory install does, recording where it came from. Verified blobs are cached by digest, so
+//! a pack named by digest installs again with no registry at all.
+//!
+//! May use: hcpx-model, hcpx-pack and hcpx-store (it installs into the store), and the network to the registry
+//! a reference names. Must never: run a pack's code, install what its signature, digests or review do not
+//! allow, or hold `unsafe` code.
+
+#![forbid(unsafe_code)]
+
+// The modules name the layers below as they did in one crate.
+use hcpx_model as model;
+use hcpx_pack::{lint, pack};
+use hcpx_store as store;
 
 pub mod artifact;
 pub mod auth;

@@ -18,7 +18,7 @@ pub use hcpx_registry as distribution;
 
 pub mod schema;
 
-pub mod sandbox;
+pub use hcpx_sandbox as sandbox;
 
 pub mod adapter;
 

@@ -260,7 +260,7 @@ mod tests {
     use super::*;
     use seccompiler::sock_filter;
 
-    use crate::sandbox::unotify::AUDIT_ARCH as X86_64;
+    use crate::unotify::AUDIT_ARCH as X86_64;
 
     /// A classic-BPF interpreter for what these programs use, over a `seccomp_data` of `nr`, `arch` and `args`.
     fn run(prog: &[sock_filter], nr: u32, arch: u32, args: [u64; 6]) -> u32 {

@@ -1,8 +1,19 @@
-//! Confinement: what a wrap's child may reach, as one plain value built from the pack, the Policy row,
-//! `sandbox.json` and the working directory, and the kernel layers that enforce it between clone and exec.
+//! hcpx-sandbox: confinement — what a wrap's child may reach, as one plain value built from the pack, the
+//! Policy row, `sandbox.json` and the working directory, and the kernel layers that enforce it between clone and
+//! exec (namespaces, Landlock, seccomp with a connect supervisor, mounts, rlimits, the `.git` guard).
 //!
 //! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
+//!
+//! May use: hcpx-model, hcpx-pack and the store's `sandbox.json` types and layout, and the kernel's confinement
+//! calls: with the binary, the one crate whose `unsafe` code is allowed (each block says why it holds). Must
+//! never: decide what a call may do (the pipeline and `sandbox.json` decide; this crate enforces), or run a
+//! child it has not confined as planned.
+
+// The modules name the layers below as they did in one crate.
+use hcpx_model as model;
+use hcpx_pack::pack;
+use hcpx_store as store;
 
 pub mod disk;
 pub mod gitguard;

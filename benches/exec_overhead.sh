@@ -75,7 +75,7 @@ def run(argv, cwd, env=None):
     return (time.perf_counter_ns() - t) / 1e6
 
 def child_env(pid):
-    # The environment hcpx builds for the child (src/adapter/wrap.rs), not ours: an inherited
+    # The environment hcpx builds for the child (crates/hcpx-runtime/src/adapter/wrap.rs), not ours: an inherited
     # NODE_EXTRA_CA_CERTS alone makes node ~90 ms slower on the project machine.
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(home, "workspaces", pid),
             "TMPDIR": os.path.join(home, "tmp"), "HCP_SANDBOX": "native-local"}

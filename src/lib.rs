@@ -20,9 +20,9 @@ pub mod schema;
 
 pub use hcpx_sandbox as sandbox;
 
-pub mod adapter;
+pub use hcpx_runtime::adapter;
 
-pub mod runtime;
+pub use hcpx_runtime as runtime;
 
 pub mod fixture;
 

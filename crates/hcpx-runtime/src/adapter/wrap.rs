@@ -389,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_bare_bin_runs_only_when_allow_listed() {
-        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/jq")).unwrap();
+        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/jq")).unwrap();
         let wrap = pack.wrap.as_ref().unwrap();
         let refused = resolve_bin(&pack, wrap, &SandboxConfig::default()).unwrap_err();
         assert_eq!(refused.code, Code::SandboxDenied);

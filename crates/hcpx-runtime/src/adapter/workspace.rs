@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     fn pack(name: &str) -> Pack {
-        Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs").join(name)).unwrap()
+        Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs").join(name)).unwrap()
     }
 
     fn layout(home: &Path) -> Layout {

@@ -559,7 +559,7 @@ mod tests {
     use std::path::Path;
 
     fn ledger() -> Arc<Pack> {
-        Arc::new(Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger")).unwrap())
+        Arc::new(Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/ledger")).unwrap())
     }
 
     fn resolved(verb: &str, args: Value) -> Resolved<'static> {

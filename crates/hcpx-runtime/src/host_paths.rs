@@ -156,7 +156,7 @@ impl HostPaths {
 /// passes unchanged: `ok: true`, and not of the bootstrap pack (whose results are the runtime's reports).
 pub fn carries_output(answer: &serde_json::Map<String, Value>) -> bool {
     let ok = answer.get("ok").and_then(Value::as_bool) == Some(true);
-    ok && answer.get("pack_id").and_then(Value::as_str) != Some(crate::runtime::bootstrap::BOOTSTRAP_ID)
+    ok && answer.get("pack_id").and_then(Value::as_str) != Some(crate::bootstrap::BOOTSTRAP_ID)
 }
 
 /// Whether `c` may continue a path in error text: it ends at white space, a quote, a bracket or the `:` and `,`

@@ -500,7 +500,7 @@ mod tests {
     #[test]
     fn a_component_that_imports_no_preopens_gets_none() {
         let pack =
-            Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/transit-composite")).unwrap();
+            Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/transit-composite")).unwrap();
         let bytes = std::fs::read(pack.dir.join(pack.component.as_deref().unwrap())).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let source = Source {

@@ -62,6 +62,8 @@ fn unchanged(file: &Path, before: &std::fs::Metadata) -> bool {
 
 /// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
 /// `Err` is a message.
+// The compile cache hands wasmtime compiled code to map: the one `unsafe` of this crate (see SAFETY below).
+#[allow(unsafe_code)]
 pub fn load(
     cache: &Path,
     engine: &Engine,
@@ -187,9 +189,10 @@ mod tests {
     /// it or found it: never from a copy in a sealed memfd, whose sealing can fail on a busy machine.
     #[test]
     fn a_component_is_mapped_from_its_cache_file_when_compiled_and_when_found() {
-        let wasm =
-            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/transit-composite/adapter.wasm"))
-                .unwrap();
+        let wasm = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/transit-composite/adapter.wasm"),
+        )
+        .unwrap();
         let sha = sha256_hex(&wasm);
         let (engine, _) = crate::adapter::composite::make_engine(false).unwrap();
         let t = tempfile::tempdir().unwrap();

@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn step_7_titles_and_scrubs_the_result() {
-        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger")).unwrap();
+        let pack = Pack::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/ledger")).unwrap();
         let command = pack.command("transfer").unwrap();
         let given = json!({"amount": "2.80", "payee": "demo-transit", "confirm": true});
         let checked = command.args.check("ledger.transfer", given.as_object().unwrap()).unwrap();

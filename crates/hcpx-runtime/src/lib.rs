@@ -1,7 +1,24 @@
-//! `Runtime::exec`: the seven fail-closed steps of execution.md, in order, for every face. The steps
-//! themselves are in `pipeline.rs` (admission, steps 1–5, and the run of step 6) and `finish.rs` (step 7), one
-//! function each. A synchronous call is admit, run blocking, finish; `exec_async` is admit, the run awaited on
-//! the caller's tokio runtime, finish.
+//! hcpx-runtime: the adapters and the pipeline. `Runtime::exec` runs the seven fail-closed steps of an HCP call
+//! (docs/runtime.md), in order, for every face. The steps themselves are in `pipeline.rs` (admission, steps 1–5,
+//! and the run of step 6) and `finish.rs` (step 7), one function each. A synchronous call is admit, run
+//! blocking, finish; `exec_async` is admit, the run awaited on the caller's tokio runtime, finish. Both adapters
+//! sit behind one trait (`adapter`): a wrap spawns its CLI through the sandbox, a composite runs its WASI
+//! component in-process under wasmtime.
+//!
+//! May use: hcpx-model, hcpx-pack, hcpx-store and hcpx-sandbox, and wasmtime. Must never: run a call that did
+//! not pass every step, hand a child or a component what the pack and the operator did not grant, or hold
+//! `unsafe` code but the one place that maps a compiled component from the compile cache (`adapter::composite::
+//! cache::load`, each block saying why it holds).
+
+#![deny(unsafe_code)]
+
+// The modules name the layers below as they did in one crate.
+use hcpx_model as model;
+use hcpx_pack::{args, pack, render};
+use hcpx_sandbox as sandbox;
+use hcpx_store as store;
+
+pub mod adapter;
 
 mod approval;
 mod availability;

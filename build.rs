@@ -4,7 +4,8 @@
 //! - The unwinder linked in from GCC's `libgcc_eh.a` (as `gcc -static-libgcc` does) instead of loading
 //!   `libgcc_s.so.1`: one shared library fewer to map and bind, and no run of its constructor, whose CPUID
 //!   instructions each trap to the hypervisor in a VM (about 0.1 ms of every start on the project machine,
-//!   docs/perf.md, #25). Backtraces and wasmtime's registration of compiled code's unwind tables use it alike.
+//!   docs/perf-log.md, #25). Backtraces and wasmtime's registration of compiled code's unwind tables use it
+//!   alike.
 //! - The functions a one-shot call runs placed side by side (`link/hcpx.order`, written by
 //!   scripts/link-order.sh), so a call faults in fewer windows of code: with rustc's own lld only (the default
 //!   linker of x86_64-unknown-linux-gnu since Rust 1.90), as other linkers do not take the option.

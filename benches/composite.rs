@@ -172,7 +172,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     // The same call under each sandbox.json setting, side by side: every layer, every layer off, and each
-    // costly layer off alone (docs/perf.md). The store's read cache sees each rewrite of sandbox.json.
+    // costly layer off alone (docs/perf-log.md). The store's read cache sees each rewrite of sandbox.json.
     let all_off = r#"{ "disable": ["landlock", "landlock-net", "landlock-scope", "seccomp", "capabilities", "no-new-privs", "pid-namespace", "mount-namespace", "rlimits", "process-limit"] }"#;
     let settings = [
         ("Runtime::exec (full pipeline, warm, every layer)", "{}"),

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Why: writes link/hcpx.order, the functions of hcpx that a one-shot wrap call and `hcpx --version` run, which
 # build.rs hands to the linker so it places them side by side: a whole-process call then faults in about 40 fewer
-# 64 KiB windows of code (docs/perf.md, #25). A composite call shares most of them; its own (wasmtime's, about
-# 4 MB) are left where they are, to keep this list small. The names carry the toolchain's and the
-# dependencies' hashes, so regenerate it after either changes (benches/exec_overhead.sh says when it went stale);
-# a stale file costs that speed only, never correctness (the linker skips names it does not know).
+# 64 KiB windows of code (docs/perf-log.md, #25). A composite call shares most of them; its own (wasmtime's,
+# about 4 MB) are left where they are, to keep this list small. The names carry the toolchain's and the
+# dependencies' hashes, so regenerate it after either changes (benches/exec_overhead.sh says when it went
+# stale); a stale file costs that speed only, never correctness (the linker skips names it does not know).
 # Usage: scripts/link-order.sh   (needs valgrind: apt-get install valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,7 +7,7 @@ bash scripts/setup.sh
 # never enters hcpx's build) is a test tool, like the Python and JavaScript toolchains: it is built once per
 # version of its sources, lock file and compiler into a cache of this user's, private to them, and reused by
 # later runs on the machine (HCPX_COSIGN_VERIFY tells the test where it is; without it the test builds it).
-# A cold build of it is about 165 CPU-seconds, a sixth of a cold CI's compile (#23, docs/perf.md).
+# A cold build of it is about 165 CPU-seconds, a sixth of a cold CI's compile (#23, docs/perf-log.md).
 tools="${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/hcpx-test-tools"
 mkdir -p "$tools"
 # Only a directory of this user's that no one else can write (what is cached here is run by the tests).
@@ -56,7 +56,7 @@ if [ "${HCPX_CLIPPY_IN_BUILD:-}" = 1 ]; then
   cargo test --locked --workspace --no-run --quiet --lib --tests --benches
 fi
 # Three test threads on two cores: about 90 core-seconds of a two-thread run are idle, in tests that wait on
-# the servers and clients they start (#23, docs/perf.md); the tests' limits are sized for a busy machine.
+# the servers and clients they start (#23, docs/perf-log.md); the tests' limits are sized for a busy machine.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}"
 cargo test --locked --workspace
 # The escape suite and the packs' proofs again as an unprivileged user (as root: a user made for it), and that

@@ -10,10 +10,10 @@ use cli::Command;
 
 /// The process entry, in place of std's start-up: std asks glibc for the main thread's stack bounds, which reads
 /// and parses `/proc/self/maps` (about 0.1 ms of every one-shot `hcpx exec` on the project machine,
-/// docs/perf.md, #25), to print a message on a stack overflow that kills the process either way. What else std
-/// does before `main` is done here: the standard descriptors are made to exist (so no file the runtime opens can
-/// land on 0, 1 or 2 and receive its output), SIGPIPE is ignored (a closed pipe is an `EPIPE` error, not a
-/// silent death), and stdout is flushed at the end.
+/// docs/perf-log.md, #25), to print a message on a stack overflow that kills the process either way. What
+/// else std does before `main` is done here: the standard descriptors are made to exist (so no file the
+/// runtime opens can land on 0, 1 or 2 and receive its output), SIGPIPE is ignored (a closed pipe is an
+/// `EPIPE` error, not a silent death), and stdout is flushed at the end.
 #[unsafe(no_mangle)]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     if !standard_fds_open() {
@@ -28,10 +28,10 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
 
 /// `pow`, for the one dependency that calls it (tokio's scheduler statistics), and `log2` (num-bigint's radix
 /// conversion): all the binary took from `libm.so.6`, whose load (mapping, binding, nine page faults) cost every
-/// call about 0.05 ms (docs/perf.md, #25). The `libm` crate's are musl's, within an ulp of glibc's. Defined in
-/// the executable, they are what its own calls bind to (and what a library loaded later would get for these two
-/// names: the same functions); should a new dependency call another function of libm, the linker takes
-/// `libm.so.6` again (nothing breaks, it is slower).
+/// call about 0.05 ms (docs/perf-log.md, #25). The `libm` crate's are musl's, within an ulp of glibc's.
+/// Defined in the executable, they are what its own calls bind to (and what a library loaded later would get
+/// for these two names: the same functions); should a new dependency call another function of libm, the
+/// linker takes `libm.so.6` again (nothing breaks, it is slower).
 #[unsafe(no_mangle)]
 pub extern "C" fn pow(x: f64, y: f64) -> f64 {
     libm::pow(x, y)

@@ -1,6 +1,6 @@
 //! `hcpx-mcp`: the MCP face as a binary of its own, which `hcpx mcp` runs. The MCP SDK's code lives only
 //! here, so no `hcpx exec` process loads it (each one paid ~0.1–0.2 ms more start-up with it linked in;
-//! docs/perf.md). Serves the activated packs over stdio; stdout is the protocol channel, errors go to
+//! docs/perf-log.md). Serves the activated packs over stdio; stdout is the protocol channel, errors go to
 //! stderr.
 
 use std::io::Write;

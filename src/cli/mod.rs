@@ -61,10 +61,11 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// The command line, parsed. `hcpx exec …`, which a host runs once per tool call, is read by hand when it is
-    /// plain (no option but `--json`), else parsed against the exec subcommand alone, sparing clap the other
-    /// forty (docs/perf.md, #25); an exec line neither accepts outright (help, version, a usage error) is parsed
-    /// again by the whole CLI, so every message, and every other command, comes from the one definition below.
+    /// The command line, parsed. `hcpx exec …`, which a host runs once per tool call, is read by hand when it
+    /// is plain (no option but `--json`), else parsed against the exec subcommand alone, sparing clap the
+    /// other forty (docs/perf-log.md, #25); an exec line neither accepts outright (help, version, a usage
+    /// error) is parsed again by the whole CLI, so every message, and every other command, comes from the one
+    /// definition below.
     pub fn parse_args() -> Result<Cli, clap::Error> {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         if args.get(1).is_some_and(|a| a == "exec") {
@@ -152,7 +153,7 @@ pub struct RefuseArgs {
 }
 
 // The subcommands. Each one's arguments are defined only when it is the one invoked (`defer`): a call builds
-// one subcommand, not all forty (about 0.4 ms of every `hcpx exec`, docs/perf.md).
+// one subcommand, not all forty (about 0.4 ms of every `hcpx exec`, docs/perf-log.md).
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {

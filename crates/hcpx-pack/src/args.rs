@@ -76,7 +76,7 @@ enum Validation {
     Nothing,
     /// Every property declares one JSON type and nothing else constrains it: each value's type is checked
     /// here. This is what most commands' schemas are, and it spares every process compiling the JSON Schema
-    /// meta-schema (about half a millisecond of each `hcpx exec`; docs/perf.md).
+    /// meta-schema (about half a millisecond of each `hcpx exec`; docs/perf-log.md).
     Types,
     /// Anything richer: the schema compiled by `jsonschema`.
     Schema(Box<jsonschema::Validator>),
@@ -383,7 +383,7 @@ impl ArgSpec {
             let mut options = jsonschema::options().with_retriever(NoFetch).should_validate_formats(true);
             if !obj.contains_key("$schema") {
                 // Draft 7 covers what argument schemas use, and its meta-schema compiles several times faster
-                // than 2020-12's, which every process would otherwise pay once (docs/perf.md).
+                // than 2020-12's, which every process would otherwise pay once (docs/perf-log.md).
                 options = options.with_draft(jsonschema::Draft::Draft7);
             }
             match options.build(schema) {

@@ -177,9 +177,9 @@ fn build(
 /// only the named calls (and every other architecture) go on to `denied`, which decides as before; an x32 call
 /// (a number from 0x40000000, which the rules' numbers never match) gets `ENOSYS`. The kernel runs a new
 /// program once for every call number to cache which ones it always allows, at about 2 µs per instruction a
-/// linear program walks (docs/perf.md, #25): loading both took 0.11 ms of every spawn. `None` if a jump would
-/// not fit (a program this module never makes). `a_dispatched_program_decides_as_the_two_did` checks every call
-/// number and argument class against the two programs.
+/// linear program walks (docs/perf-log.md, #25): loading both took 0.11 ms of every spawn. `None` if a jump
+/// would not fit (a program this module never makes). `a_dispatched_program_decides_as_the_two_did` checks
+/// every call number and argument class against the two programs.
 #[cfg(target_arch = "x86_64")]
 fn dispatched(denied: &[seccompiler::sock_filter], named: &[u32]) -> Option<BpfProgram> {
     use super::unotify::{AUDIT_ARCH, X32_BIT};

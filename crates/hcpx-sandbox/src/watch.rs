@@ -1,7 +1,7 @@
 //! Waits for a wrap's child on the calling thread, in one `poll` loop: its exit (a pidfd, which never reaps it,
 //! so neither its process group id nor its namespace can be reused before the kill) and its output (two pipes,
 //! read as it comes so the child never blocks on a full pipe, kept up to the cap). No helper threads: a
-//! one-shot `hcpx exec` paid for three of them per call (docs/perf.md).
+//! one-shot `hcpx exec` paid for three of them per call (docs/perf-log.md).
 
 use std::fs::File;
 use std::io::{self, Read};

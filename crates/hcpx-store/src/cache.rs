@@ -13,7 +13,8 @@
 //!
 //! A process that makes one call and exits (the `hcpx` CLI) never watches ([`ReadCache::unwatched`]): closing an
 //! inotify descriptor waits for the kernel to destroy its marks, an SRCU grace period counted in scheduler ticks,
-//! and at exit that wait holds the process's end by 4 to 30 ms (docs/perf.md, "The tail of a whole-process call").
+//! and at exit that wait holds the process's end by 4 to 30 ms (docs/perf-log.md, "The tail of a
+//! whole-process call").
 
 use rustix::fs::inotify;
 use std::any::Any;

@@ -385,7 +385,7 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
         .total_stacks(64)
         // Resetting a reused memory: the first 64 KiB are zeroed in place, the rest returned with madvise. For the
         // transit component, 64 KiB beat both 0 and 1 MiB (zeroing a whole MiB costs more than the page faults
-        // it saves; docs/perf.md).
+        // it saves; docs/perf-log.md).
         .linear_memory_keep_resident(64 << 10)
         .table_keep_resident(1 << 16)
         .decommit_batch_size(16);

@@ -226,9 +226,7 @@ impl HcpServer {
         let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
         Ok(self.command_call(tool, principal, args, state, responses, &context).await)
     }
-}
 
-impl HcpServer {
     /// One call of a command (its own tool, or `exec` of the one `hcp` tool). Where the command is confirm-gated
     /// and the client can ask its user, the gate is the person's answer: a call bringing `confirm: true` is asked
     /// about like any other, so a model cannot answer for the person (a call bringing an approver's
@@ -255,9 +253,7 @@ impl HcpServer {
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
         to_mcp_result(unless_cancelled(work, context, &tool.pack_id, &tool.verb_key).await).into()
     }
-}
 
-impl HcpServer {
     /// A confirm-gated write from a client that can ask its user (elicitation). The call goes through the
     /// pipeline once, held for a person whatever `confirm` it brings, so arguments and grants are checked, the
     /// card is filled and the approval is bound to this exact call. The person is then asked: in the same request

@@ -10,7 +10,6 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::App;
-use crate::model::grants::Capability;
 use crate::model::{Code, Principal};
 use crate::pack::Operation;
 use crate::runtime::Runtime;
@@ -273,13 +272,7 @@ fn commands(runtime: &Runtime, principal: &Principal) -> Vec<CommandDoc> {
     let mut out = Vec::new();
     for pack in runtime.activated_packs(Some(&principal.tenant)) {
         for c in pack.commands.values() {
-            let cap = if c.key == "connect" {
-                Capability::PackConnect
-            } else if c.policy.operation == Operation::Write {
-                Capability::ExecWrite
-            } else {
-                Capability::ExecRead
-            };
+            let cap = crate::runtime::visible::capability(&c.key, c.policy.operation);
             if !principal.grants.allows(cap, &pack.id, &c.key) {
                 continue;
             }

@@ -327,9 +327,8 @@ pub(crate) async fn title_post(
 
 /// The title of a command the caller may call (of a pack it sees).
 fn title(app: &App, who: &Authenticated, t: TitleInput) -> Response {
-    let seen = app.runtime.sees_pack(&who.principal, &t.pack_id);
     let pack = match app.runtime.installed_pack(&t.pack_id) {
-        Ok(p) if seen => p,
+        Ok(p) if crate::runtime::visible::sees(&who.principal.grants, &p) => p,
         _ => return denial(app, &unknown(&t.pack_id)),
     };
     let callable = crate::runtime::visible::may_call(&who.principal.grants, &pack, &t.verb_key);

@@ -348,9 +348,8 @@ fn signed_for(
     claims: &[sign::Claims],
     opts: &PullOptions,
 ) -> Result<Option<u64>, DistError> {
-    let newest = |c: &mut dyn Iterator<Item = &sign::Claims>| c.filter_map(|c| c.signed_at).max();
     let (Some(signer), Some(tag), None, None) = (signer, &r.tag, &r.digest, &opts.expect_digest) else {
-        return Ok(newest(&mut claims.iter()));
+        return Ok(newest(claims));
     };
     let naming: Vec<&sign::Claims> =
         claims.iter().filter(|c| c.tag.as_deref() == Some(tag.as_str())).collect();
@@ -365,7 +364,31 @@ fn signed_for(
             r.at_digest(digest)
         )));
     }
-    Ok(newest(&mut naming.into_iter()))
+    Ok(newest(naming))
+}
+
+/// When the newest of `claims` was signed.
+fn newest<'a>(claims: impl IntoIterator<Item = &'a sign::Claims>) -> Option<u64> {
+    claims.into_iter().filter_map(|c| c.signed_at).max()
+}
+
+/// `Downgrade` when `pulled` (other content than the installed build `rec` of pack `id`) was signed before it,
+/// unless `allow` (`--allow-downgrade`).
+pub(crate) fn refuse_downgrade(
+    id: &str,
+    rec: &crate::store::packs::PackState,
+    r: &PackRef,
+    pulled: &Pulled,
+    allow: bool,
+) -> Result<(), DistError> {
+    if allow
+        || !older(rec.signed_at, pulled.signed_at)
+        || rec.digest.as_deref() == Some(pulled.digest.as_str())
+    {
+        return Ok(());
+    }
+    let from = format!("{} ({})", rec.source, rec.digest.as_deref().unwrap_or("no digest"));
+    Err(DistError::Downgrade { id: id.to_string(), from, to: format!("{r} ({})", pulled.digest) })
 }
 
 /// Whether a build signed at `new` is older than the installed one signed at `installed` (a build whose time is
@@ -537,11 +560,7 @@ fn review_reinstall(
     if *from_digest == pulled.digest || opts.expect_digest.is_some() {
         return Ok(());
     }
-    let from = format!("{} ({from_digest})", rec.source);
-    let to = format!("{r} ({})", pulled.digest);
-    if older(rec.signed_at, pulled.signed_at) && !opts.allow_downgrade {
-        return Err(DistError::Downgrade { id: new.id.clone(), from, to });
-    }
+    refuse_downgrade(&new.id, rec, r, pulled, opts.allow_downgrade)?;
     if opts.reviewed {
         return Ok(());
     }
@@ -552,7 +571,8 @@ fn review_reinstall(
     } else {
         changes.iter().map(update::PolicyChange::describe).collect::<Vec<_>>().join("; ")
     };
-    Err(DistError::Review { id: new.id, from, to, changes })
+    let from = format!("{} ({from_digest})", rec.source);
+    Err(DistError::Review { id: new.id, from, to: format!("{r} ({})", pulled.digest), changes })
 }
 
 /// Installs a pulled and verified pack (see [`install`]).

@@ -227,14 +227,7 @@ pub fn update(
             new.id
         )));
     }
-    if pulled.digest != *from_digest && super::older(rec.signed_at, pulled.signed_at) && !how.allow_downgrade
-    {
-        return Err(DistError::Downgrade {
-            id: id.to_string(),
-            from: format!("{} ({from_digest})", rec.source),
-            to: format!("{new_ref} ({})", pulled.digest),
-        });
-    }
+    super::refuse_downgrade(id, rec, &new_ref, &pulled, how.allow_downgrade)?;
     let changes = policy_changes(&old, &new);
     let signer = pulled.signer.as_ref().map(|s| format!("{} {}", s.name, s.fingerprint)).unwrap_or_default();
     let mut report = UpdateReport {

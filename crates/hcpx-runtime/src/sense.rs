@@ -20,7 +20,7 @@ use crate::store::{Store, StoreError};
 pub const DEGRADED: &str = "binding.degraded";
 
 /// Whether `grants` hold `sense.announce` for any trigger of `pack_id` (or, with `None`, of any pack).
-fn holds_announce(grants: &Grants, pack_id: Option<&str>) -> bool {
+pub(crate) fn holds_announce(grants: &Grants, pack_id: Option<&str>) -> bool {
     match grants {
         Grants::All => true,
         Grants::Only(list) => list.iter().any(|g| {

@@ -36,18 +36,7 @@ pub fn may_call(grants: &Grants, pack: &Pack, verb: &str) -> bool {
 pub fn sees(grants: &Grants, pack: &Pack) -> bool {
     let pass_through = pack.pass_through.as_ref().map(|p| p.policy.keys()).into_iter().flatten();
     pack.commands.keys().chain(pass_through).any(|verb| may_call(grants, pack, verb))
-        || names(grants, &pack.id, Capability::SenseAnnounce)
-}
-
-/// Whether a grant of `cap` names pack `id` (or every pack), whatever its commands: for a pack that does not load,
-/// whose commands are unknown, and for stimuli.
-pub fn names(grants: &Grants, id: &str, cap: Capability) -> bool {
-    match grants {
-        Grants::All => true,
-        Grants::Only(list) => {
-            list.iter().any(|g| g.capability == cap && (g.pack_id == "*" || g.pack_id == id))
-        }
-    }
+        || super::sense::holds_announce(grants, Some(&pack.id))
 }
 
 /// Whether any grant names pack `id` (or every pack): what decides whether a pack that does not load is shown.
@@ -115,10 +104,11 @@ impl Runtime {
     ) -> Result<CommandsReport, Denial> {
         self.visible_pack(principal, id)?;
         let mut report = self.commands_of(id, verb)?;
-        let callable = |verb: &str| match self.installed_pack(id) {
-            Ok(pack) => may_call(&principal.grants, &pack, verb),
+        let pack = self.installed_pack(id).ok();
+        let callable = |verb: &str| match &pack {
+            Some(pack) => may_call(&principal.grants, pack, verb),
             // The bootstrap pack: its own table gives each command's operation.
-            Err(_) => super::bootstrap::command(verb).is_some_and(|c| {
+            None => super::bootstrap::command(verb).is_some_and(|c| {
                 principal.grants.allows(capability(verb, c.operation), super::bootstrap::BOOTSTRAP_ID, verb)
             }),
         };

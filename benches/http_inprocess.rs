@@ -11,10 +11,10 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hcpx::model::grants::Grants;
-use hcpx::model::{Envelope, Invoker, Principal};
-use hcpx::runtime::{CallContext, Runtime};
-use hcpx::store::Store;
+use hcpx_model::grants::Grants;
+use hcpx_model::{Envelope, Invoker, Principal};
+use hcpx_runtime::{CallContext, Runtime};
+use hcpx_store::Store;
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;

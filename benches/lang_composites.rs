@@ -11,14 +11,14 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hcpx::adapter::composite::bindings::hcp::adapter::types::CallContext;
-use hcpx::adapter::composite::bindings::{Composite, CompositePre};
-use hcpx::adapter::composite::host::{CallLimits, CallState};
-use hcpx::adapter::composite::CompositeAdapter;
-use hcpx::model::grants::Grants;
-use hcpx::model::{Envelope, Invoker, Principal};
-use hcpx::runtime::Runtime;
-use hcpx::store::Store;
+use hcpx_model::grants::Grants;
+use hcpx_model::{Envelope, Invoker, Principal};
+use hcpx_runtime::adapter::composite::bindings::hcp::adapter::types::CallContext;
+use hcpx_runtime::adapter::composite::bindings::{Composite, CompositePre};
+use hcpx_runtime::adapter::composite::host::{CallLimits, CallState};
+use hcpx_runtime::adapter::composite::CompositeAdapter;
+use hcpx_runtime::Runtime;
+use hcpx_store::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 
 fn bench(c: &mut Criterion) {

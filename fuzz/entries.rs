@@ -11,11 +11,11 @@ use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use hcpx::args::ArgSpec;
-use hcpx::pack::Skill;
-use hcpx::render::{render_argv, render_tokens};
-use hcpx::template::{Piece, Template};
-use hcpx::Pack;
+use hcpx_pack::args::ArgSpec;
+use hcpx_pack::pack::Skill;
+use hcpx_pack::render::{render_argv, render_tokens};
+use hcpx_pack::template::{Piece, Template};
+use hcpx_pack::Pack;
 use serde_json::{Map, Value};
 
 /// The files `pack_load` writes, in the order its input gives them, separated by NUL bytes.
@@ -88,7 +88,7 @@ pub fn pack_load(data: &[u8]) {
 }
 
 fn load_and_use(dir: &Path) {
-    let report = hcpx::lint::lint_dir(dir);
+    let report = hcpx_pack::lint::lint_dir(dir);
     let pack = Pack::load(dir);
     assert_eq!(report.ok, pack.is_ok(), "lint and load disagree: {:?}", report.issues);
     let Ok(pack) = pack else { return };
@@ -99,8 +99,8 @@ fn load_and_use(dir: &Path) {
                 args.insert(name.clone(), example.clone());
             }
         }
-        let _ = hcpx::command_title(&pack, key, &args, None);
-        let _ = hcpx::command_title(&pack, key, &args, Some(&Value::Null));
+        let _ = hcpx_pack::command_title(&pack, key, &args, None);
+        let _ = hcpx_pack::command_title(&pack, key, &args, Some(&Value::Null));
         if let Some(preview) = &cmd.preview {
             let _ = preview.render(&args);
         }
@@ -191,7 +191,7 @@ pub fn template(data: &[u8]) {
         std::slice::from_ref(&t),
         &args,
         Some("verb"),
-        &hcpx::render::Rules { numeric: &|_| false, required: &|_| false },
+        &hcpx_pack::render::Rules { numeric: &|_| false, required: &|_| false },
     ) {
         // A NUL the pack itself wrote in a literal token is passed on (the spawn refuses it); one from a
         // value never is.
@@ -251,7 +251,7 @@ pub fn words(data: &[u8]) {
     match spec.parse_words(target, &words) {
         Ok(args) => {
             assert!(args.len() <= words.len());
-            assert!(args.keys().all(|k| hcpx::model::naming::is_arg_name(k)), "{args:?}");
+            assert!(args.keys().all(|k| hcpx_model::naming::is_arg_name(k)), "{args:?}");
             for w in &words {
                 if let Some((k, v)) = w.split_once('=') {
                     let string_typed =

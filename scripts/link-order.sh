@@ -43,7 +43,7 @@ for path in glob.glob(f"{tmp}/cg.*"):
         m = re.match(r"c?fn=\(\d+\) ([^']+)", line)
         if m and m.group(1).strip() in functions:
             ran.add(m.group(1).strip())
-modules = ("hcpx::sandbox::", "hcpx::adapter::wrap::")
+modules = ("hcpx_sandbox::", "hcpx_runtime::adapter::wrap::")
 ran |= {raw for raw, shown in functions.items() if any(m in shown for m in modules)}
 print("\n".join(sorted(ran)))
 PY

@@ -10,7 +10,7 @@ use std::io::{self, IsTerminal, Write};
 /// `text` with every control character but tab and newline shown as `\xNN` (C0, DEL and C1 alike), and the
 /// invisible characters that reorder text (bidirectional overrides, zero-width marks) as `\u{NNNN}`.
 pub fn terminal_safe(text: &str) -> Cow<'_, str> {
-    hcpx::model::shown::shown(text)
+    hcpx_model::shown::shown(text)
 }
 
 /// Where and how the CLI writes.

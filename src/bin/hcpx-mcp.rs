@@ -7,10 +7,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use hcpx::mcp::server::serve_stdio;
-use hcpx::model::{Invoker, Principal};
-use hcpx::runtime::{CallContext, Runtime};
-use hcpx::store::Store;
+use clap::Parser;
+use hcpx_cli::McpCli;
+use hcpx_mcp::server::serve_stdio;
+use hcpx_model::{Invoker, Principal};
+use hcpx_runtime::{CallContext, Runtime};
+use hcpx_store::Store;
 
 fn fail(message: &str) -> ExitCode {
     let _ = writeln!(std::io::stderr().lock(), "error: {message}");
@@ -18,13 +20,13 @@ fn fail(message: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let mut single_tool = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--single-tool" => single_tool = true,
-            _ => return fail(&format!("unexpected argument {arg:?}; run `hcpx mcp --help`")),
+    let single_tool = match McpCli::try_parse() {
+        Ok(cli) => cli.args.single_tool,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
-    }
+    };
     let store = match Store::open_default() {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),

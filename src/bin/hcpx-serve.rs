@@ -5,47 +5,50 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use hcpx::runtime::Runtime;
-use hcpx::serve::{serve, AccessLog, Metrics, ServeConfig};
-use hcpx::store::Store;
+use std::time::Duration;
+
+use clap::Parser;
+use hcpx_cli::{ServeArgs, ServeCli};
+use hcpx_http::{serve, AccessLog, Metrics, ServeConfig};
+use hcpx_runtime::Runtime;
+use hcpx_store::Store;
 
 fn fail(message: &str) -> ExitCode {
     let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     ExitCode::from(1)
 }
 
-/// The flags `hcpx serve` passes on.
-struct Flags {
-    listen: String,
-    max_calls: usize,
-    cfg: ServeConfig,
+/// The most the flags handed over may be.
+const MAX_HANDED_OVER: u64 = 1 << 20;
+
+/// The flags: as `hcpx serve` handed them over, parsed, or parsed here from this binary's own command line
+/// (the same clap type). Usage errors, `--help` and `--version` are answered here, as clap words them.
+fn flags() -> Result<ServeArgs, ExitCode> {
+    let cli = match ServeCli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return Err(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)));
+        }
+    };
+    let Some(fd) = cli.args_fd else { return Ok(cli.args) };
+    handed_over(fd).map_err(|e| fail(&format!("cannot read the flags `hcpx serve` handed over on descriptor {fd}: {e}; run `hcpx serve`, not this binary, with --args-fd")))
 }
 
-fn flags() -> Result<Flags, String> {
-    let mut f = Flags { listen: "127.0.0.1:8420".into(), max_calls: 64, cfg: ServeConfig::default() };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let mut value =
-            || args.next().ok_or_else(|| format!("{flag} needs a value; run `hcpx serve --help`"));
-        let number = |v: String| v.parse::<usize>().map_err(|_| format!("{flag} takes a number, not {v:?}"));
-        match flag.as_str() {
-            "--listen" => f.listen = value()?,
-            "--max-calls" => f.max_calls = number(value()?)?,
-            "--max-body-bytes" => f.cfg.max_body_bytes = number(value()?)?,
-            "--allow-host" => f.cfg.allow_hosts.push(value()?),
-            // The store is chosen where every face chooses it (`Store::open_default`), from HCP_STORE, which
-            // `hcpx serve --store` sets; the flag stays for who runs this binary directly.
-            "--store" => std::env::set_var("HCP_STORE", value()?),
-            "--grace-ms" => f.cfg.grace = std::time::Duration::from_millis(number(value()?)? as u64),
-            "--drain-ms" => f.cfg.drain = std::time::Duration::from_millis(number(value()?)? as u64),
-            "--header-timeout-ms" => {
-                let ms = number(value()?)?.max(1);
-                f.cfg.header_timeout = std::time::Duration::from_millis(ms as u64);
-            }
-            _ => return Err(format!("unexpected argument {flag:?}; run `hcpx serve --help`")),
-        }
+/// Reads the flags `hcpx serve` wrote, as JSON, to the file open at `fd`, and closes it.
+fn handed_over(fd: i32) -> Result<ServeArgs, String> {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_GETFD only reads a descriptor's flags; it tells an open descriptor from a closed one.
+    if fd < 3 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+        return Err("it is not an open file".into());
     }
-    Ok(f)
+    // SAFETY: `fd` is open (checked above) and nothing else in this process owns it: `hcpx serve` opened it
+    // for this binary alone, and nothing here has opened a file yet. The `File` closes it when dropped.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut text = String::new();
+    file.take(MAX_HANDED_OVER).read_to_string(&mut text).map_err(|e| hcpx_model::io_reason(&e))?;
+    serde_json::from_str(&text).map_err(|e| format!("it holds no flags ({e})"))
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -64,9 +67,16 @@ async fn stop_signal() {
 fn main() -> ExitCode {
     let f = match flags() {
         Ok(f) => f,
-        Err(e) => return fail(&e),
+        Err(code) => return code,
     };
-    let store = match Store::open_default() {
+    let cfg = ServeConfig {
+        max_body_bytes: f.max_body_bytes,
+        allow_hosts: f.allow_hosts.clone(),
+        grace: Duration::from_millis(f.grace_ms),
+        drain: Duration::from_millis(f.drain_ms),
+        header_timeout: Duration::from_millis(f.header_timeout_ms.max(1)),
+    };
+    let store = match Store::open_chosen(f.store.as_deref()) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
@@ -81,12 +91,12 @@ fn main() -> ExitCode {
     };
     let ran = tokio.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&f.listen).await.map_err(|e| {
-            hcpx::serve::ServeError::Listen { addr: f.listen.clone(), reason: hcpx::model::io_reason(&e) }
+            hcpx_http::ServeError::Listen { addr: f.listen.clone(), reason: hcpx_model::io_reason(&e) }
         })?;
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(f.listen.clone());
         // The one line a supervisor (or a test) waits for: where the server listens.
         let _ = writeln!(std::io::stderr().lock(), "hcpx serve: listening on http://{addr}");
-        serve(listener, runtime, metrics, f.cfg, AccessLog::stderr(), stop_signal()).await
+        serve(listener, runtime, metrics, cfg, AccessLog::stderr(), stop_signal()).await
     });
     match ran {
         Ok(()) => ExitCode::SUCCESS,

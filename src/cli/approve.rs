@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, ApproveArgs, RefuseArgs};
 use crate::output::Printer;
-use hcpx::model::Invoker;
-use hcpx::runtime::{DecidedThrough, Runtime};
-use hcpx::store::approvals::Approval;
+use hcpx_model::Invoker;
+use hcpx_runtime::{DecidedThrough, Runtime};
+use hcpx_store::approvals::Approval;
 
 /// `hcpx approve [ID]`.
 pub fn approve(p: &Printer, a: &ApproveArgs) -> anyhow::Result<u8> {

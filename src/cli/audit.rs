@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::{exit, fail, open_store, AuditArgs};
 use crate::output::Printer;
-use hcpx::store::audit::{AuditRecord, AuditRow};
+use hcpx_store::audit::{AuditRecord, AuditRow};
 
 /// `--since`: a time (`2026-01-31`, `2026-01-31T09:00:00Z`) or an age before now (`90m`, `2h`, `7d`).
 fn since(text: &str) -> Result<SystemTime, String> {
@@ -37,7 +37,7 @@ fn verify(p: &Printer, a: &super::AuditVerifyArgs) -> anyhow::Result<u8> {
         ));
     }
     let verified = match &a.log {
-        Some(log) => hcpx::store::chain::verify_exported(log, a.head.as_deref()),
+        Some(log) => hcpx_store::chain::verify_exported(log, a.head.as_deref()),
         None => open_store()?.verify_audit_of(a.tenant.as_deref(), a.head.as_deref()),
     };
     let v = match verified {
@@ -116,7 +116,7 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
             match row {
                 AuditRow::Record(r) => {
                     let mut outcome = (match (r.ok, r.outcome) {
-                        (_, Some(hcpx::store::audit::Outcome::Unknown)) => "unknown",
+                        (_, Some(hcpx_store::audit::Outcome::Unknown)) => "unknown",
                         (true, None) => "ok",
                         (false, None) => r.code.map_or("failed", |c| c.as_str()),
                     })

@@ -2,8 +2,10 @@
 
 use super::{exit, fail, CheckArgs};
 use crate::output::Printer;
-use hcpx::check::{agent_markdown, check_dir, init_evals, CheckOptions, CheckReport, InitOutcome, Severity};
-use hcpx::Pack;
+use hcpx_author::check::{
+    agent_markdown, check_dir, init_evals, CheckOptions, CheckReport, InitOutcome, Severity,
+};
+use hcpx_pack::Pack;
 
 /// Runs `hcpx check`.
 pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
@@ -81,7 +83,7 @@ fn human(p: &Printer, r: &CheckReport) {
     let name = r.pack_id.as_deref().unwrap_or("pack");
     let ready = if r.ready { "; ready to share" } else { "" };
     // The grade a score alone would have, when an error capped it: the same score then reads the same.
-    let by_score = hcpx::check::grade(r.score, 0);
+    let by_score = hcpx_author::check::grade(r.score, 0);
     let capped = if r.errors > 0 && by_score.to_string() != r.grade.to_string() {
         format!(" (capped by the error(s); the score alone is a {by_score})")
     } else {

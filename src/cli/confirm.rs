@@ -3,7 +3,7 @@
 
 use super::ExecArgs;
 use crate::output::Printer;
-use hcpx::model::{Code, Preview, ResultEnvelope};
+use hcpx_model::{Code, Preview, ResultEnvelope};
 
 /// The `hcpx exec` line that repeats this call with `confirm=true` (a `confirm=`/`apply=` word given is
 /// replaced).

@@ -3,10 +3,10 @@
 
 use super::{exit, fail, open_store, ConnectArgs};
 use crate::output::Printer;
-use hcpx::model::{Envelope, Invoker};
-use hcpx::runtime::binding::{connect_command, CONNECT};
-use hcpx::runtime::Runtime;
-use hcpx::store::connections::{Link, LinkState};
+use hcpx_model::{Envelope, Invoker};
+use hcpx_runtime::binding::{connect_command, CONNECT};
+use hcpx_runtime::Runtime;
+use hcpx_store::connections::{Link, LinkState};
 
 /// Runs `hcpx connect`.
 pub fn run(p: &Printer, a: &ConnectArgs) -> anyhow::Result<u8> {
@@ -22,7 +22,7 @@ pub fn run(p: &Printer, a: &ConnectArgs) -> anyhow::Result<u8> {
     if a.revoke {
         let link = Link {
             state: LinkState::Revoked,
-            at: hcpx::model::clock::now_rfc3339(),
+            at: hcpx_model::clock::now_rfc3339(),
             pack_id: pack.id.clone(),
             code: None,
         };
@@ -47,7 +47,7 @@ pub fn run(p: &Printer, a: &ConnectArgs) -> anyhow::Result<u8> {
         &principal,
         &Envelope::new(&pack.id, CONNECT, Default::default()),
         &a.words,
-        &hcpx::adapter::NoHooks,
+        &hcpx_runtime::adapter::NoHooks,
     );
     if p.json {
         p.json_doc(&out);

@@ -5,7 +5,7 @@ use std::io::Read;
 
 use super::{exit, fail, open_store, CredentialCmd};
 use crate::output::Printer;
-use hcpx::store::principals::LOCAL_TENANT;
+use hcpx_store::principals::LOCAL_TENANT;
 
 /// Runs `hcpx credential …`.
 pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
@@ -28,8 +28,7 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
             }
             let principal = principal.clone().or_else(|| {
                 user_only.then(|| {
-                    hcpx::model::Principal::local(hcpx::model::grants::Grants::All, hcpx::model::Invoker::Cli)
-                        .id
+                    hcpx_model::Principal::local(hcpx_model::grants::Grants::All, hcpx_model::Invoker::Cli).id
                 })
             });
             match store.credential_set(tenant, family, principal.as_deref(), field, value) {
@@ -56,7 +55,7 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
                 Ok(()) => {
                     // The packs minting from it announce binding.degraded (docs/sense.md); the removal stands
                     // even when that cannot be recorded.
-                    let degraded = hcpx::runtime::sense::credential_removed(
+                    let degraded = hcpx_runtime::sense::credential_removed(
                         &store,
                         tenant,
                         family,
@@ -112,14 +111,14 @@ pub fn run(p: &Printer, c: &CredentialCmd) -> anyhow::Result<u8> {
 
 /// `hcpx credential rotate-key --to FILE`: every sealed credential opened with the current key
 /// (`HCP_SEAL_KEY_FILE`) and sealed again under FILE's, in one transaction.
-fn rotate_key(p: &Printer, store: &hcpx::store::Store, to: &std::path::Path) -> anyhow::Result<u8> {
+fn rotate_key(p: &Printer, store: &hcpx_store::Store, to: &std::path::Path) -> anyhow::Result<u8> {
     let Some(db) = store.db() else {
         return Ok(fail(
             p,
             "the file store keeps credentials as owner-only files, not sealed; rotate-key is for a PostgreSQL store (set HCP_STORE)",
         ));
     };
-    let new = match hcpx::store::pg::seal::Sealer::from_file(to) {
+    let new = match hcpx_store::pg::seal::Sealer::from_file(to) {
         Ok(k) => k,
         Err(e) => return Ok(fail(p, &e.to_string())),
     };
@@ -141,8 +140,8 @@ fn rotate_key(p: &Printer, store: &hcpx::store::Store, to: &std::path::Path) -> 
 }
 
 /// Whether every installed pack that uses `family` uses it with a `user` Binding (and at least one does).
-fn user_only_family(store: &hcpx::store::Store, family: &str) -> bool {
-    use hcpx::pack::BindingMode;
+fn user_only_family(store: &hcpx_store::Store, family: &str) -> bool {
+    use hcpx_pack::pack::BindingMode;
     let Ok(state) = store.state() else { return false };
     let modes: Vec<BindingMode> = state
         .packs

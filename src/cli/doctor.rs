@@ -2,8 +2,8 @@
 
 use super::{exit, open_store};
 use crate::output::Printer;
-use hcpx::runtime::report::Health;
-use hcpx::runtime::Runtime;
+use hcpx_runtime::report::Health;
+use hcpx_runtime::Runtime;
 
 /// Runs `hcpx doctor`: renders the runtime's doctor report (the same one `hcp.doctor` returns).
 pub fn run(p: &Printer) -> anyhow::Result<u8> {

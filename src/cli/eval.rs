@@ -2,7 +2,7 @@
 
 use super::{exit, fail, EvalArgs};
 use crate::output::Printer;
-use hcpx::eval::{run_evals, EvalOptions};
+use hcpx_author::eval::{run_evals, EvalOptions};
 
 /// Runs `hcpx eval`.
 pub fn run(p: &Printer, a: &EvalArgs) -> anyhow::Result<u8> {

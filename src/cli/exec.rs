@@ -6,10 +6,10 @@ use std::sync::Mutex;
 
 use super::{exit, open_store, ExecArgs};
 use crate::output::Printer;
-use hcpx::adapter::ExecHooks;
-use hcpx::model::{Envelope, Invoker, Principal, ResultEnvelope};
-use hcpx::runtime::{CallContext, Runtime};
-use hcpx::store::Store;
+use hcpx_model::{Envelope, Invoker, Principal, ResultEnvelope};
+use hcpx_runtime::adapter::ExecHooks;
+use hcpx_runtime::{CallContext, Runtime};
+use hcpx_store::Store;
 
 /// The local CLI Principal: its grants come from `grants.json` at each call (every grant when absent).
 pub fn local_principal(store: &Store) -> anyhow::Result<Principal> {
@@ -23,24 +23,24 @@ pub fn project_dir(arg: &super::ProjectArg) -> anyhow::Result<Option<PathBuf>> {
 }
 
 /// Where `hcpx check`, `hcpx eval` and `hcpx publish` try a pack: the operator's environment with the project
-/// `arg` names (`hcpx::trial::TrialEnv::operator`).
-pub fn trial_env(arg: &super::ProjectArg) -> Result<hcpx::trial::TrialEnv, String> {
+/// `arg` names (`hcpx_author::trial::TrialEnv::operator`).
+pub fn trial_env(arg: &super::ProjectArg) -> Result<hcpx_author::trial::TrialEnv, String> {
     let project = trial_project(arg).map_err(|e| e.to_string())?;
-    hcpx::trial::TrialEnv::operator(project)
+    hcpx_author::trial::TrialEnv::operator(project)
 }
 
 /// The project as `hcpx eval` and `hcpx check` hand it to a trial: named (`--project`, `HCP_PROJECT_DIR`) or
 /// merely the directory `hcpx` started in, where write cases do not run.
-pub fn trial_project(arg: &super::ProjectArg) -> anyhow::Result<hcpx::trial::TrialProject> {
+pub fn trial_project(arg: &super::ProjectArg) -> anyhow::Result<hcpx_author::trial::TrialProject> {
     match &arg.dir {
-        Some(d) if d.is_dir() => Ok(hcpx::trial::TrialProject {
+        Some(d) if d.is_dir() => Ok(hcpx_author::trial::TrialProject {
             dir: Some(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
             explicit: true,
         }),
         Some(d) => {
             anyhow::bail!("--project {}: not a directory; pass an existing project directory", d.display())
         }
-        None => Ok(hcpx::trial::TrialProject {
+        None => Ok(hcpx_author::trial::TrialProject {
             dir: CallContext::local().project_dir,
             explicit: std::env::var_os("HCP_PROJECT_DIR").is_some_and(|v| !v.is_empty()),
         }),
@@ -83,7 +83,10 @@ fn dry_run(p: &Printer, runtime: &Runtime, principal: &Principal, env: &Envelope
                 p.json_doc(&serde_json::json!({ "ok": true, "dry_run": dry }));
             } else {
                 let plan = &dry.plan;
-                let argv = hcpx::adapter::wrap::command_line(std::path::Path::new(&plan.program), &plan.argv);
+                let argv = hcpx_runtime::adapter::wrap::command_line(
+                    std::path::Path::new(&plan.program),
+                    &plan.argv,
+                );
                 p.data(&format!("would run: {argv}"));
                 let access = if plan.workdir_writable { "writable" } else { "read-only" };
                 p.data(&format!("in: {} ({access})", plan.workdir));

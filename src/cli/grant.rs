@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, GrantArgs, RevokeArgs};
 use crate::output::Printer;
-use hcpx::model::grants::Grant;
-use hcpx::store::grants::GrantsEdit;
+use hcpx_model::grants::Grant;
+use hcpx_store::grants::GrantsEdit;
 
 fn parse(texts: &[String]) -> Result<Vec<Grant>, String> {
     texts.iter().map(|t| t.parse::<Grant>().map_err(|e| e.0)).collect()
@@ -69,7 +69,7 @@ fn show(p: &Printer, edit: &GrantsEdit) -> u8 {
     exit::OK
 }
 
-fn list(p: &Printer, store: &hcpx::store::Store) -> anyhow::Result<u8> {
+fn list(p: &Printer, store: &hcpx_store::Store) -> anyhow::Result<u8> {
     match store.local_grants() {
         Ok(None) => {
             if p.json {

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{exit, fail, open_store, CommandsArgs, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
-use hcpx::runtime::Runtime;
+use hcpx_runtime::Runtime;
 
 /// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
 pub fn availability(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
@@ -79,11 +79,11 @@ pub fn skill(p: &Printer, a: &SkillArgs) -> anyhow::Result<u8> {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
-    use hcpx::runtime::bootstrap::{command, BOOTSTRAP_ID, COMMANDS};
+    use hcpx_runtime::bootstrap::{command, BOOTSTRAP_ID, COMMANDS};
     if a.id == BOOTSTRAP_ID {
         // The bootstrap pack declares no titles: its commands answer in-process.
         if command(&a.verb).is_none() {
-            let d = hcpx::runtime::fix::no_command(BOOTSTRAP_ID, &a.verb, COMMANDS.iter().map(|c| c.name));
+            let d = hcpx_runtime::fix::no_command(BOOTSTRAP_ID, &a.verb, COMMANDS.iter().map(|c| c.name));
             return Ok(fail(p, &d.message));
         }
         if p.json {
@@ -96,7 +96,7 @@ pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
         Err(d) => return Ok(fail(p, &d.message)),
     };
     let Some(cmd) = pack.command(&a.verb) else {
-        return Ok(fail(p, &hcpx::runtime::fix::no_command_in(&pack, &a.verb).message));
+        return Ok(fail(p, &hcpx_runtime::fix::no_command_in(&pack, &a.verb).message));
     };
     let args = match cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words) {
         Ok(args) => args,
@@ -109,7 +109,7 @@ pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
         },
         None => None,
     };
-    let title = hcpx::command_title(&pack, &a.verb, &args, result.as_ref());
+    let title = hcpx_pack::command_title(&pack, &a.verb, &args, result.as_ref());
     if p.json {
         p.json_doc(&json!({ "ok": true, "title": title }));
     } else if let Some(t) = title {

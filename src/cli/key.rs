@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, KeyCmd};
 use crate::output::Printer;
-use hcpx::distribution::sign::PrivateKey;
+use hcpx_registry::sign::PrivateKey;
 
 /// Runs `hcpx key …`.
 pub fn run(p: &Printer, c: &KeyCmd) -> anyhow::Result<u8> {
@@ -23,13 +23,13 @@ pub fn run(p: &Printer, c: &KeyCmd) -> anyhow::Result<u8> {
         Ok(m) => m,
         Err(e) => return Ok(fail(p, &e.to_string())),
     };
-    if let Err(e) = hcpx::store::write_atomic(path, private.as_bytes(), 0o600) {
-        return Ok(fail(p, &format!("cannot write {}: {}", path.display(), hcpx::model::io_reason(&e))));
+    if let Err(e) = hcpx_store::write_atomic(path, private.as_bytes(), 0o600) {
+        return Ok(fail(p, &format!("cannot write {}: {}", path.display(), hcpx_model::io_reason(&e))));
     }
-    if let Err(e) = hcpx::store::write_atomic(&public_path, public.as_bytes(), 0o644) {
+    if let Err(e) = hcpx_store::write_atomic(&public_path, public.as_bytes(), 0o644) {
         return Ok(fail(
             p,
-            &format!("cannot write {}: {}", public_path.display(), hcpx::model::io_reason(&e)),
+            &format!("cannot write {}: {}", public_path.display(), hcpx_model::io_reason(&e)),
         ));
     }
     if p.json {

@@ -2,7 +2,7 @@
 
 use super::{exit, LintArgs};
 use crate::output::Printer;
-use hcpx::lint::lint_dir;
+use hcpx_pack::lint::lint_dir;
 
 /// Runs `hcpx lint`.
 pub fn run(printer: &Printer, args: &LintArgs) -> anyhow::Result<u8> {

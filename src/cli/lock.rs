@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, LockArgs};
 use crate::output::Printer;
-use hcpx::distribution::lock;
+use hcpx_registry::lock;
 
 /// Runs `hcpx lock`.
 pub fn run(p: &Printer, a: &LockArgs) -> anyhow::Result<u8> {

@@ -4,9 +4,9 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, ActivateArgs, BinsArgs, IdArgs};
 use crate::output::Printer;
-use hcpx::runtime::Runtime;
-use hcpx::store::packs::InstallError;
-use hcpx::store::packs::Replace;
+use hcpx_runtime::Runtime;
+use hcpx_store::packs::InstallError;
+use hcpx_store::packs::Replace;
 
 /// `hcpx install DIR`.
 pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
@@ -28,7 +28,10 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
                 .ok()
                 .flatten()
                 .filter(|pk| {
-                    matches!(pk.binding.mode, hcpx::pack::BindingMode::Local | hcpx::pack::BindingMode::User)
+                    matches!(
+                        pk.binding.mode,
+                        hcpx_pack::pack::BindingMode::Local | hcpx_pack::pack::BindingMode::User
+                    )
                 })
                 .map(|pk| {
                     let allowed = store.family_allowed(&pk.binding.family).unwrap_or_default();
@@ -63,7 +66,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
                 // A bare bin the allow-list does not name: the pack cannot run until the operator allows it.
                 let unlisted =
                     store.load_pack(id).ok().flatten().and_then(|pk| match pk.wrap.map(|w| w.bin) {
-                        Some(hcpx::pack::Bin::Name(b))
+                        Some(hcpx_pack::pack::Bin::Name(b))
                             if !store.sandbox().is_ok_and(|s| s.allows_bin(&b)) =>
                         {
                             Some(b)
@@ -238,7 +241,7 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
 }
 
 /// The ACTIVATED cell: the store-wide choice, then the tenants that chose otherwise (`no (yes: acme)`).
-fn activation_cell(r: &hcpx::runtime::report::PackRow) -> String {
+fn activation_cell(r: &hcpx_runtime::report::PackRow) -> String {
     let base = if r.activated { "yes" } else { "no" };
     let other: Vec<&str> =
         r.tenants.iter().filter(|(_, on)| **on != r.activated).map(|(t, _)| t.as_str()).collect();
@@ -254,10 +257,10 @@ fn activation_cell(r: &hcpx::runtime::report::PackRow) -> String {
 fn allow_warnings(bins: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for b in bins {
-        if hcpx::adapter::wrap::find_on_path(b).is_none() {
+        if hcpx_runtime::adapter::wrap::find_on_path(b).is_none() {
             out.push(format!("`{b}` is not on PATH: nothing runs as `{b}` until it is installed; if the name is mistyped, `hcpx disallow {b}` takes it back"));
         }
-        if hcpx::scaffold::help::is_interpreter(b) {
+        if hcpx_author::scaffold::help::is_interpreter(b) {
             out.push(format!("`{b}` is an interpreter or shell: allow-listed, it runs any code a pack ships or an argument passes, whatever policy.json says; allow the program such a pack runs instead, or `hcpx disallow {b}`"));
         }
     }
@@ -291,7 +294,7 @@ pub fn read_paths(p: &Printer, a: &super::ReadArgs, on: bool) -> anyhow::Result<
 pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<u8> {
     let mut kinds = Vec::new();
     for k in &a.kinds {
-        match k.parse::<hcpx::pack::NetKind>() {
+        match k.parse::<hcpx_pack::pack::NetKind>() {
             Ok(n) => kinds.push(n),
             Err(_) => return Ok(fail(p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
         }

@@ -1,6 +1,8 @@
 //! `hcpx mcp` and `hcpx serve`: the served faces, each a binary installed beside `hcpx` (`hcpx-mcp`,
 //! `hcpx-serve`) that holds its SDKs, so no other command pays their start-up cost.
 
+use std::io::{Seek, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 
 use super::{fail, McpArgs, ServeArgs};
@@ -12,45 +14,43 @@ pub fn run(p: &Printer, a: &McpArgs) -> anyhow::Result<u8> {
     replace_with(p, "hcpx-mcp", args.iter().map(|s| s.to_string()).collect(), None)
 }
 
-/// Serves the activated packs over HTTP.
+/// Serves the activated packs over HTTP: the flags, parsed here, go to `hcpx-serve` whole, in a file of this
+/// process's own memory that it inherits (`--args-fd`); the store they may name is never on the server's
+/// command line, which every process on the host reads (`/proc/PID/cmdline`), nor in its environment, which
+/// its children could be handed.
 pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
-    let mut args = vec![
-        "--listen".to_string(),
-        a.listen.clone(),
-        "--max-calls".into(),
-        a.max_calls.to_string(),
-        "--max-body-bytes".into(),
-        a.max_body_bytes.to_string(),
-        "--drain-ms".into(),
-        a.drain_ms.to_string(),
-        "--header-timeout-ms".into(),
-        a.header_timeout_ms.to_string(),
-    ];
-    for h in &a.allow_hosts {
-        args.extend(["--allow-host".to_string(), h.clone()]);
-    }
-    // The store goes on in the environment, never on the server's command line, where every process on the
-    // host reads it (`/proc/PID/cmdline`); the environment is the process's own and its user's.
-    replace_with(p, "hcpx-serve", args, a.store.as_deref())
+    let handed = hand_over(a)?;
+    let fd = handed.as_raw_fd().to_string();
+    replace_with(p, "hcpx-serve", vec!["--args-fd".into(), fd], Some(handed))
 }
 
-/// Replaces this process with `name` from the same directory, with `store` as its `HCP_STORE` when given;
-/// returns only when that fails.
-fn replace_with(p: &Printer, name: &str, args: Vec<String>, store: Option<&str>) -> anyhow::Result<u8> {
+/// A memory file holding `a` as JSON, read from its start, left open across `exec` (no close-on-exec).
+fn hand_over(a: &ServeArgs) -> anyhow::Result<std::fs::File> {
+    let fd = rustix::fs::memfd_create(c"hcpx-serve-flags", rustix::fs::MemfdFlags::empty())?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(&serde_json::to_vec(a)?)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file)
+}
+
+/// Replaces this process with `name` from the same directory, `kept` (the flags handed over) open across the
+/// replacement; returns only when that fails.
+fn replace_with(
+    p: &Printer,
+    name: &str,
+    args: Vec<String>,
+    kept: Option<std::fs::File>,
+) -> anyhow::Result<u8> {
     let exe = std::env::current_exe()?;
     let server = exe.with_file_name(name);
-    let mut cmd = std::process::Command::new(&server);
-    cmd.args(args);
-    if let Some(store) = store {
-        cmd.env("HCP_STORE", store);
-    }
-    let err = cmd.exec();
+    let err = std::process::Command::new(&server).args(args).exec();
+    drop(kept);
     Ok(fail(
         p,
         &format!(
             "cannot run {}: {}; install {name} beside hcpx (cargo install builds it too)",
             server.display(),
-            hcpx::model::io_reason(&err)
+            hcpx_model::io_reason(&err)
         ),
     ))
 }

@@ -2,17 +2,7 @@
 
 use super::{exit, fail, LangArg, NewArgs, NewKindArg};
 use crate::output::Printer;
-use hcpx::scaffold::new::{new_composite, new_wrap, GuestLang};
-
-impl From<LangArg> for GuestLang {
-    fn from(l: LangArg) -> GuestLang {
-        match l {
-            LangArg::Rust => GuestLang::Rust,
-            LangArg::Python => GuestLang::Python,
-            LangArg::Js => GuestLang::Js,
-        }
-    }
-}
+use hcpx_author::scaffold::new::{new_composite, new_wrap, GuestLang};
 
 /// What `build.sh` does, said once after `hcpx new composite`.
 fn build_words(lang: Option<GuestLang>) -> &'static str {

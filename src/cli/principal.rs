@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, PrincipalCmd};
 use crate::output::Printer;
-use hcpx::model::grants::Grant;
+use hcpx_model::grants::Grant;
 
 /// Runs `hcpx principal …`.
 pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
@@ -86,7 +86,7 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
 /// `hcpx principal grant|revoke ID GRANT…`.
 fn edit(
     p: &Printer,
-    store: &hcpx::store::Store,
+    store: &hcpx_store::Store,
     id: &str,
     grants: &[String],
     add: bool,

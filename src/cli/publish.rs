@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::{exit, fail, PublishArgs};
 use crate::output::Printer;
-use hcpx::check::CheckOptions;
-use hcpx::distribution::{self, sign::PrivateKey, PackRef};
+use hcpx_author::check::CheckOptions;
+use hcpx_registry::{self as distribution, sign::PrivateKey, PackRef};
 
 /// Runs `hcpx publish`.
 pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
@@ -32,17 +32,13 @@ pub fn run(p: &Printer, a: &PublishArgs) -> anyhow::Result<u8> {
             Err(e) => {
                 return Ok(fail(
                     p,
-                    &format!(
-                        "cannot read the signing key {}: {}",
-                        path.display(),
-                        hcpx::model::io_reason(&e)
-                    ),
+                    &format!("cannot read the signing key {}: {}", path.display(), hcpx_model::io_reason(&e)),
                 ))
             }
         },
         None => None,
     };
-    let lint = hcpx::lint::lint_dir(&a.dir);
+    let lint = hcpx_pack::lint::lint_dir(&a.dir);
     if !lint.ok {
         return Ok(fail(
             p,

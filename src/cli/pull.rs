@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, InstallArgs};
 use crate::output::Printer;
-use hcpx::distribution::{self, lock, PackRef, PullOptions, RegistryInstall};
-use hcpx::store::packs::Replace;
+use hcpx_registry::{self as distribution, lock, PackRef, PullOptions, RegistryInstall};
+use hcpx_store::packs::Replace;
 
 /// `hcpx install oci://host/repo:tag|@sha256:…`.
 pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<u8> {
@@ -95,7 +95,7 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
             }
             Ok(exit::OK)
         }
-        Err(distribution::DistError::Install(hcpx::store::packs::InstallError::Lint { issues, .. })) => {
+        Err(distribution::DistError::Install(hcpx_store::packs::InstallError::Lint { issues, .. })) => {
             Ok(fail(
                 p,
                 &format!(

@@ -6,9 +6,9 @@ use std::io::Read;
 
 use super::{exit, open_store, open_store_watched, SenseCmd};
 use crate::output::Printer;
-use hcpx::model::{Denial, Invoker};
-use hcpx::store::sense::{SenseEvent, MAX_PAYLOAD_BYTES};
-use hcpx::Runtime;
+use hcpx_model::{Denial, Invoker};
+use hcpx_runtime::Runtime;
+use hcpx_store::sense::{SenseEvent, MAX_PAYLOAD_BYTES};
 
 /// How often `watch --follow` looks at the store for new events.
 const POLL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -113,7 +113,7 @@ fn show(p: &Printer, e: &SenseEvent) {
 }
 
 fn invalid(message: String) -> Denial {
-    Denial::new(hcpx::model::Code::InvalidArgs, message)
+    Denial::new(hcpx_model::Code::InvalidArgs, message)
 }
 
 /// A denial: `{ok, code, error}` under `--json`, else the message on stderr; the code's exit status.

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, StoreCmd};
 use crate::output::Printer;
-use hcpx::store::pg;
+use hcpx_store::pg;
 
 /// Runs `hcpx store …`.
 pub fn run(p: &Printer, c: &StoreCmd) -> anyhow::Result<u8> {
@@ -40,7 +40,7 @@ fn report(
     p: &Printer,
     what: &str,
     dir: &std::path::Path,
-    moved: Result<pg::transfer::Moved, hcpx::store::StoreError>,
+    moved: Result<pg::transfer::Moved, hcpx_store::StoreError>,
 ) -> anyhow::Result<u8> {
     match moved {
         Ok(m) => {

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, TrustCmd};
 use crate::output::Printer;
-use hcpx::distribution::trust;
+use hcpx_registry::trust;
 
 /// Runs `hcpx trust …`.
 pub fn run(p: &Printer, c: &TrustCmd) -> anyhow::Result<u8> {
@@ -16,7 +16,7 @@ pub fn run(p: &Printer, c: &TrustCmd) -> anyhow::Result<u8> {
                 Err(e) => {
                     return Ok(fail(
                         p,
-                        &format!("cannot read key {}: {}", key.display(), hcpx::model::io_reason(&e)),
+                        &format!("cannot read key {}: {}", key.display(), hcpx_model::io_reason(&e)),
                     ))
                 }
             };

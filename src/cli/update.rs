@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{exit, fail, open_store, UpdateArgs};
 use crate::output::Printer;
-use hcpx::distribution::update;
+use hcpx_registry::update;
 
 /// Runs `hcpx update`.
 pub fn run(p: &Printer, a: &UpdateArgs) -> anyhow::Result<u8> {

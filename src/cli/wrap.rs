@@ -3,7 +3,7 @@
 
 use super::{exit, fail, WrapArgs};
 use crate::output::Printer;
-use hcpx::scaffold::scaffold;
+use hcpx_author::scaffold::scaffold;
 
 /// Runs `hcpx wrap`.
 pub fn run(p: &Printer, a: &WrapArgs) -> anyhow::Result<u8> {

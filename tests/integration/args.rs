@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::helpers::{repo, Fixture, TestDir};
-use hcpx::Pack;
+use hcpx_pack::Pack;
 
 fn transit() -> Pack {
     Pack::load(&repo().join("packs/transit")).unwrap()
@@ -149,7 +149,7 @@ fn an_args_schema_is_compiled_once_and_reused() {
 /// exactly what the same schema compiled by `jsonschema` does, with the same message.
 #[test]
 fn simple_schemas_validate_exactly_as_json_schema_does() {
-    use hcpx::args::ArgSpec;
+    use hcpx_pack::args::ArgSpec;
     let values = [
         json!("x"),
         json!(""),

@@ -162,9 +162,9 @@ fn assert_consistent(report: &Value, exit: i32, strict: bool) {
 fn every_score_row_is_what_the_library_computes() {
     // Rows no fixture reaches (a floor at 0, each grade band) are checked against the library's functions.
     for &((errors, warnings, _), (score, grade, _, _)) in SCORES {
-        let got = hcpx::check::score(errors as usize, warnings as usize);
+        let got = hcpx_author::check::score(errors as usize, warnings as usize);
         assert_eq!(got, score as u32, "score of ({errors}, {warnings})");
-        let got = hcpx::check::grade(got, errors as usize);
+        let got = hcpx_author::check::grade(got, errors as usize);
         assert_eq!(got.to_string(), grade, "grade of ({errors}, {warnings})");
     }
     // A grade an error capped says so in the text report (golden check-two-issues: 76, a D, the score alone a C).
@@ -183,7 +183,7 @@ fn the_base_fixture_is_clean_under_probe_and_strict() {
 #[test]
 fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
     let dir = repo().join("tests/fixtures/check/rules");
-    let ids: BTreeSet<String> = hcpx::check::RULES.iter().map(|r| r.id.to_string()).collect();
+    let ids: BTreeSet<String> = hcpx_author::check::RULES.iter().map(|r| r.id.to_string()).collect();
     let files: BTreeSet<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".json").to_string())
@@ -218,7 +218,7 @@ fn every_rule_has_a_fixture_that_triggers_exactly_that_rule() {
             ));
             continue;
         }
-        let rule = hcpx::check::RULES.iter().find(|r| r.id == id).unwrap();
+        let rule = hcpx_author::check::RULES.iter().find(|r| r.id == id).unwrap();
         for f in report["findings"].as_array().unwrap() {
             assert_eq!(f["severity"], rule.severity.as_str(), "{id}");
             assert_eq!(f["category"], rule.category.as_str(), "{id}");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::composite::install_guest;
 use crate::helpers::{repo, stdout_json, Home};
-use hcpx::model::digest::sha256_hex;
+use hcpx_model::digest::sha256_hex;
 
 /// The compiled components (`.cwasm`) in `dir`.
 fn cwasm_in(dir: &Path) -> Vec<PathBuf> {

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::helpers::{repo, stdout_json, Fixture, Home};
-use hcpx::model::grants::Grants;
-use hcpx::model::{Code, Envelope, Invoker, Principal};
-use hcpx::runtime::Runtime;
-use hcpx::store::Store;
+use hcpx_model::grants::Grants;
+use hcpx_model::{Code, Envelope, Invoker, Principal};
+use hcpx_runtime::Runtime;
+use hcpx_store::Store;
 
 /// A guest built by `scripts/test.sh` (cargo build --release --target wasm32-wasip2 in guest-adapters/).
 pub(crate) fn guest(name: &str) -> PathBuf {
@@ -55,14 +55,14 @@ fn principal() -> Principal {
     Principal::local(Grants::All, Invoker::Json)
 }
 
-fn call(rt: &Runtime, id: &str, verb: &str) -> hcpx::ResultEnvelope {
+fn call(rt: &Runtime, id: &str, verb: &str) -> hcpx_model::ResultEnvelope {
     rt.exec(&principal(), &Envelope::new(id, verb, Map::new()))
 }
 
 /// The evidence that a call was stopped at its `timeout_ms` deadline: `timeout`, no result, and the runtime's
 /// own account (the deadline it applied, and that it stopped the component). The guests used here never return
 /// by themselves, so a call that was not stopped would never end: no wall-clock bound is needed to see it.
-fn assert_stopped_at_deadline(out: &hcpx::ResultEnvelope, timeout_ms: u64, verb: &str) {
+fn assert_stopped_at_deadline(out: &hcpx_model::ResultEnvelope, timeout_ms: u64, verb: &str) {
     assert_eq!((out.ok, out.code, &out.result), (false, Some(Code::Timeout), &None), "{verb}: {out:?}");
     let error = out.error.as_deref().unwrap_or("");
     assert!(
@@ -419,7 +419,7 @@ fn the_component_allow_list_fails_closed() {
     let out = h.run(&["exec", &id, "ok", "--json"]);
     assert_eq!(out.status.code(), Some(127));
     let v = stdout_json(&out);
-    let digest = hcpx::model::digest::sha256_hex(&fs::read(guest("test-panic")).unwrap());
+    let digest = hcpx_model::digest::sha256_hex(&fs::read(guest("test-panic")).unwrap());
     assert_eq!(
         v["error"],
         format!("sandbox: component {digest} not allowlisted; add it to allow_components in sandbox.json")

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::helpers::{repo, shared_compile_cache, stdout_json, Fixture, Home, TestDir};
-use hcpx::model::grants::Grants;
-use hcpx::model::{Code, Envelope, Invoker, Principal, ResultEnvelope};
-use hcpx::runtime::Runtime;
-use hcpx::store::Store;
+use hcpx_model::grants::Grants;
+use hcpx_model::{Code, Envelope, Invoker, Principal, ResultEnvelope};
+use hcpx_runtime::Runtime;
+use hcpx_store::Store;
 
 const LANGS: [&str; 2] = ["py", "js"];
 

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use crate::distribution::{example, key, publish, reference, run_json, store_snapshot, trust};
 use crate::helpers::Home;
 use crate::registry::{registry, unavailable, Attack, Proxy};
-use hcpx::distribution::artifact::{Descriptor, Manifest, TITLE};
-use hcpx::distribution::registry::{Options, Registry};
-use hcpx::distribution::PackRef;
+use hcpx_registry::artifact::{Descriptor, Manifest, TITLE};
+use hcpx_registry::registry::{Options, Registry};
+use hcpx_registry::PackRef;
 
 fn client(r: &str) -> (Registry, PackRef) {
     let r = PackRef::parse(r).unwrap();
@@ -31,13 +31,13 @@ fn push(r: &str, blobs: &[(Descriptor, Vec<u8>)], m: &Manifest) -> String {
     let bytes = serde_json::to_vec(m).unwrap();
     let refs: Vec<(&Descriptor, &[u8])> = blobs.iter().map(|(d, b)| (d, b.as_slice())).collect();
     reg.push(&r, &refs, &bytes).unwrap();
-    format!("sha256:{}", hcpx::model::digest::sha256_hex(&bytes))
+    format!("sha256:{}", hcpx_model::digest::sha256_hex(&bytes))
 }
 
 fn blob(bytes: &[u8], title: &str, media_type: &str) -> (Descriptor, Vec<u8>) {
     let d = Descriptor {
         media_type: media_type.into(),
-        digest: format!("sha256:{}", hcpx::model::digest::sha256_hex(bytes)),
+        digest: format!("sha256:{}", hcpx_model::digest::sha256_hex(bytes)),
         size: bytes.len() as i64,
         annotations: [(TITLE.to_string(), title.to_string())].into_iter().collect(),
     };
@@ -98,16 +98,15 @@ fn attack_a_swapped_policy_with_the_manifest_re_pushed_is_unsigned() {
             .unwrap();
     policy["verbs"]["show"] =
         serde_json::json!({ "operation": "write", "confirm": false, "privacy": { "land": "public" } });
-    let evil =
-        blob(&serde_json::to_vec(&policy).unwrap(), "policy.json", hcpx::distribution::artifact::POLICY);
+    let evil = blob(&serde_json::to_vec(&policy).unwrap(), "policy.json", hcpx_registry::artifact::POLICY);
     *layer(&mut m, "policy.json") = evil.0.clone();
     let moved = push(&r, &[evil], &m);
     assert_ne!(moved, digest);
     let err = refused(&h, &r, &[], "is not signed");
     assert!(err.contains(&moved), "{err}");
     // Copying the old signature image to the new digest's tag signs nothing: its payload names the old digest.
-    let sig = manifest(&r.replace(":1", &format!(":{}", hcpx::distribution::signature_tag(&digest))));
-    let (reg, pr) = client(&r.replace(":1", &format!(":{}", hcpx::distribution::signature_tag(&moved))));
+    let sig = manifest(&r.replace(":1", &format!(":{}", hcpx_registry::signature_tag(&digest))));
+    let (reg, pr) = client(&r.replace(":1", &format!(":{}", hcpx_registry::signature_tag(&moved))));
     reg.push(&pr, &[], &serde_json::to_vec(&sig).unwrap()).unwrap();
     refused(&h, &r, &[], "is not signed");
 }
@@ -175,7 +174,7 @@ fn attack_a_layer_bomb_is_cut_at_its_declared_size() {
     publish(&h, &dir, &r, None);
     // A 1 KiB fixture layer, served by the proxy as 1 GiB.
     let mut m = manifest(&r);
-    let small = blob(&[b'x'; 1024], "fixtures/small.txt", hcpx::distribution::artifact::FILE);
+    let small = blob(&[b'x'; 1024], "fixtures/small.txt", hcpx_registry::artifact::FILE);
     m.layers.push(small.0.clone());
     push(&r, std::slice::from_ref(&small), &m);
     let proxy = Proxy::start(&format!("/blobs/{}", small.0.digest), Attack::Bomb);
@@ -199,7 +198,7 @@ fn attack_a_layer_named_with_a_path_traversal_is_refused_before_any_layer_is_fet
         let r = reference(&format!("traversal{i}"), "1");
         publish(&h, &dir, &r, None);
         let mut m = manifest(&r);
-        let evil = blob(b"owned", name, hcpx::distribution::artifact::FILE);
+        let evil = blob(b"owned", name, hcpx_registry::artifact::FILE);
         m.layers.push(evil.0.clone());
         push(&r, &[evil], &m);
         refused(&h, &r, &["--allow-unsigned"], "not a plain relative path");

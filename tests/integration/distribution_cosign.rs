@@ -16,9 +16,9 @@ use std::sync::OnceLock;
 use crate::distribution::{example, key, publish, reference, run_json, trust};
 use crate::helpers::{repo, Home};
 use crate::registry::{registry, unavailable};
-use hcpx::distribution::artifact::{Descriptor, Manifest};
-use hcpx::distribution::registry::{Options, Registry};
-use hcpx::distribution::{signature_tag, PackRef};
+use hcpx_registry::artifact::{Descriptor, Manifest};
+use hcpx_registry::registry::{Options, Registry};
+use hcpx_registry::{signature_tag, PackRef};
 
 fn openssl(args: &[&str]) -> std::process::Output {
     Command::new("openssl").args(args).output().expect("run openssl (scripts/setup.sh installs it)")

@@ -13,7 +13,7 @@ pub fn bless(path: &std::path::Path, want: &str) {
 #[test]
 fn docs_lint_md_is_generated_from_the_registry() {
     let path = repo().join("docs/lint.md");
-    let want = hcpx::lint::docs_markdown();
+    let want = hcpx_pack::lint::docs_markdown();
     bless(&path, &want);
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(have == want, "docs/lint.md is stale: run `HCPX_BLESS=1 cargo test docs_lint_md`");
@@ -22,7 +22,7 @@ fn docs_lint_md_is_generated_from_the_registry() {
 #[test]
 fn docs_rules_md_is_generated_from_the_registry() {
     let path = repo().join("docs/rules.md");
-    let want = hcpx::check::docs_markdown();
+    let want = hcpx_author::check::docs_markdown();
     bless(&path, &want);
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(have == want, "docs/rules.md is stale: run `HCPX_BLESS=1 cargo test docs_rules_md`");

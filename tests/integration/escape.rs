@@ -2,9 +2,9 @@
 //! confinement, and each test fails if the attack succeeds. docs/security.md names each test beside its layer.
 //! A test that needs a layer this kernel lacks is skipped with a printed reason, never silently.
 
-use hcpx::model::LayerStatus;
-use hcpx::sandbox::KernelProbe;
-use hcpx::store::config::SandboxConfig;
+use hcpx_model::LayerStatus;
+use hcpx_sandbox::KernelProbe;
+use hcpx_store::config::SandboxConfig;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};

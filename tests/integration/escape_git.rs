@@ -310,7 +310,7 @@ fn a_composite_write_cannot_change_a_submodules_config_or_git_info() {
     // Existing files are kept read-only by the composite's guarded preopen, which a thread of the runtime makes
     // in a mount namespace: CAP_SYS_ADMIN.
     let Some(h) = guarded() else { return };
-    if !hcpx::sandbox::KernelProbe::get().namespaces() {
+    if !hcpx_sandbox::KernelProbe::get().namespaces() {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "skipped: a composite's .git guard needs CAP_SYS_ADMIN");
         return;

@@ -324,7 +324,7 @@ fn hcpx_without_user_namespaces(h: &Home, args: &[&str]) -> Value {
 #[cfg(target_arch = "x86_64")]
 fn a_host_that_refuses_user_namespaces_gets_calls_that_say_so() {
     use std::io::Write;
-    let probe = hcpx::sandbox::KernelProbe::get();
+    let probe = hcpx_sandbox::KernelProbe::get();
     if !probe.call_user_namespace() {
         let _ = writeln!(
             std::io::stderr(),

@@ -314,12 +314,11 @@ fn project_mode_without_a_project_is_refused_by_a_served_runtime() {
     let mut f = probe_fixture(&h.marker);
     f.surface["wrap"]["workspace"] = json!({ "mode": "project" });
     h.install(&f, "probe");
-    let store = hcpx::store::Store::open(&h.store()).unwrap();
-    let rt = hcpx::Runtime::new(store);
-    let principal =
-        hcpx::model::Principal::local(hcpx::model::grants::Grants::All, hcpx::model::Invoker::Http);
-    let out = rt.exec(&principal, &hcpx::Envelope::new("probe", "look", Default::default()));
-    assert_eq!(out.code, Some(hcpx::model::Code::NoProject));
+    let store = hcpx_store::Store::open(&h.store()).unwrap();
+    let rt = hcpx_runtime::Runtime::new(store);
+    let principal = hcpx_model::Principal::local(hcpx_model::grants::Grants::All, hcpx_model::Invoker::Http);
+    let out = rt.exec(&principal, &hcpx_model::Envelope::new("probe", "look", Default::default()));
+    assert_eq!(out.code, Some(hcpx_model::Code::NoProject));
     assert_eq!(h.runs(), 0);
 }
 
@@ -474,11 +473,13 @@ fn openapi_and_sense_only_packs_install_but_do_not_execute() {
 
 #[test]
 fn the_envelope_alias_surface_id_is_accepted() {
-    let env: hcpx::Envelope =
+    let env: hcpx_model::Envelope =
         serde_json::from_value(json!({ "surface_id": "ledger", "verb_key": "list" })).unwrap();
     assert_eq!(env.pack_id, "ledger");
-    assert!(serde_json::from_value::<hcpx::Envelope>(json!({ "pack_id": "a", "verb_key": "b", "argz": {} }))
-        .is_err());
+    assert!(serde_json::from_value::<hcpx_model::Envelope>(
+        json!({ "pack_id": "a", "verb_key": "b", "argz": {} })
+    )
+    .is_err());
 }
 
 #[test]

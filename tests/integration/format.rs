@@ -6,7 +6,7 @@ use std::fs;
 
 use crate::docs::bless;
 use crate::helpers::{hcpx, repo, rust_files, stdout_json, TestDir};
-use hcpx::schema::{field_tables, formats, shipped_text};
+use hcpx_author::schema::{field_tables, formats, shipped_text};
 
 const END: &str = "<!-- end of generated fields -->";
 
@@ -225,7 +225,7 @@ fn the_reference_scan_refuses_spec_pages_and_missing_anchors() {
 #[test]
 fn every_md_file_a_message_names_exists_in_the_repo() {
     let mut texts: Vec<(String, String)> = Vec::new();
-    for r in hcpx::check::RULES {
+    for r in hcpx_author::check::RULES {
         for t in [r.what, r.why, r.fix] {
             texts.push((format!("rule {}", r.id), t.to_string()));
         }

@@ -166,9 +166,9 @@ impl Fixture {
     }
 
     /// Writes and loads the pack through the library.
-    pub fn load(&self, dir: &TestDir) -> hcpx::Pack {
+    pub fn load(&self, dir: &TestDir) -> hcpx_pack::Pack {
         let p = self.write(dir.path());
-        match hcpx::Pack::load(&p) {
+        match hcpx_pack::Pack::load(&p) {
             Ok(pack) => pack,
             Err(e) => panic!("fixture does not load: {e}"),
         }

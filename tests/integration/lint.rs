@@ -196,7 +196,7 @@ fn the_base_fixture_is_clean() {
 
 #[test]
 fn every_kind_has_a_fixture_that_triggers_exactly_it() {
-    let registry: BTreeSet<&str> = hcpx::lint::KINDS.iter().map(|k| k.id).collect();
+    let registry: BTreeSet<&str> = hcpx_pack::lint::KINDS.iter().map(|k| k.id).collect();
     let covered: BTreeSet<&str> = ROWS.iter().map(|r| r.kind).collect();
     assert_eq!(registry, covered, "every lint kind needs a row in ROWS");
     for row in ROWS {
@@ -435,7 +435,7 @@ fn agent_env_names_that_load_or_run_code_are_refused() {
 #[test]
 fn the_documented_environment_deny_list_is_the_one_in_the_code() {
     let doc = fs::read_to_string(repo().join("docs/security.md")).unwrap();
-    for d in hcpx::pack::env_deny::DENIED_ENV {
+    for d in hcpx_pack::pack::env_deny::DENIED_ENV {
         let row = doc
             .lines()
             .find(|l| l.starts_with(&format!("| {} |", d.family)))

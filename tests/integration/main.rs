@@ -31,7 +31,7 @@ mod format;
 mod fuzz_smoke;
 mod golden;
 mod helpers;
-mod layers;
+mod house;
 mod lint;
 mod mcp;
 mod new;

@@ -70,7 +70,7 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let cargo = fs::read_to_string(pack.join("guest/Cargo.toml")).unwrap();
     assert!(cargo.contains("\n[workspace]\n"), "{cargo}");
     assert!(
-        cargo.contains(&format!("version = \"{}\"", hcpx::scaffold::new::wit_bindgen_version())),
+        cargo.contains(&format!("version = \"{}\"", hcpx_author::scaffold::new::wit_bindgen_version())),
         "{cargo}"
     );
     assert!(!fs::read_to_string(pack.join("guest/src/lib.rs")).unwrap().contains("../"));

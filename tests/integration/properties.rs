@@ -12,15 +12,15 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Map, Number, Value};
 
-use hcpx::args::ArgSpec;
-use hcpx::model::digest::args_digest;
-use hcpx::model::naming::is_arg_name;
-use hcpx::model::{MintedBinding, ResultEnvelope};
-use hcpx::pack::{BindingMode, PassThrough};
-use hcpx::render::{render_argv, RenderError};
-use hcpx::runtime::scrub::{encodings, scrub};
-use hcpx::template::{Piece, Template};
-use hcpx::Pack;
+use hcpx_model::digest::args_digest;
+use hcpx_model::naming::is_arg_name;
+use hcpx_model::{MintedBinding, ResultEnvelope};
+use hcpx_pack::args::ArgSpec;
+use hcpx_pack::pack::{BindingMode, PassThrough};
+use hcpx_pack::render::{render_argv, RenderError};
+use hcpx_pack::template::{Piece, Template};
+use hcpx_pack::Pack;
+use hcpx_runtime::scrub::{encodings, scrub};
 
 /// `cases` per property (PROPTEST_CASES=N runs more, for a deeper hunt), no regression files written into the
 /// tree: a shrunk failure is kept as an example test instead.
@@ -310,7 +310,7 @@ fn number_arg() -> impl Strategy<Value = Value> {
 
 /// The rendered text of an argument, `None` when it counts as missing (render.rs `arg_text`).
 fn present(args: &Map<String, Value>, name: &str) -> Option<String> {
-    hcpx::render::arg_text(args.get(name)?)
+    hcpx_pack::render::arg_text(args.get(name)?)
 }
 
 fn finite_number(s: &str) -> bool {

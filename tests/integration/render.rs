@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::helpers::{Fixture, TestDir};
-use hcpx::render::{render_argv, RenderError};
+use hcpx_pack::render::{render_argv, RenderError};
 
 /// Loads a one-command wrap pack and renders `verb` with `args`, bin first, as the spec tables print it.
 fn rendered(wrap: Value, verb: &str, cli: Option<Value>, args: Value) -> Result<String, RenderError> {

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use crate::helpers::{hcpx, repo, stdout_json, Fixture, TestDir};
-use hcpx::lint::lint_dir;
-use hcpx::render::render_argv;
+use hcpx_pack::lint::lint_dir;
+use hcpx_pack::render::render_argv;
 
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at.clone());
@@ -81,7 +81,7 @@ fn wrong_typed_values_never_panic() {
                 *target.pointer_mut(ptr).unwrap() = r.clone();
                 let dir = f.write(t.path());
                 let report = lint_dir(&dir);
-                if let Ok(pack) = hcpx::Pack::load(&dir) {
+                if let Ok(pack) = hcpx_pack::Pack::load(&dir) {
                     assert!(report.ok);
                     render_every_command(&pack);
                 }
@@ -130,12 +130,12 @@ fn huge_inputs_are_refused_or_handled() {
     f.policy["verbs"] = Value::Object(rows);
     f.harness = format!("# Demo\n\nlead\n\n{}", "| a | b |\n|---|---|\n| x | y |\n".repeat(20_000));
     let dir = f.write(t.path());
-    let pack = hcpx::Pack::load(&dir).unwrap();
+    let pack = hcpx_pack::Pack::load(&dir).unwrap();
     assert_eq!(pack.commands.len(), 3000);
     render_every_command(&pack);
 }
 
-fn render_every_command(pack: &hcpx::Pack) {
+fn render_every_command(pack: &hcpx_pack::Pack) {
     let hostile = [
         json!(null),
         json!("-rf"),
@@ -157,8 +157,8 @@ fn render_every_command(pack: &hcpx::Pack) {
             if let Some(w) = &pack.wrap {
                 let _ = render_argv(w, cmd, &args);
             }
-            let _ = hcpx::command_title(pack, key, &args, None);
-            let _ = hcpx::command_title(pack, key, &args, Some(h));
+            let _ = hcpx_pack::command_title(pack, key, &args, None);
+            let _ = hcpx_pack::command_title(pack, key, &args, Some(h));
             if let Some(p) = &cmd.preview {
                 let _ = p.render(&args);
             }

@@ -3,9 +3,10 @@
 //! operator tokens only and counts the calls that were made, through every face.
 
 use serde_json::json;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::helpers::{probe_fixture, Home};
+use crate::helpers::{probe_fixture, Home, TestDir};
 use crate::serve::{on_both_stores, principal, request, request_raw, Server};
 
 /// The store kind a Home's server should report.
@@ -173,4 +174,41 @@ fn a_client_stalling_in_its_request_head_is_dropped_after_the_bound() {
         assert!(waited < Duration::from_secs(5), "{head:?}: dropped only after {waited:?}");
     }
     assert_eq!(request(&s.addr, "GET", "/healthz", None, None).0, 200);
+}
+
+/// `hcpx-serve` run by hand takes the flags of `hcpx serve`, parsed by the same type: clap's usage errors, the
+/// store named by `--store` chosen as `HCP_STORE` would be, and a descriptor of flags it cannot read refused.
+#[test]
+fn hcpx_serve_run_directly_takes_the_same_flags_as_hcpx_serve() {
+    let t = TestDir::new();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hcpx-serve"))
+            .args(args)
+            .env("HCP_HOME", t.path().join("hcp-home"))
+            .env_remove("HCP_STORE")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--max-calls", "many"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value 'many' for '--max-calls <MAX_CALLS>'"), "{err}");
+
+    let out = run(&["--listen", "127.0.0.1:0", "--store", "mysql://db"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--store is \"mysql://db\"; set it to a postgres://"), "{err}");
+
+    for fd in ["0", "9"] {
+        let out = run(&["--args-fd", fd]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("cannot read the flags `hcpx serve` handed over on descriptor {fd}")),
+            "{err}"
+        );
+    }
+    let help = String::from_utf8_lossy(&run(&["--help"]).stdout).to_string();
+    assert!(help.contains("--header-timeout-ms") && help.contains("--store <URL>"), "{help}");
 }

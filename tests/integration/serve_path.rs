@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::composite::install_guest;
 use crate::helpers::{repo, Home};
-use hcpx::model::grants::Grants;
-use hcpx::model::{Code, Envelope, Invoker, Principal};
-use hcpx::runtime::{CallContext, Runtime};
-use hcpx::store::Store;
+use hcpx_model::grants::Grants;
+use hcpx_model::{Code, Envelope, Invoker, Principal};
+use hcpx_runtime::{CallContext, Runtime};
+use hcpx_store::Store;
 
 fn served(h: &Home, max_calls: usize) -> Arc<Runtime> {
     Arc::new(Runtime::new(Store::open(&h.store()).unwrap()).with_max_calls(max_calls))

@@ -233,7 +233,7 @@ fn three_replicas_lose_nothing_when_one_is_killed_mid_run() {
     }
     for (tenant, option) in &acked {
         let digests = [json!({ "option": option, "confirm": true }), json!({ "option": option })]
-            .map(|v| hcpx::model::digest::args_digest(v.as_object().unwrap()));
+            .map(|v| hcpx_model::digest::args_digest(v.as_object().unwrap()));
         assert!(
             digests.iter().any(|d| have.contains(&(tenant.clone(), d.clone()))),
             "acknowledged write {option} of {tenant} has no audit row"

@@ -3,9 +3,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::helpers::{Fixture, TestDir};
-use hcpx::command_title;
+use hcpx_pack::command_title;
 
-fn mail_pack(t: &TestDir) -> hcpx::Pack {
+fn mail_pack(t: &TestDir) -> hcpx_pack::Pack {
     let surface = json!({
         "id": "mail", "kind": "wrap", "wrap": { "bin": "./bin/tool" },
         "verbs": {
@@ -136,7 +136,7 @@ fn previews_fill_from_args() {
 
 #[test]
 fn the_ledger_example_titles_and_preview() {
-    let p = hcpx::Pack::load(&crate::helpers::repo().join("packs/ledger")).unwrap();
+    let p = hcpx_pack::Pack::load(&crate::helpers::repo().join("packs/ledger")).unwrap();
     let a = args(json!({ "amount": "2.80", "payee": "demo-transit" }));
     assert_eq!(command_title(&p, "transfer", &a, None).as_deref(), Some("Paying 2.80 to demo-transit"));
     assert_eq!(

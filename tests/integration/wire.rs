@@ -6,10 +6,10 @@ use serde::Serialize;
 use std::fmt::Debug;
 use std::str::FromStr;
 
-use hcpx::check::{Category, Severity};
-use hcpx::model::{BindingMode, Capability, Code, Invoker, LayerName, LayerStatus, PreviewKind, SandboxMode};
-use hcpx::pack::raw::Delivery;
-use hcpx::pack::{AdapterKind, Hub, Land, NetKind, Operation, Plane, Transport, WorkspaceMode};
+use hcpx_author::check::{Category, Severity};
+use hcpx_model::{BindingMode, Capability, Code, Invoker, LayerName, LayerStatus, PreviewKind, SandboxMode};
+use hcpx_pack::pack::raw::Delivery;
+use hcpx_pack::pack::{AdapterKind, Hub, Land, NetKind, Operation, Plane, Transport, WorkspaceMode};
 
 fn round_trip<T>(all: &[T], names: &[&str], as_str: fn(T) -> &'static str)
 where
@@ -77,7 +77,7 @@ fn spellings_are_the_documented_ones() {
 
 #[test]
 fn the_bool_words_are_one_rule() {
-    use hcpx::model::wire::parse_bool;
+    use hcpx_model::wire::parse_bool;
     assert_eq!((parse_bool("true"), parse_bool("false"), parse_bool("yes")), (Some(true), Some(false), None));
 }
 

@@ -7,10 +7,9 @@
 //!
 //! May use: hcpx-model, hcpx-pack, hcpx-store and hcpx-sandbox, and wasmtime. Must never: run a call that did
 //! not pass every step, hand a child or a component what the pack and the operator did not grant, or hold
-//! `unsafe` code but the one place that maps a compiled component from the compile cache (`adapter::composite::
-//! cache::load`, each block saying why it holds).
+//! `unsafe` code (the compile cache that maps compiled components is the sandbox crate's).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 // The modules name the layers below as they did in one crate.
 use hcpx_model as model;

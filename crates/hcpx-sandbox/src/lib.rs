@@ -5,8 +5,11 @@
 //! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
 //!
-//! May use: hcpx-model, hcpx-pack and the store's `sandbox.json` types and layout, and the kernel's confinement
-//! calls: with the binary, the one crate whose `unsafe` code is allowed (each block says why it holds). Must
+//! The compile cache (`compile_cache`) is here too: which compiled native code a composite call maps and runs.
+//!
+//! May use: hcpx-model, hcpx-pack and the store's `sandbox.json` types and layout, wasmtime (to map a compiled
+//! component), and the kernel's confinement calls: with the binary, the one crate whose `unsafe` code is
+//! allowed (each block says why it holds). Must
 //! never: decide what a call may do (the pipeline and `sandbox.json` decide; this crate enforces), or run a
 //! child it has not confined as planned.
 
@@ -15,6 +18,7 @@ use hcpx_model as model;
 use hcpx_pack::pack;
 use hcpx_store as store;
 
+pub mod compile_cache;
 pub mod disk;
 pub mod gitguard;
 pub mod hidden;

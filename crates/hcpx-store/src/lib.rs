@@ -137,8 +137,17 @@ impl Store {
     /// The store every face opens: PostgreSQL when `HCP_STORE` names a database (a `postgres://` URL or a
     /// key=value connection string), else the files at `HCP_HOME` (or `~/.hcp`), created when missing.
     pub fn open_default() -> Result<Store, StoreError> {
+        Store::open_chosen(None)
+    }
+
+    /// The store a face opens when its operator may name one (`hcpx serve --store`): `store` in place of
+    /// `HCP_STORE` when given, chosen by the same rule as [`Store::open_default`].
+    pub fn open_chosen(store: Option<&str>) -> Result<Store, StoreError> {
         let home = Store::default_home();
-        let chosen = std::env::var("HCP_STORE").unwrap_or_default();
+        let (chosen, named) = match store {
+            Some(s) => (s.to_string(), "--store"),
+            None => (std::env::var("HCP_STORE").unwrap_or_default(), "HCP_STORE"),
+        };
         let opened = match chosen.trim() {
             s if names_files(s) => Store::open(&home),
             url if url.starts_with("postgres://")
@@ -149,7 +158,7 @@ impl Store {
             }
             other => {
                 return Err(StoreError::Refused(format!(
-                    "HCP_STORE is {:?}; set it to a postgres://USER@HOST:PORT/DB URL (or a key=value connection string), or to `files` (the default) for the files under HCP_HOME",
+                    "{named} is {:?}; set it to a postgres://USER@HOST:PORT/DB URL (or a key=value connection string), or to `files` (the default) for the files under HCP_HOME",
                     pg::redact(other)
                 )))
             }

@@ -9,7 +9,7 @@
 //! and so does loading a component for an async caller, so nothing holds a worker of the caller's runtime.
 
 pub mod bindings;
-pub(crate) mod cache;
+pub(crate) use hcpx_sandbox::compile_cache as cache;
 mod call;
 pub mod host;
 

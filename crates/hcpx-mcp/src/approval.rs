@@ -162,12 +162,12 @@ mod tests {
 
     #[test]
     fn a_card_shows_bidirectional_and_control_characters_instead_of_obeying_them() {
-        let tool = crate::mcp::tools::ToolSpec {
+        let tool = crate::tools::ToolSpec {
             name: "ledger__transfer".into(),
             title: "Transfer\u{202E}".into(),
             description: String::new(),
             input_schema: Map::new(),
-            hints: crate::mcp::tools::Hints {
+            hints: crate::tools::Hints {
                 read_only: false,
                 destructive: true,
                 idempotent: false,
@@ -178,7 +178,7 @@ mod tests {
             confirm: true,
         };
         let preview = json!({ "title": "Pay \u{202E}05.00 EUR\u{202C}", "fields": { "payee\u{2066}": "demo\u{1b}[2Jgrocer" } });
-        let first = crate::mcp::call::ToolAnswer {
+        let first = crate::call::ToolAnswer {
             structured: json!({ "preview": preview }).as_object().cloned().unwrap(),
             text: String::new(),
             is_error: false,

@@ -1,7 +1,20 @@
-//! `hcpx serve`: the activated packs over HTTP for a hosted runtime — the JSON API under `/v1`, the MCP face
-//! over Streamable HTTP at `/mcp`, `/healthz`, `/readyz`, `/metrics` and `/openapi.json`. Every route but
-//! `/healthz`, `/readyz` and `/openapi.json` needs a bearer token from `principals.json`; the handlers only
-//! authenticate and build an envelope, the pipeline decides the rest.
+//! hcpx-http: the HTTP face, `hcpx serve`. The activated packs over HTTP for a hosted runtime: the JSON API
+//! under `/v1`, the MCP face over Streamable HTTP at `/mcp`, `/healthz`, `/readyz`, `/metrics` and
+//! `/openapi.json`. Every route but `/healthz`, `/readyz` and `/openapi.json` needs a bearer token from
+//! `principals.json`; the handlers only authenticate and build an envelope, the pipeline decides the rest.
+//!
+//! May use: hcpx-model, hcpx-pack, hcpx-store, hcpx-runtime and hcpx-mcp, and axum over hyper. Must never:
+//! run a request that did not authenticate, answer a Host it was not told to serve, decide a call itself, or
+//! hold `unsafe` code.
+
+#![forbid(unsafe_code)]
+
+// The modules name the layers below as they did in one crate.
+use hcpx_mcp as mcp;
+use hcpx_model as model;
+use hcpx_pack::{args, pack, template};
+use hcpx_runtime as runtime;
+use hcpx_store as store;
 
 mod approvals;
 mod auth;

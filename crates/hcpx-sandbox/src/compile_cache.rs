@@ -1,7 +1,8 @@
 //! Compile once: precompiled components cached under `$HCP_HOME/cache`, keyed by the component's SHA-256, the
 //! wasmtime version and the engine's compatibility hash, and trusted only when the file's own digest matches.
 //! The directory may be `HCP_CACHE_DIR`, shared by several homes: it is used only while it is this user's and no
-//! one else can write it, since what it holds is native code that is mapped and run.
+//! one else can write it, since what it holds is native code that is mapped and run. It lives in the sandbox
+//! crate because trusting such a file is the one `unsafe` act of a composite call: which native code runs.
 
 use crate::model::digest::sha256_hex;
 use crate::store::write_atomic;
@@ -62,8 +63,7 @@ fn unchanged(file: &Path, before: &std::fs::Metadata) -> bool {
 
 /// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
 /// `Err` is a message.
-// The compile cache hands wasmtime compiled code to map: the one `unsafe` of this crate (see SAFETY below).
-#[allow(unsafe_code)]
+// The compile cache hands wasmtime compiled code to map (see SAFETY below).
 pub fn load(
     cache: &Path,
     engine: &Engine,
@@ -194,7 +194,10 @@ mod tests {
         )
         .unwrap();
         let sha = sha256_hex(&wasm);
-        let (engine, _) = crate::adapter::composite::make_engine(false).unwrap();
+        // An engine configured as the composite adapter's is (its pool aside).
+        let mut cfg = wasmtime::Config::new();
+        cfg.wasm_component_model(true).epoch_interruption(true);
+        let engine = Engine::new(&cfg).unwrap();
         let t = tempfile::tempdir().unwrap();
         let (cache, copy) = (t.path().join("cache"), t.path().join("copy"));
         let name = format!("{}.cwasm", cache_key(&engine, &sha));

@@ -10,10 +10,10 @@ use super::{pretty, scaffold, write, ScaffoldError};
 use crate::model::naming::is_pack_id;
 
 /// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`.
-pub const ADAPTER_WIT: &str = include_str!("../../wit/adapter.wit");
+pub const ADAPTER_WIT: &str = include_str!("../../../../wit/adapter.wit");
 /// The lock file of the repository's own guests: the scaffold's guest starts from the versions hcpx is tested
 /// with (cargo drops the entries it does not need on the first build).
-const GUEST_LOCK: &str = include_str!("../../guest-adapters/Cargo.lock");
+const GUEST_LOCK: &str = include_str!("../../../../guest-adapters/Cargo.lock");
 const GUEST_CARGO: &str = include_str!("templates/guest-Cargo.toml");
 const GUEST_LIB: &str = include_str!("templates/guest-lib.rs.tmpl");
 const BUILD_SH: &str = include_str!("templates/build.sh");

@@ -28,3 +28,56 @@ fn every_crate_says_what_it_is_may_use_and_must_never_do() {
     }
     assert!(seen >= 9, "the library crates are under crates/ ({seen} found)");
 }
+
+/// The hcpx crates a manifest's `[dependencies]` names, in order.
+fn hcpx_dependencies(manifest: &Path) -> Vec<String> {
+    let text = fs::read_to_string(manifest).unwrap();
+    let table = text.split("\n[dependencies]\n").nth(1).unwrap_or("");
+    let table = table.split("\n[").next().unwrap_or("");
+    table
+        .lines()
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter(|name| name.starts_with("hcpx-"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn docs_architecture_draws_the_crate_graph_cargo_builds() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(repo.join("docs/architecture.md")).unwrap();
+    let graph = doc.split("<!-- crate graph").nth(1).expect("docs/architecture.md draws the crate graph");
+    let block = graph.split("```").nth(1).unwrap();
+    let mut drawn = Vec::new();
+    for line in block.lines().filter(|l| l.contains("──▶")) {
+        let (left, right) = line.split_once("──▶").unwrap();
+        let name = left.split_whitespace().next().unwrap().to_string();
+        let mut deps: Vec<String> = right.split_whitespace().map(str::to_string).collect();
+        let manifest = if name == "hcpx" {
+            repo.join("Cargo.toml")
+        } else {
+            repo.join("crates").join(&name).join("Cargo.toml")
+        };
+        let mut built = hcpx_dependencies(&manifest);
+        deps.sort();
+        built.sort();
+        assert_eq!(deps, built, "{name}: docs/architecture.md draws other dependencies than its Cargo.toml names");
+        drawn.push(name);
+    }
+    for entry in fs::read_dir(repo.join("crates")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        assert!(drawn.contains(&name), "docs/architecture.md's crate graph leaves out {name}");
+    }
+    // Drawn top down: a crate appears above every crate it depends on.
+    for (at, name) in drawn.iter().enumerate() {
+        let manifest = if name == "hcpx" {
+            repo.join("Cargo.toml")
+        } else {
+            repo.join("crates").join(name).join("Cargo.toml")
+        };
+        for dep in hcpx_dependencies(&manifest) {
+            let below = drawn.iter().position(|d| *d == dep).unwrap();
+            assert!(below > at, "{name} depends on {dep}, which the graph draws above it");
+        }
+    }
+}

@@ -348,7 +348,7 @@ pub fn run_all(ctx: &Ctx) -> Vec<Finding> {
 /// `docs/rules.md`, generated from the registry.
 pub fn docs_markdown() -> String {
     let mut s = String::from(
-        "# hcpx check rules\n\n<!-- generated from src/check/rules.rs; run `HCPX_BLESS=1 cargo test docs` to refresh -->\n\n\
+        "# hcpx check rules\n\n<!-- generated from crates/hcpx-author/src/check/rules.rs; run `HCPX_BLESS=1 cargo test docs` to refresh -->\n\n\
 `hcpx check DIR` reviews a pack in layers: structure, manifest, Policy, Skill, probe (`--probe`) and eval. \
 Each rule has a stable id, a severity and a category. The score starts at 100; each error costs 12 and each \
 warning 4; notes (info) cost nothing. Any error caps the grade at D (the text report names the grade the score alone has), and a pack is ready to share at 90 or more \

@@ -150,7 +150,7 @@ fn fuzz_smoke_words() {
 #[test]
 fn fuzz_regressions() {
     // schema_compile, 2026-12-03: a one-byte `pattern` ("^") or one that starts with a multi-byte char
-    // sliced the pattern out of bounds or inside a char (args.rs pattern_is_closed), so compiling the pack's
+    // sliced the pattern out of bounds or inside a char (args/schema.rs pattern_is_closed), so compiling the pack's
     // schema panicked.
     for schema in [
         r#"{"properties":{"":{"pattern":"^"}}}"#,

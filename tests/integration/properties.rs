@@ -43,7 +43,7 @@ fn text(max: usize) -> impl Strategy<Value = String> {
 // ---------------------------------------------------------------------------------------------------------
 // The `k=v` word parser (ArgSpec::parse_words).
 
-/// The type lists the word parser converts a `k=v` value to (args.rs `convert`): the four scalars, and
+/// The type lists the word parser converts a `k=v` value to (args/call.rs `convert`): the four scalars, and
 /// unions with null or with each other.
 const TYPE_LISTS: [&[&str]; 8] = [
     &["string"],
@@ -142,7 +142,7 @@ fn word_text(v: &Value) -> String {
     }
 }
 
-/// A word the parser reads as `name=…` or `name:=…` (args.rs `split_key`), so it cannot stand bare.
+/// A word the parser reads as `name=…` or `name:=…` (args/call.rs `split_key`), so it cannot stand bare.
 fn splits_as_key(word: &str) -> bool {
     [":=", "="].iter().any(|sep| word.find(sep).is_some_and(|i| is_arg_name(&word[..i])))
 }

@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # 1. every eval case
 "$HCPX" eval "$here"
-# every rule, with probes: nothing to fix, warnings fail too (check-and-evaluate.md, In CI)
+# every rule, with probes: nothing to fix, warnings fail too (docs/spec.md §21)
 "$HCPX" check "$here" --probe --strict --no-eval
 
 # 2. reads: a bare word fills the x-position argument

@@ -22,7 +22,7 @@ cd "$tmp/project"
 
 # 1. every eval case, from the project
 "$HCPX" eval "$here"
-# every rule, with probes: nothing to fix, warnings fail too (check-and-evaluate.md, In CI)
+# every rule, with probes: nothing to fix, warnings fail too (docs/spec.md §21)
 "$HCPX" check "$here" --probe --strict --no-eval
 
 # 2. reads: bare words fill x-position arguments, k=v the rest

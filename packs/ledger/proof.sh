@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ledger pack's proof script (check-and-evaluate.md): lint, install, a read, a live confirm deny,
+# The ledger pack's proof script (docs/spec.md §21): lint, install, a read, a live confirm deny,
 # the confirmed write, availability. Runs against a temp HCP_HOME unless one is given.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

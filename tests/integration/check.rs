@@ -90,7 +90,7 @@ type Counts = (u64, u64, bool);
 type Expect = (u64, &'static str, bool, i32);
 
 /// `(errors, warnings, --strict)` → `(score, grade, ready, exit)`, written out by hand from the spec
-/// (../shared/spec/check-and-evaluate.md, "Findings and score" and the exit line: 100, less 12 per error and 4
+/// (docs/spec.md §21, HCP's score and exit rules: 100, less 12 per error and 4
 /// per warning; any error caps the grade at D (the text report names the grade the score alone has); ready to share at 90 or more with no errors; exit 0 with nothing
 /// to fix, 2 on warnings only, 1 on any error, and --strict fails warnings too) and docs/check.md for what the
 /// spec leaves open (never below 0; A from 90, B from 80, C from 70, D from 60, else F). Notes cost nothing, so

@@ -80,7 +80,7 @@ fn grant_and_revoke_edit_the_local_grants_file() {
     assert_eq!(h.exec("probe", "look", &[]).0, 0);
     assert_eq!(h.exec("probe", "echo", &["word=hi"]).1["code"], "denied");
 
-    // Grants of one capability and pack merge; the file is the decisions.md §4 array.
+    // Grants of one capability and pack merge; the file is the docs/spec.md §7 array.
     assert_eq!(h.run(&["grant", "verb.exec.read:probe:echo", "verb.exec.write:*"]).status.code(), Some(0));
     let file: Value =
         serde_json::from_str(&fs::read_to_string(h.store().join("grants.json")).unwrap()).unwrap();

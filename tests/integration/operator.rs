@@ -255,7 +255,7 @@ fn bad_title_suggests_english_titles() {
 }
 
 /// `--add-evals` on a pack that has hcp.eval.json adds the cases it lacks after its own; `--init-evals` leaves
-/// it byte for byte (check-and-evaluate.md: it writes the file *unless one exists*).
+/// it byte for byte (docs/spec.md §21: it writes the file only when there is none).
 #[test]
 fn add_evals_adds_missing_cases_to_an_existing_file_and_init_evals_leaves_it() {
     let t = crate::helpers::TestDir::new();

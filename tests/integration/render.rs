@@ -1,4 +1,6 @@
-//! Every row of command.md "How cli[] renders" and "The JSON flag", and the rules of execution.md "Wrap rendering".
+//! Every row of HCP's "How cli[] renders" and "The JSON flag" tables and its "Wrap rendering" rules (docs/spec.md §4:
+//! https://harnesscontextprotocol.io/docs/concepts/command#how-cli-renders and
+//! https://harnesscontextprotocol.io/docs/runtimes/execution#wrap-rendering).
 
 use serde_json::{json, Value};
 
@@ -58,7 +60,7 @@ fn wrap() -> Value {
     json!({ "bin": "./bin/tool" })
 }
 
-// command.md, "How cli[] renders": one test per row.
+// docs/spec.md §4, "How cli[] renders": one test per row.
 
 #[test]
 fn row_transit_plan() {
@@ -108,7 +110,7 @@ fn row_ledger_setup_all() {
     assert_eq!(r.unwrap(), "ledger setup all -y --json");
 }
 
-// command.md, "The JSON flag": one test per row.
+// docs/spec.md §4, "The JSON flag": one test per row.
 
 #[test]
 fn json_row_nothing_declared_appends_json() {
@@ -152,7 +154,7 @@ fn json_row_cli_already_selects_json() {
     assert_eq!(rendered_cmd(wrap(), "list", own, json!({})).unwrap(), "x ls --json --pretty");
 }
 
-// execution.md, "Wrap rendering".
+// docs/spec.md §4, "Wrap rendering".
 
 #[test]
 fn first_token_is_dropped_and_wrap_bin_spawns() {
@@ -291,7 +293,7 @@ fn an_empty_required_value_is_refused_not_dropped() {
     assert!(matches!(r, Err(RenderError::EmptyRequired { ref arg }) if arg == "amount"), "{r:?}");
     let r = rendered_cmd(wrap(), "transfer", cmd.clone(), json!({ "amount": "1", "payee": "" }));
     assert!(matches!(r, Err(RenderError::EmptyRequired { ref arg }) if arg == "payee"), "{r:?}");
-    // An optional value still drops with its flag, as command.md says.
+    // An optional value still drops with its flag, as docs/spec.md §4 says.
     let r = rendered_cmd(wrap(), "transfer", cmd, json!({ "amount": "1", "payee": "p", "memo": "" }));
     assert_eq!(r.unwrap(), "ledger transfer 1 --to p --confirm --json");
 }

@@ -1,5 +1,5 @@
-//! Issue #24 point 1: every denial text the seed spec fixes (execution.md's pipeline table, command.md's exit
-//! rules, manifest.md's project mode) in one table, each driven through the real binary. A message may go on
+//! Issue #24 point 1: every denial text the seed spec fixes (docs/spec.md §9's pipeline table, §10's exit
+//! rules, §2's project mode) in one table, each driven through the real binary. A message may go on
 //! with its fix or a did-you-mean; it must start with the spec's words, so no later change can drop one.
 
 use serde_json::{json, Value};
@@ -173,7 +173,7 @@ fn every_denial_text_the_seed_fixes_starts_its_message() {
 
 #[test]
 fn the_served_no_project_denial_keeps_its_code() {
-    // manifest.md: a runtime with no project refuses `project`-mode commands with `code: "no_project"`.
+    // docs/spec.md §2: a runtime with no project refuses `project`-mode commands with `code: "no_project"`.
     let h = Home::new();
     let mut f = ledger();
     f.surface["wrap"]["workspace"] = json!({ "mode": "project" });

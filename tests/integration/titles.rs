@@ -1,4 +1,5 @@
-//! command.md "Titles": every row of the spec's table, and the rules around it; previews fill the same way.
+//! Titles (docs/spec.md §3): every row of the table in https://harnesscontextprotocol.io/docs/concepts/command#titles,
+//! and the rules around it; previews fill the same way.
 
 use serde_json::{json, Map, Value};
 

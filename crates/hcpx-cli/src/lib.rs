@@ -21,7 +21,7 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Usage error (unknown flag, missing argument).
     pub const USAGE: u8 = 2;
-    /// Warning: degraded but usable (`doctor`), the same number as a usage error (command.md).
+    /// Warning: degraded but usable (`doctor`), the same number as a usage error (docs/spec.md §11).
     pub const WARNING: u8 = 2;
     // `hcpx exec` takes a denial's exit code from `Code::status()` (127 for `sandbox_denied`), the one
     // table every face reads.

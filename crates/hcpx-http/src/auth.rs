@@ -1,4 +1,4 @@
-//! Bearer authentication (decisions.md §11): a request without a token, or with one no row of
+//! Bearer authentication (docs/spec.md §19): a request without a token, or with one no row of
 //! `principals.json` matches, is answered 401 before anything else. The Principal found rides in the request's
 //! extensions to the handler (and, for `/mcp`, into the MCP request context).
 

@@ -1,4 +1,4 @@
-//! The host-tool projection of the activated packs (command.md "Host tool"): one tool per named command,
+//! The host-tool projection of the activated packs (docs/spec.md §3, host tools): one tool per named command,
 //! `pack__verb_key` with dots as underscores, its input schema from `args`, and every annotation set.
 
 use serde_json::{json, Map, Value};

@@ -1,4 +1,4 @@
-//! A minted Binding (execution.md step 5): the credential fields one call may use, never printed.
+//! A minted Binding (docs/spec.md §9 step 5, §16): the credential fields one call may use, never printed.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The stable codes agents branch on (errors.md, decisions.md §8): every denial and failure carries one.
+//! The stable codes agents branch on (docs/spec.md §10): every denial and failure carries one.
 
 use super::wire::wire_enum;
 use super::{Preview, ResultEnvelope};
@@ -33,7 +33,7 @@ wire_enum! {
 /// around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaceStatus {
-    /// `hcpx exec`'s exit code (decisions.md §7: 127 for a sandbox denial or a missing bin, else 1).
+    /// `hcpx exec`'s exit code (docs/spec.md §11: 127 for a sandbox denial or a missing bin, else 1).
     pub exit: u8,
     /// The HTTP status of `POST /v1/exec` (the body is the result envelope either way).
     pub http: u16,
@@ -67,8 +67,8 @@ impl Code {
     }
 }
 
-/// The message of the confirm gate's denial (execution.md step 4), which eval cases expect word for word
-/// (check-and-evaluate.md).
+/// The message of the confirm gate's denial (docs/spec.md §9 step 4), which eval cases expect word for word
+/// (docs/spec.md §21).
 pub const CONFIRM_REQUIRED: &str = "confirm required";
 
 /// A denial or failure as a value: its stable code and a message that names the offending value and the

@@ -35,7 +35,7 @@ impl Digest {
 }
 
 /// SHA-256 of the arguments' canonical JSON (object keys sorted at every depth), hex: what the audit log
-/// records instead of the arguments themselves (decisions.md §10).
+/// records instead of the arguments themselves (docs/spec.md §18).
 pub fn args_digest(args: &Map<String, Value>) -> String {
     fn canon(v: &Value) -> Value {
         match v {

@@ -1,4 +1,4 @@
-//! The exec envelope in, the result envelope out (execution.md, decisions.md §8).
+//! The exec envelope in, the result envelope out (docs/spec.md §8, §10).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -1,4 +1,4 @@
-//! Capabilities and grants (decisions.md §4): what a Principal may do, scoped by pack and command.
+//! Capabilities and grants (docs/spec.md §7): what a Principal may do, scoped by pack and command.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The naming rules of command.md: what a pack id, a command name and an argument name may be.
+//! The naming rules of docs/spec.md §3: what a pack id, a command name and an argument name may be.
 
 /// Longest accepted pack id, command name or argument name.
 pub const MAX_NAME_LEN: usize = 64;

@@ -1,4 +1,4 @@
-//! The approval card a person sees before a confirm-gated write runs (command.md "Titles").
+//! The approval card a person sees before a confirm-gated write runs (docs/spec.md §3).
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

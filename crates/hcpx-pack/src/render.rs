@@ -1,4 +1,4 @@
-//! `cli[]` → argv (command.md "How cli[] renders", execution.md "Wrap rendering"): no shell, ever.
+//! `cli[]` → argv (docs/spec.md §4): no shell, ever.
 
 use serde_json::{Map, Value};
 use std::fmt;

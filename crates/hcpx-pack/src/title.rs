@@ -1,4 +1,4 @@
-//! Titles and approval previews (command.md "Titles"): the words a host shows for a step, filled from args and result.
+//! Titles and approval previews (docs/spec.md §3): the words a host shows for a step, filled from args and result.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};

@@ -67,7 +67,7 @@ pub fn connect_command(pack: &Pack) -> Option<&str> {
     pack.command(CONNECT).map(|_| CONNECT)
 }
 
-/// The name of the command that establishes a Binding (command.md); it needs `pack.connect`.
+/// The name of the command that establishes a Binding (docs/spec.md §3); it needs `pack.connect`.
 pub const CONNECT: &str = "connect";
 
 /// Mints the pack's Binding. `mock` is the envelope's explicit `mode: "mock"`.

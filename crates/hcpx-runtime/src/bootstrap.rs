@@ -1,4 +1,4 @@
-//! The bootstrap pack `hcp-cli`, built into the runtime (execution.md): its reads answer in-process, and the
+//! The bootstrap pack `hcp-cli`, built into the runtime (docs/spec.md §17): its reads answer in-process, and the
 //! commands that would change the store answer `deferred_to_cli: true` with a hint, since the CLI process owns it.
 //! One table gives each command's operation, description and argument schema, so `exec` accepts exactly what
 //! `commands`, `skill` and `availability` say.

@@ -1,4 +1,4 @@
-//! Step 7 of execution.md, after the run: the structured result (done title, scrub of minted secrets) and the
+//! Step 7 (docs/spec.md §9), after the run: the structured result (done title, scrub of minted secrets) and the
 //! audit line of a write. The same for a call run blocking and one awaited.
 
 use serde_json::{Map, Value};

@@ -20,7 +20,7 @@ pub fn unknown_pack<'a>(id: &str, installed: impl IntoIterator<Item = &'a str>) 
 }
 
 /// `no_policy`: the pack has no command (nor pass-through subcommand) `verb`. The message starts with
-/// execution.md step 1's `no policy for <verb_key>`, then names the closest command and the one that lists them.
+/// docs/spec.md §9 step 1's `no policy for <verb_key>`, then names the closest command and the one that lists them.
 pub fn no_command<'a>(pack_id: &str, verb: &str, known: impl IntoIterator<Item = &'a str>) -> Denial {
     let message = match closest(verb, known) {
         Some(near) => {

@@ -1,4 +1,4 @@
-//! The pipeline of execution.md, one function per step, in the spec's order and under its names. Each step
+//! The pipeline of docs/spec.md §9, one function per step, in the spec's order and under its names. Each step
 //! returns its typed denial; nothing runs after one. What a step learns is handed to the next as a value
 //! (`Resolved`, `Checked`, then the admitted `Job`), never kept aside in a variable for later.
 //!
@@ -117,7 +117,7 @@ impl Runtime {
 
     /// Admission: the call slot, then steps 1–5 and the inputs of step 6, each synchronous and cheap (the
     /// store's files are cached reads). Past the concurrency limit nothing runs, not even the lookup. Once the
-    /// Policy row is known, a refusal is audited when the row is a write (decisions.md §10).
+    /// Policy row is known, a refusal is audited when the row is a write (docs/spec.md §18).
     pub(super) fn admit<'a>(
         &'a self,
         principal: &Principal,

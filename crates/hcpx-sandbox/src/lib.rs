@@ -152,7 +152,7 @@ pub struct WrapView<'a> {
     pub timeout_ms: u64,
 }
 
-/// Whether the call may write its working directory (decisions.md §13), for a wrap's
+/// Whether the call may write its working directory (docs/spec.md §14), for a wrap's
 /// working directory and a composite's preopen alike: the pack's own directories
 /// (`workspace`, `ephemeral`) always, the caller's project only for a `write` row, the installed pack never.
 pub fn workdir_writable(mode: WorkspaceMode, write: bool) -> bool {

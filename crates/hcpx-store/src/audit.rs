@@ -1,4 +1,4 @@
-//! The audit log (decisions.md §10): one JSON line per write that reached the adapter and per denied write, and
+//! The audit log (docs/spec.md §18): one JSON line per write that reached the adapter and per denied write, and
 //! one per Sense push (recorded or refused) and per refused Sense watch (`action`),
 //! each carrying the SHA-256 of the line before it, so an edited, deleted, inserted or reordered line, a cut
 //! tail or an emptied log is found by `hcpx audit verify` (docs/security.md, The audit chain).

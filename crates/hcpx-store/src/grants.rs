@@ -1,4 +1,4 @@
-//! Edits of `grants.json`, the local Principal's grants (decisions.md §4), for `hcpx grant` and `hcpx revoke`.
+//! Edits of `grants.json`, the local Principal's grants (docs/spec.md §7), for `hcpx grant` and `hcpx revoke`.
 
 use super::{Store, StoreError};
 use crate::model::grants::{add_grant, every_grant, remove_grant, Grant};

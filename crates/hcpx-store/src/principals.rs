@@ -1,4 +1,4 @@
-//! `$HCP_HOME/principals.json` (decisions.md §11): the Principals of a served runtime, each with its tenant,
+//! `$HCP_HOME/principals.json` (docs/spec.md §19): the Principals of a served runtime, each with its tenant,
 //! grants and the SHA-256 of its bearer token. Tokens themselves are never stored; a token is matched by its
 //! digest, compared in constant time against every row.
 

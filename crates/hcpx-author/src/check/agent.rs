@@ -1,4 +1,4 @@
-//! `hcpx check --agent`: the report as a fix list for a coding agent (check-and-evaluate.md, The coding-agent loop).
+//! `hcpx check --agent`: the report as a fix list for a coding agent (docs/check.md, `--agent`).
 
 use super::{CheckReport, Finding, Severity};
 

@@ -1,5 +1,5 @@
 //! `hcpx check --init-evals`: a starter `hcp.eval.json` with one case per read and one refusal per gated write,
-//! written only where there is none (check-and-evaluate.md); `--add-evals` adds the starter cases an existing
+//! written only where there is none (docs/spec.md §21); `--add-evals` adds the starter cases an existing
 //! file lacks.
 
 use serde_json::{json, Map, Value};
@@ -35,7 +35,7 @@ fn args_of(cmd: &Command) -> Map<String, Value> {
         .collect()
 }
 
-/// The starter cases for `pack` (check-and-evaluate.md, Eval cases).
+/// The starter cases for `pack` (docs/spec.md §21, eval cases).
 pub fn starter_cases(pack: &Pack) -> Value {
     let mut cases = Vec::new();
     for (key, cmd) in &pack.commands {
@@ -67,7 +67,7 @@ fn covered(cases: &[Value], starter: &Value) -> bool {
         .any(|c| &c["verb"] == verb && (!refusal || c["expect"]["error"].as_str() == Some(CONFIRM_REQUIRED)))
 }
 
-/// Writes `hcp.eval.json` beside the pack files unless one exists (check-and-evaluate.md: `--init-evals`
+/// Writes `hcp.eval.json` beside the pack files unless one exists (docs/spec.md §21: `--init-evals`
 /// writes it *unless one exists*). When one exists and `add` is set (`--add-evals`), adds the starter cases it
 /// lacks (a read with no case, a gated write with no refusal case) after its own, and leaves everything else in
 /// it as it was; a file that is not a JSON object with a `cases` array is then refused, never overwritten.

@@ -250,7 +250,7 @@ fn lint_finding(i: &LintIssue) -> Finding {
     }
 }
 
-/// 100, less 12 per error and 4 per warning, never below 0 (check-and-evaluate.md: "each error costs 12
+/// 100, less 12 per error and 4 per warning, never below 0 (docs/spec.md §21: "each error costs 12
 /// points and each warning 4").
 pub fn score(errors: usize, warnings: usize) -> u32 {
     100u32

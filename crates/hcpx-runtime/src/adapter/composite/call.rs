@@ -38,7 +38,7 @@ impl CompositeAdapter {
             Err(e) => return fail(e),
         };
         let limits = call.env.sandbox.limits();
-        // The same rule as a wrap's working directory (decisions.md §13): a read gets the project read-only.
+        // The same rule as a wrap's working directory (docs/spec.md §14): a read gets the project read-only.
         let writable = crate::sandbox::workdir_writable(call.pack.workspace, call.write);
         let creds: Vec<Credential> = call
             .binding

@@ -99,5 +99,5 @@ fn the_face_table_in_the_docs_is_the_code_table() {
         seen.push(code);
     }
     assert_eq!(seen, Code::ALL, "docs/runtime.md must list every code once, in order");
-    assert_eq!(Code::SandboxDenied.status().exit, 127, "decisions.md §7");
+    assert_eq!(Code::SandboxDenied.status().exit, 127, "docs/spec.md §11");
 }

@@ -294,7 +294,7 @@ fn the_docs_and_examples_keep_the_database_password_off_command_lines() {
             }
         }
     }
-    for src in ["src/cli/examples.rs", "src/cli/mod.rs"] {
+    for src in ["crates/hcpx-cli/src/examples.rs", "crates/hcpx-cli/src/lib.rs"] {
         let text = std::fs::read_to_string(repo.join(src)).unwrap();
         lines.extend(text.split("\\n").map(|l| (src.to_string(), l.to_string())));
     }

@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_gated_write_says_so_and_takes_confirm() {
         let pack =
-            Pack::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/ledger")).unwrap();
+            Pack::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/ledger")).unwrap();
         let tools = pack_tools(&pack);
         let transfer = tools.iter().find(|t| t.verb_key == "transfer").unwrap();
         assert_eq!(transfer.name, "ledger__transfer");

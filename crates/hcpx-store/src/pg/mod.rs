@@ -9,6 +9,7 @@
 //! invalidation and Sense wake-ups; while it is down nothing is served from a cache.
 
 mod audit;
+mod backend;
 pub mod conninfo;
 mod docs;
 mod live;
@@ -28,6 +29,7 @@ use tokio_postgres::NoTls;
 
 use super::{PoolStats, StoreError};
 
+pub(crate) use backend::Postgres;
 pub use conninfo::redact;
 pub use live::Live;
 pub use schema::LATEST as SCHEMA_VERSION;

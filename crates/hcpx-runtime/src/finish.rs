@@ -47,7 +47,7 @@ impl Runtime {
         admitted: &mut Admitted<'_>,
     ) -> Result<(), Box<ResultEnvelope>> {
         let job = &admitted.job;
-        if job.row.operation != Operation::Write || self.store.db().is_none() {
+        if job.row.operation != Operation::Write || !self.store.records_intents() {
             return Ok(());
         }
         let call = Audited {

@@ -193,10 +193,7 @@ impl Store {
     }
 
     fn approval_put(&self, a: &Approval) -> Result<(), StoreError> {
-        if self.db.is_none() {
-            let dir = self.path(APPROVALS_DIR);
-            std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
-        }
+        self.backend.doc_dir(std::path::Path::new(APPROVALS_DIR), false)?;
         self.write_json_mode(&rel(&a.id), a, 0o600)
     }
 
@@ -223,27 +220,10 @@ impl Store {
 
     /// Every approval in the store, whatever its state (an unreadable one is skipped).
     fn approvals_all(&self) -> Result<Vec<Approval>, StoreError> {
-        let ids: Vec<String> = match &self.db {
-            Some(db) => db
-                .doc_list(&format!("{APPROVALS_DIR}/"))?
-                .iter()
-                .filter_map(|p| {
-                    p.strip_prefix(&format!("{APPROVALS_DIR}/"))?.strip_suffix(".json").map(String::from)
-                })
-                .collect(),
-            None => {
-                let dir = self.path(APPROVALS_DIR);
-                match std::fs::read_dir(&dir) {
-                    Ok(entries) => entries
-                        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(String::from))
-                        .collect(),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                    Err(e) => return Err(StoreError::io(&dir, e)),
-                }
-            }
-        };
-        Ok(ids
+        let names = self.backend.doc_names(std::path::Path::new(APPROVALS_DIR))?;
+        Ok(names
             .iter()
+            .filter_map(|n| n.strip_suffix(".json"))
             .filter(|id| is_approval_id(id))
             .filter_map(|id| self.read_json::<Approval>(&rel(id)).ok().flatten())
             .collect())

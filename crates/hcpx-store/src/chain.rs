@@ -72,119 +72,19 @@ impl Store {
         tenant: Option<&str>,
         anchor: Option<&str>,
     ) -> Result<Verified, StoreError> {
-        if let Some(db) = &self.db {
-            return self.verify_db(db, tenant, anchor);
-        }
-        // The file store keeps every tenant in one chain: a tenant none of whose calls was ever audited there has
-        // nothing to vouch for, which is an answer of its own, not "intact: 0 lines".
-        if let Some(t) = tenant {
-            let any =
-                self.audit_rows(Some(t))?.iter().any(|r| matches!(r, super::audit::AuditRow::Record(_)));
-            if !any {
-                return Err(no_chain(t));
-            }
-        }
-        let head = self.audit_head()?;
-        let files = super::audit::chained_files(head.as_ref());
-        let mut v = Verified {
-            ok: true,
-            lines: 0,
-            files: files.clone(),
-            head: head.as_ref().map(|h| h.head.clone()),
-            unrecorded: 0,
-            broken: None,
-        };
-        let Some(head) = head else {
-            let current = self.path("audit.log");
-            if std::fs::metadata(&current).is_ok_and(|m| m.len() > 0) {
-                v.broken = Some(Break {
-                    kind: BreakKind::NoHead,
-                    file: "audit.head".into(),
-                    line: 0,
-                    message: "audit.log has lines but audit.head, which records where its chain starts and ends, is missing: it was removed, and the log cannot be vouched for".into(),
-                });
-                v.ok = false;
-            }
-            return Ok(v);
-        };
-        let mut seen_anchor = anchor.is_none() || anchor == Some(head.genesis.as_str());
-        v.broken = walk(self, &head, &files, anchor, &mut seen_anchor, &mut v.lines)?;
-        Ok(conclude(v, &head, "audit.log", anchor, seen_anchor))
-    }
-
-    /// Walks each tenant's chain in the database (one tenant's when named); the first broken one decides.
-    fn verify_db(
-        &self,
-        db: &super::pg::Db,
-        tenant: Option<&str>,
-        anchor: Option<&str>,
-    ) -> Result<Verified, StoreError> {
-        let chains = db.audit_chains(tenant)?;
-        if let (Some(t), true) = (tenant, chains.is_empty()) {
-            return Err(no_chain(t));
-        }
-        if anchor.is_some() && chains.len() > 1 {
-            return Err(StoreError::Refused(
-                "--head names one chain, and this database holds one per tenant; add --tenant NAME".into(),
-            ));
-        }
-        let mut all =
-            Verified { ok: true, lines: 0, files: Vec::new(), head: None, unrecorded: 0, broken: None };
-        for c in &chains {
-            let v = verify_lines(&c.head, &format!("postgres:audit/{}", c.tenant), &c.lines, anchor);
-            all.lines += v.lines;
-            all.unrecorded += v.unrecorded;
-            all.files.extend(v.files);
-            if chains.len() == 1 {
-                all.head = v.head;
-            }
-            if v.broken.is_some() && all.broken.is_none() {
-                all.broken = v.broken;
-            }
-        }
-        all.ok = all.broken.is_none();
-        Ok(all)
+        self.backend.verify_audit(tenant, anchor)
     }
 }
 
 /// `--tenant NAME` named a tenant with no audited call.
-fn no_chain(tenant: &str) -> StoreError {
+pub(crate) fn no_chain(tenant: &str) -> StoreError {
     StoreError::Refused(format!(
         "tenant {tenant:?} has no audit chain here: no call of it was ever audited in this store; check the name (hcpx principal list shows each Principal's tenant), or verify every tenant without --tenant"
     ))
 }
 
-/// Checks every line of `files` against the chain; the first break, if any.
-fn walk(
-    store: &Store,
-    head: &AuditHead,
-    files: &[String],
-    anchor: Option<&str>,
-    seen_anchor: &mut bool,
-    n: &mut u64,
-) -> Result<Option<Break>, StoreError> {
-    let mut texts = Vec::new();
-    for file in files {
-        let p = store.path(file);
-        match std::fs::read_to_string(&p) {
-            Ok(t) => texts.push((file.clone(), t)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file == "audit.log" => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Some(Break {
-                    kind: BreakKind::MissingFile,
-                    file: file.clone(),
-                    line: 0,
-                    message: format!("{file}, a rotated part of the chain, is missing: it was removed"),
-                }));
-            }
-            Err(e) => return Err(StoreError::io(&p, e)),
-        }
-    }
-    Ok(walk_texts(head, &texts, anchor, seen_anchor, n))
-}
-
 /// Checks the lines of each `(name, text)` in order against the chain from `head`'s genesis.
-fn walk_texts(
+pub(crate) fn walk_texts(
     head: &AuditHead,
     texts: &[(String, String)],
     anchor: Option<&str>,
@@ -226,7 +126,7 @@ fn walk_texts(
 }
 
 /// The verdict on one chain whose lines were walked: truncation, emptying and a missing anchor added.
-fn conclude(
+pub(crate) fn conclude(
     mut v: Verified,
     head: &AuditHead,
     file: &str,

@@ -1,8 +1,6 @@
 //! The local credential hub: `$HCP_HOME/credentials/<family>.json`, written atomically and readable by the owner only.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 use super::{Store, StoreError};
 use crate::model::naming::{is_arg_name, is_pack_id};
@@ -26,15 +24,10 @@ impl Store {
             return Err(StoreError::Refused("the value is empty; pipe it on stdin, e.g. `printf %s \"$TOKEN\" | hcpx credential set FAMILY FIELD`".into()));
         }
         let _lock = self.lock()?;
-        let dir = self.home().join(self.tenant_dir(tenant)?).join("credentials");
-        if self.db.is_none() {
-            fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
-            let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
-        }
-        if principal.is_some() && self.db.is_none() {
-            let sub = dir.join(family);
-            fs::create_dir_all(&sub).map_err(|e| StoreError::io(&sub, e))?;
-            let _ = fs::set_permissions(&sub, fs::Permissions::from_mode(0o700));
+        let dir = self.tenant_dir(tenant)?.join("credentials");
+        self.backend.doc_dir(&dir, true)?;
+        if principal.is_some() {
+            self.backend.doc_dir(&dir.join(family), true)?;
         }
         let rel = self.credential_file(tenant, family, principal)?;
         let mut fields: Fields = self.read_json(&rel)?.unwrap_or_default();
@@ -71,30 +64,9 @@ impl Store {
     /// Every family and its field names; never the values.
     pub fn credential_list(&self, tenant: &str) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
         let rel_dir = self.tenant_dir(tenant)?.join("credentials");
-        let dir = self.home().join(&rel_dir);
         let mut out = BTreeMap::new();
-        if let Some(db) = &self.db {
-            // The shared files only (`credentials/<family>.json`), as the file store lists them; names, never values.
-            let prefix = format!("{}/", rel_dir.display());
-            for path in db.doc_list(&prefix)? {
-                let Some(family) = path.strip_prefix(&prefix).and_then(|n| n.strip_suffix(".json")) else {
-                    continue;
-                };
-                if family.contains('/') {
-                    continue;
-                }
-                let fields: Fields = self.read_json(&path)?.unwrap_or_default();
-                out.insert(family.to_string(), fields.into_keys().collect());
-            }
-            return Ok(out);
-        }
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(StoreError::io(&dir, e)),
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
+        // The shared documents only (`credentials/<family>.json`, not a Principal's); names, never values.
+        for name in self.backend.doc_names(&rel_dir)? {
             if let Some(family) = name.strip_suffix(".json") {
                 let fields: Fields =
                     self.read_json(&rel_dir.join(&name).to_string_lossy())?.unwrap_or_default();

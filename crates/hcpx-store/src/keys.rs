@@ -41,7 +41,7 @@ impl Store {
         if let Some(s) = self.state_key.get() {
             return Ok(s.clone());
         }
-        let sealer = match self.db.as_ref().and_then(|d| d.sealer()) {
+        let sealer = match self.backend.sealer() {
             Some(s) => s.clone(),
             None => Sealer::from_key(&self.stored_state_key()?),
         };

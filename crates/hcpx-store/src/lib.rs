@@ -1,8 +1,9 @@
 //! hcpx-store: the store — installed packs, activations, grants, the allow-list, credentials, the audit log and
-//! Sense. One interface, two back ends: files under `$HCP_HOME` (the embedded default: every write atomic — temp
-//! file, fsync, rename — and every read-modify-write under an exclusive lock, so concurrent `hcpx` processes
-//! neither lose nor tear anything), or PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of
-//! a hosted runtime, with `$HCP_HOME` then only a local cache of installed packs, workspaces and temp files.
+//! Sense. One interface, two back ends behind it ([`backend`], chosen once when the store opens): files under
+//! `$HCP_HOME` ([`files`], the embedded default: every write atomic — temp file, fsync, rename — and every
+//! read-modify-write under an exclusive lock, so concurrent `hcpx` processes neither lose nor tear anything), or
+//! PostgreSQL (`HCP_STORE=postgres://…`, [`pg`]), shared by every replica of a hosted runtime, with `$HCP_HOME`
+//! then only a local cache of installed packs, workspaces and temp files.
 //!
 //! May use: hcpx-model and hcpx-pack (a pack is checked as it is installed), the file system under the store's
 //! home, and the database it is given. Must never: run a pack's code, spawn a process, confine one (that is the
@@ -17,11 +18,12 @@ use hcpx_pack::{lint, pack};
 pub mod advice;
 pub mod approvals;
 pub mod audit;
-mod cache;
+mod backend;
 pub mod chain;
 pub mod config;
 pub mod connections;
 pub mod credentials;
+mod files;
 pub mod grants;
 mod keys;
 pub mod memo;
@@ -39,6 +41,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use backend::Backend;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -73,8 +77,8 @@ impl StoreError {
 #[derive(Debug, Clone)]
 pub struct Store {
     home: PathBuf,
-    cache: std::sync::Arc<cache::ReadCache>,
-    db: Option<Arc<pg::Db>>,
+    /// The back end, chosen when the store opened: [`files::Files`] or [`pg::Postgres`].
+    backend: Arc<dyn Backend>,
     /// The key that seals MCP request states, once read (`keys.rs`).
     state_key: Arc<std::sync::OnceLock<pg::seal::Sealer>>,
     /// Where compiled components are cached, when not `$HCP_HOME/cache` (`HCP_CACHE_DIR`, or a trial store
@@ -95,11 +99,6 @@ pub struct PoolStats {
     pub waiting: usize,
 }
 
-fn file_key(meta: &std::fs::Metadata) -> cache::FileKey {
-    use std::os::unix::fs::MetadataExt;
-    (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec())
-}
-
 /// An exclusive lock on the store (a file lock, or an advisory lock in the database), released on drop.
 pub enum StoreLock {
     File(File),
@@ -109,24 +108,19 @@ pub enum StoreLock {
 impl Store {
     /// The store at `home`, created when missing.
     pub fn open(home: &Path) -> Result<Store, StoreError> {
-        for sub in ["", "packs", "workspaces", "tmp"] {
-            let p = home.join(sub);
-            fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
-        }
-        Ok(Store {
-            home: home.to_path_buf(),
-            cache: Default::default(),
-            db: None,
-            state_key: Default::default(),
-            compile_cache: None,
-        })
+        make_home(home)?;
+        Ok(Store::on(home, Arc::new(files::Files::new(home))))
     }
 
     /// The PostgreSQL store at `url`, with `home` as its local cache (packs' files, workspaces, temp files).
     pub fn open_db(home: &Path, url: &str) -> Result<Store, StoreError> {
-        let mut store = Store::open(home)?;
-        store.db = Some(Arc::new(pg::Db::open(url)?));
-        Ok(store)
+        make_home(home)?;
+        Ok(Store::on(home, Arc::new(pg::Postgres::new(home, pg::Db::open(url)?))))
+    }
+
+    /// The store at `home` (which exists) on `backend`.
+    fn on(home: &Path, backend: Arc<dyn Backend>) -> Store {
+        Store { home: home.to_path_buf(), backend, state_key: Default::default(), compile_cache: None }
     }
 
     /// Whether `HCP_STORE` leaves every command on the files under `HCP_HOME` (unset, empty or `files`).
@@ -198,42 +192,31 @@ impl Store {
         self
     }
 
-    /// The PostgreSQL back end, when this store is one.
+    /// The PostgreSQL back end, when this store is one (for the commands that act on the database alone).
     pub fn db(&self) -> Option<&Arc<pg::Db>> {
-        self.db.as_ref()
+        self.backend.db()
     }
 
     /// `files` or `postgres`.
     pub fn kind(&self) -> &'static str {
-        if self.db.is_some() {
-            "postgres"
-        } else {
-            "files"
-        }
+        self.backend.kind()
     }
 
     /// Whether the store answers now: the database takes a round trip; the files need a readable home whose
     /// `state.json`, if any, parses.
     pub fn health(&self) -> Result<(), StoreError> {
-        match &self.db {
-            Some(db) => db.health(),
-            None => {
-                fs::read_dir(&self.home).map_err(|e| StoreError::io(&self.home, e))?;
-                // Through the same cached, typed read every call makes: cheap while the file is unchanged.
-                self.state().map(|_| ())
-            }
-        }
+        self.backend.health()
     }
 
     /// The database pool's use; `None` for the file store.
     pub fn pool_stats(&self) -> Option<PoolStats> {
-        self.db.as_ref().map(|d| d.pool_stats())
+        self.backend.pool_stats()
     }
 
     /// This store, for a process that makes one call and exits: its read cache never watches the store's
-    /// directory (closing the watch at exit would hold the process's end for milliseconds; see `cache`).
+    /// directory (closing the watch at exit would hold the process's end for milliseconds; see `files::cache`).
     pub fn one_shot(mut self) -> Store {
-        self.cache = Arc::new(cache::ReadCache::unwatched());
+        self.backend = self.backend.one_shot();
         self
     }
 
@@ -253,22 +236,12 @@ impl Store {
 
     /// A path inside the store.
     pub fn path(&self, rel: &str) -> PathBuf {
-        // `join` would copy the home, then grow the copy: one allocation instead (every call reads paths here).
-        let mut p = PathBuf::with_capacity(self.home.as_os_str().len() + 1 + rel.len());
-        p.push(&self.home);
-        p.push(rel);
-        p
+        join(&self.home, rel)
     }
 
     /// Takes the store's exclusive lock (blocking).
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
-        if let Some(db) = &self.db {
-            return db.lock().map(|l| StoreLock::Db(Box::new(l)));
-        }
-        let p = self.path(".lock");
-        let file = lock_file(&p)?;
-        file.lock().map_err(|e| StoreError::io(&p, e))?;
-        Ok(StoreLock::File(file))
+        self.backend.lock()
     }
 
     /// Reads a JSON file of the store through the read cache; `None` when it does not exist.
@@ -286,76 +259,12 @@ impl Store {
         rel: &str,
         check: impl FnOnce(R) -> Result<T, String>,
     ) -> Result<Option<Arc<T>>, StoreError> {
-        if let Some(db) = &self.db {
-            return db.doc_cached(rel, |text| {
-                let raw: R = serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-                    path: format!("postgres:{rel}"),
-                    reason: e.to_string(),
-                })?;
-                check(raw).map_err(|reason| StoreError::Corrupt { path: format!("postgres:{rel}"), reason })
-            });
-        }
-        let (cached, ticket) = match self.cache.lookup(&self.home, rel) {
-            cache::Lookup::Trusted(None) => return Ok(None),
-            cache::Lookup::Trusted(Some(v)) => match v.downcast::<T>() {
-                Ok(v) => return Ok(Some(v)),
-                Err(_) => (None, None), // read as another type before: read again
-            },
-            cache::Lookup::Check { cached, ticket } => (cached, Some(ticket)),
-        };
-        let p = self.path(rel);
-        let key = match fs::metadata(&p) {
-            Ok(m) => Some(file_key(&m)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(StoreError::io(&p, e)),
-        };
-        if let Some((cached_key, value)) = cached.filter(|(k, _)| *k == key) {
-            let typed = match value {
-                None => Some(None),
-                Some(v) => v.clone().downcast::<T>().ok().map(|t| Some((t, v))),
-            };
-            if let Some(typed) = typed {
-                if let Some(ticket) = ticket {
-                    self.cache.store(rel, cached_key, typed.as_ref().map(|(_, v)| v.clone()), ticket);
-                }
-                return Ok(typed.map(|(t, _)| t));
-            }
-        }
-        let Some(raw) = self.read_json::<R>(rel)? else {
-            if let Some(ticket) = ticket.filter(|_| key.is_none()) {
-                self.cache.store(rel, None, None, ticket);
-            }
-            return Ok(None);
-        };
-        let v = Arc::new(
-            check(raw).map_err(|reason| StoreError::Corrupt { path: p.display().to_string(), reason })?,
-        );
-        if let Some(ticket) = ticket {
-            self.cache.store(rel, key, Some(v.clone()), ticket);
-        }
-        Ok(Some(v))
+        backend::read_cached(self.backend.as_ref(), rel, check)
     }
 
     /// Reads a JSON file of the store; `None` when it does not exist.
     pub fn read_json<T: DeserializeOwned>(&self, rel: &str) -> Result<Option<T>, StoreError> {
-        if let Some(db) = &self.db {
-            return match db.doc_text(rel)? {
-                Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| StoreError::Corrupt {
-                    path: format!("postgres:{rel}"),
-                    reason: e.to_string(),
-                }),
-                None => Ok(None),
-            };
-        }
-        let p = self.path(rel);
-        let text = match fs::read_to_string(&p) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(&p, e)),
-        };
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Corrupt { path: p.display().to_string(), reason: e.to_string() })
+        backend::read(self.backend.as_ref(), rel)
     }
 
     /// Writes a JSON file atomically: a crash leaves the old or the new file, never a torn one.
@@ -365,26 +274,12 @@ impl Store {
 
     /// Writes a JSON file atomically with `mode`.
     pub fn write_json_mode<T: Serialize>(&self, rel: &str, value: &T, mode: u32) -> Result<(), StoreError> {
-        let mut text = serde_json::to_string_pretty(value)
-            .map_err(|e| StoreError::Corrupt { path: rel.to_string(), reason: e.to_string() })?;
-        text.push('\n');
-        if let Some(db) = &self.db {
-            return db.doc_put(rel, text);
-        }
-        self.write_atomic_mode(rel, text.as_bytes(), mode)
+        backend::write(self.backend.as_ref(), rel, value, mode)
     }
 
     /// Removes the JSON document at `rel`; whether there was one.
     pub fn remove_json(&self, rel: &str) -> Result<bool, StoreError> {
-        if let Some(db) = &self.db {
-            return db.doc_delete(rel);
-        }
-        let p = self.path(rel);
-        match fs::remove_file(&p) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(StoreError::io(&p, e)),
-        }
+        self.backend.doc_delete(rel)
     }
 
     /// Writes bytes atomically at `rel` (mode 0644).
@@ -419,21 +314,49 @@ impl Store {
     /// Where a tenant's own files live, relative to the store: `""` for the local tenant, else
     /// `tenants/<tenant>`. A tenant name that is not a plain name is refused, never joined to a path.
     pub fn tenant_dir(&self, tenant: &str) -> Result<PathBuf, StoreError> {
-        if tenant == principals::LOCAL_TENANT {
-            return Ok(PathBuf::new());
-        }
-        if !crate::model::naming::is_arg_name(tenant) {
-            return Err(StoreError::Refused(format!(
-                "tenant {tenant:?} is not a name this store can hold; use letters, digits, `_` and `-`"
-            )));
-        }
-        Ok(Path::new("tenants").join(tenant))
+        tenant_dir(tenant)
     }
 
     /// A fresh, unused path under `$HCP_HOME/tmp`.
     pub fn temp_path(&self, prefix: &str) -> PathBuf {
-        self.path("tmp").join(unique_name(prefix))
+        temp_in(&self.home, prefix)
     }
+}
+
+/// Makes the store's home and the directories every back end keeps in it.
+fn make_home(home: &Path) -> Result<(), StoreError> {
+    for sub in ["", "packs", "workspaces", "tmp"] {
+        let p = home.join(sub);
+        fs::create_dir_all(&p).map_err(|e| StoreError::io(&p, e))?;
+    }
+    Ok(())
+}
+
+/// `rel` inside `home`. `join` would copy the home, then grow the copy: one allocation instead (every call
+/// reads paths here).
+pub(crate) fn join(home: &Path, rel: &str) -> PathBuf {
+    let mut p = PathBuf::with_capacity(home.as_os_str().len() + 1 + rel.len());
+    p.push(home);
+    p.push(rel);
+    p
+}
+
+/// A fresh, unused path under `home`'s `tmp`.
+pub(crate) fn temp_in(home: &Path, prefix: &str) -> PathBuf {
+    join(home, "tmp").join(unique_name(prefix))
+}
+
+/// See [`Store::tenant_dir`].
+pub(crate) fn tenant_dir(tenant: &str) -> Result<PathBuf, StoreError> {
+    if tenant == principals::LOCAL_TENANT {
+        return Ok(PathBuf::new());
+    }
+    if !crate::model::naming::is_arg_name(tenant) {
+        return Err(StoreError::Refused(format!(
+            "tenant {tenant:?} is not a name this store can hold; use letters, digits, `_` and `-`"
+        )));
+    }
+    Ok(Path::new("tenants").join(tenant))
 }
 
 /// Where an adapter's files live under `$HCP_HOME`: paths only, so an adapter never holds the store (its
@@ -512,65 +435,6 @@ mod tests {
         // A missing directory is an error that keeps its cause.
         let e = write_atomic(&t.path().join("no/such/file"), b"x", 0o644).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-    }
-
-    #[test]
-    fn a_one_shot_store_never_watches_and_still_sees_every_change() {
-        let t = tempfile::tempdir().unwrap();
-        let store = Store::open(t.path()).unwrap().one_shot();
-        let other = Store::open(t.path()).unwrap();
-        let read = || store.read_json_cached::<serde_json::Value>("x.json").unwrap().map(|v| v["n"].clone());
-        other.write_atomic("x.json", br#"{"n":1}"#).unwrap();
-        for _ in 0..3 {
-            assert_eq!(read(), Some(1.into()));
-        }
-        assert!(!store.cache.watching(), "a one-shot store opened an inotify watch");
-        other.write_atomic("x.json", br#"{"n":2}"#).unwrap();
-        assert_eq!(read(), Some(2.into()), "a change is seen by the next read, through its stat");
-    }
-
-    #[test]
-    fn the_read_cache_sees_every_change_at_once_while_it_watches() {
-        let t = tempfile::tempdir().unwrap();
-        let store = Store::open(t.path()).unwrap();
-        let other = Store::open(t.path()).unwrap(); // another process's handle: a cache of its own
-        let read = || store.read_json_cached::<serde_json::Value>("x.json").unwrap().map(|v| v["n"].clone());
-        assert_eq!(read(), None);
-        other.write_atomic("x.json", br#"{"n":1}"#).unwrap();
-        assert_eq!(read(), Some(1.into()));
-        assert_eq!(read(), Some(1.into())); // a second read of the same file: the cache starts watching
-        assert!(store.cache.watching());
-        assert_eq!(read(), Some(1.into()));
-        assert_eq!(read(), Some(1.into())); // trusted without a stat now
-        other.write_atomic("x.json", br#"{"n":2}"#).unwrap();
-        assert_eq!(read(), Some(2.into()), "a rename is seen by the very next read");
-        assert_eq!(read(), Some(2.into()));
-        fs::write(t.path().join("x.json"), br#"{"n":3}"#).unwrap();
-        assert_eq!(read(), Some(3.into()), "so is a write in place");
-        fs::remove_file(t.path().join("x.json")).unwrap();
-        assert_eq!(read(), None, "and a removal");
-        assert_eq!(read(), None);
-        fs::write(t.path().join("x.json"), br#"{"n":4}"#).unwrap();
-        assert_eq!(read(), Some(4.into()), "and a creation");
-        // A file the watch cannot see change (written through a hard link in another directory): trusted for
-        // at most `cache::TRUST`, then checked again.
-        let elsewhere = t.path().join("packs/x.json");
-        fs::hard_link(t.path().join("x.json"), &elsewhere).unwrap();
-        assert_eq!(read(), Some(4.into()));
-        let since = std::time::Instant::now();
-        let mut f = OpenOptions::new().write(true).open(&elsewhere).unwrap();
-        f.write_all(br#"{"n":5}"#).unwrap();
-        drop(f);
-        let stale = read();
-        if since.elapsed() < cache::TRUST {
-            assert_eq!(
-                stale,
-                Some(4.into()),
-                "within the bound a value the watch vouches for is used unchecked"
-            );
-        }
-        std::thread::sleep(cache::TRUST);
-        assert_eq!(read(), Some(5.into()), "after it, checked again");
     }
 
     #[test]

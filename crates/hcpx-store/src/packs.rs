@@ -19,7 +19,7 @@ pub const MAX_PACK_ENTRIES: usize = 10_000;
 /// Most bytes one pack may hold.
 pub const MAX_PACK_BYTES: u64 = 256 * 1024 * 1024;
 
-const STATE: &str = "state.json";
+pub(crate) const STATE: &str = "state.json";
 
 /// `$HCP_HOME/state.json`: what is installed and activated.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -239,8 +239,7 @@ impl Store {
         };
         let memo = self.digest_memo();
         let mut have = pack_files_digest_memo(&dir, &memo);
-        if self.db.is_some() && have != *want {
-            self.materialize(id, want)?;
+        if have != *want && self.backend.pack_fetch(id, want)? {
             have = pack_files_digest_memo(&dir, &memo);
         }
         if have != *want {
@@ -357,9 +356,7 @@ impl Store {
         let files_sha256 = pack_files_digest(&target);
         // In the database the files go in before the record that names them, so no replica ever finds a record
         // whose files are not there; the files of the install it replaces go once the record moved on.
-        if let Some(db) = &self.db {
-            db.pack_upload(&id, &files_sha256, &target)?;
-        }
+        self.backend.pack_publish(&id, &files_sha256, &target)?;
         state.packs.insert(
             id.clone(),
             PackState {
@@ -375,9 +372,7 @@ impl Store {
             },
         );
         self.write_json(STATE, &state)?;
-        if let Some(db) = &self.db {
-            db.pack_remove(&id, Some(&files_sha256))?;
-        }
+        self.backend.pack_retire(&id, Some(&files_sha256))?;
         if replaced {
             let _ = fs::remove_dir_all(&trash);
         }
@@ -398,46 +393,7 @@ impl Store {
             fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
         }
         self.write_json(STATE, &state)?;
-        if let Some(db) = &self.db {
-            db.pack_remove(id, None)?;
-        }
-        let _ = fs::remove_dir_all(&trash);
-        Ok(())
-    }
-
-    /// Writes install `digest` of pack `id` from the database into this replica's `packs/<id>`: staged beside
-    /// it, checked against the digest, then swapped in, under a local lock (two processes sharing one home).
-    fn materialize(&self, id: &str, digest: &str) -> Result<(), StoreError> {
-        let Some(db) = &self.db else { return Ok(()) };
-        let lock_path = self.path("packs/.materialize.lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StoreError::io(&lock_path, e))?;
-        lock.lock().map_err(|e| StoreError::io(&lock_path, e))?;
-        let target = self.pack_dir(id);
-        if pack_files_digest(&target) == digest {
-            return Ok(()); // another process wrote it meanwhile
-        }
-        let staged = self.temp_path(&format!("fetch-{id}"));
-        let fetched = db.pack_fetch(id, digest, &staged);
-        if let Err(e) = fetched {
-            let _ = fs::remove_dir_all(&staged);
-            return Err(e);
-        }
-        if pack_files_digest(&staged) != digest {
-            let _ = fs::remove_dir_all(&staged);
-            return Err(StoreError::Refused(format!(
-                "the files of pack {id} in the database do not match its recorded digest; it is not loaded: install it again with `hcpx install DIR`"
-            )));
-        }
-        let trash = self.temp_path(&format!("stale-{id}"));
-        if target.exists() {
-            fs::rename(&target, &trash).map_err(|e| StoreError::io(&target, e))?;
-        }
-        fs::rename(&staged, &target).map_err(|e| StoreError::io(&target, e))?;
+        self.backend.pack_retire(id, None)?;
         let _ = fs::remove_dir_all(&trash);
         Ok(())
     }

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{pg, Store, StoreError};
 
@@ -15,12 +15,9 @@ pub enum Turn {
     Db(#[allow(dead_code)] Box<pg::DbTurn>),
 }
 
-/// How often a waiting call looks again.
-const POLL: Duration = Duration::from_millis(5);
-
 /// The advisory-lock key of `tenant`'s workspace of `pack` (FNV-1a over both, a zero byte between): stable
 /// across replicas and releases.
-fn key(tenant: &str, pack: &str) -> i32 {
+pub(crate) fn key(tenant: &str, pack: &str) -> i32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in tenant.bytes().chain(std::iter::once(0)).chain(pack.bytes()) {
         h ^= u32::from(b);
@@ -39,24 +36,7 @@ impl Store {
         pack: &str,
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError> {
-        if let Some(db) = &self.db {
-            return Ok(db.workspace_turn(key(tenant, pack), wait)?.map(|t| Turn::Db(Box::new(t))));
-        }
-        // Beside the workspace, not in it: the call itself cannot reach (or remove) the lock file.
-        let p = workspaces.join(format!(".{pack}.lock"));
-        std::fs::create_dir_all(workspaces).map_err(|e| StoreError::io(workspaces, e))?;
-        let file = super::lock_file(&p)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Some(Turn::File(file))),
-                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(POLL)
-                }
-                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-                Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io(&p, e)),
-            }
-        }
+        self.backend.workspace_turn(workspaces, tenant, pack, wait)
     }
 }
 

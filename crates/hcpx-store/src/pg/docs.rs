@@ -3,7 +3,7 @@
 //! read through the cache is trusted while the LISTEN connection is up, no document changed since (the
 //! generation), and for at most [`TRUST`] — the bound that holds even if a notification were lost.
 
-use std::any::Any;
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 use super::live::CHANNEL;
 use super::seal::{is_secret, Sealed};
 use super::{db_error, Db};
+use crate::backend::{is_type, Parse, Parsed};
 use crate::StoreError;
 
 /// The longest a cached document is used without asking the database, whatever the notifications say.
 pub const TRUST: Duration = Duration::from_secs(1);
 
-type Value = Arc<dyn Any + Send + Sync>;
 /// A cached document: the generation it was read at, when, and its parsed value (`None`: no such document).
-type Entry = (u64, Instant, Option<Value>);
+type Entry = (u64, Instant, Option<Parsed>);
 
 /// Documents read before, each with the generation it was read at.
 #[derive(Default)]
@@ -68,12 +68,13 @@ impl Db {
         }
     }
 
-    /// The document at `path` parsed by `parse`, through the cache (secret documents are never cached).
-    pub fn doc_cached<T: Send + Sync + 'static>(
+    /// The document at `path` parsed by `parse` as `ty`, through the cache (secret documents are never cached).
+    pub(crate) fn doc_cached(
         &self,
         path: &str,
-        parse: impl FnOnce(&str) -> Result<T, StoreError>,
-    ) -> Result<Option<Arc<T>>, StoreError> {
+        ty: TypeId,
+        parse: Parse<'_>,
+    ) -> Result<Option<Parsed>, StoreError> {
         let (generation, up) = self.live().generation();
         let cacheable = up && !is_secret(path);
         if cacheable {
@@ -84,22 +85,17 @@ impl Db {
             });
             match hit {
                 Some(None) => return Ok(None),
-                Some(Some(v)) => {
-                    if let Ok(t) = v.downcast::<T>() {
-                        return Ok(Some(t));
-                    }
-                }
-                None => {}
+                Some(Some(v)) if is_type(&v, ty) => return Ok(Some(v)),
+                Some(Some(_)) | None => {}
             }
         }
         let value = match self.doc_text(path)? {
-            Some(text) => Some(Arc::new(parse(&text)?)),
+            Some(text) => Some(parse(&text)?),
             None => None,
         };
         if cacheable {
             if let Ok(mut m) = self.docs.map.lock() {
-                let stored = value.clone().map(|v| v as Value);
-                m.insert(path.to_string(), (generation, Instant::now(), stored));
+                m.insert(path.to_string(), (generation, Instant::now(), value.clone()));
             }
         }
         Ok(value)

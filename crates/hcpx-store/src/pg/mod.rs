@@ -1,7 +1,8 @@
 //! The PostgreSQL back end of the store (`HCP_STORE=postgres://…`): every piece of shared state in one database,
 //! so N replicas of `hcpx serve` act as one runtime (docs/hosting.md). The store's JSON documents (state,
 //! principals, grants, sandbox, families, connections, credentials — sealed) are rows of `hcpx_documents`;
-//! installed packs' files, the per-tenant audit chains and Sense logs have tables of their own.
+//! installed packs' files, the per-tenant audit chains and Sense logs have tables of their own. `backend.rs`
+//! puts it behind the store's one interface (`crate::backend`), beside the files (`crate::files`).
 //!
 //! The store's interface is synchronous (the pipeline runs on blocking threads); this back end runs the async
 //! driver and its pool on a small runtime of its own and waits for each operation on a channel, which works
@@ -9,6 +10,7 @@
 //! invalidation and Sense wake-ups; while it is down nothing is served from a cache.
 
 mod audit;
+mod backend;
 pub mod conninfo;
 mod docs;
 mod live;
@@ -28,6 +30,7 @@ use tokio_postgres::NoTls;
 
 use super::{PoolStats, StoreError};
 
+pub(crate) use backend::Postgres;
 pub use conninfo::redact;
 pub use live::Live;
 pub use schema::LATEST as SCHEMA_VERSION;

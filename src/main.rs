@@ -5,6 +5,7 @@
 
 mod cli;
 mod output;
+mod report;
 
 use cli::Command;
 
@@ -108,6 +109,6 @@ fn run() -> u8 {
     };
     match result {
         Ok(code) => code,
-        Err(e) => cli::fail(&p, &format!("{e:#}")),
+        Err(e) => report::print_error(&p, &e),
     }
 }

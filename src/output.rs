@@ -51,6 +51,20 @@ impl Printer {
         r.exit()
     }
 
+    /// Prints one record of a stream (`hcpx sense watch --follow`): a JSON line under `--json`, else its text.
+    pub fn report_line(&self, r: &impl Report) {
+        if self.json {
+            self.json_line(r);
+        } else {
+            r.text(&Text::new(self));
+        }
+    }
+
+    /// Whether live progress may be drawn on stderr: a terminal, and not `--json`.
+    pub fn live(&self) -> bool {
+        self.progress
+    }
+
     /// Writes one JSON document and a newline to stdout.
     pub fn json_doc<T: Serialize>(&self, value: &T) {
         let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| {

@@ -64,7 +64,7 @@ pub struct CliError {
     message: String,
     code: Option<Code>,
     exit: u8,
-    fields: serde_json::Map<String, serde_json::Value>,
+    fields: Option<Box<serde_json::Map<String, serde_json::Value>>>,
     notes: Vec<String>,
 }
 
@@ -75,7 +75,7 @@ impl CliError {
             message: message.into(),
             code: None,
             exit: exit::FAILURE,
-            fields: serde_json::Map::new(),
+            fields: None,
             notes: Vec::new(),
         }
     }
@@ -94,7 +94,7 @@ impl CliError {
     /// Adds `name` to the JSON document, after `error`.
     pub fn with_field(mut self, name: &str, value: &impl Serialize) -> CliError {
         let value = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
-        self.fields.insert(name.to_string(), value);
+        self.fields.get_or_insert_default().insert(name.to_string(), value);
         self
     }
 
@@ -106,7 +106,7 @@ impl CliError {
 
     /// The document `--json` prints.
     fn doc(&self) -> ErrorDoc<'_> {
-        ErrorDoc { ok: false, code: self.code, error: &self.message, fields: &self.fields }
+        ErrorDoc { ok: false, code: self.code, error: &self.message, fields: self.fields.as_deref() }
     }
 }
 
@@ -125,7 +125,7 @@ struct ErrorDoc<'a> {
     code: Option<Code>,
     error: &'a str,
     #[serde(flatten)]
-    fields: &'a serde_json::Map<String, serde_json::Value>,
+    fields: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Turns any error into a [`CliError`] whose message is the error's own (`to_string`, not its chain).

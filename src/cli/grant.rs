@@ -24,7 +24,9 @@ pub fn grant(p: &Printer, a: &GrantArgs) -> anyhow::Result<u8> {
     let edit = store.grant_local(&grants, a.only).or_fail()?;
     let mut notes = Vec::new();
     if edit.replaced {
-        notes.push("--only: replaced a grants.json that did not parse; the local Principal holds only these".into());
+        notes.push(
+            "--only: replaced a grants.json that did not parse; the local Principal holds only these".into(),
+        );
     }
     if !edit.lost.is_empty() {
         let lost: Vec<String> = edit.lost.iter().map(Grant::to_string).collect();
@@ -80,7 +82,9 @@ impl Report for Edited<'_> {
         }
         let texts: Vec<String> = self.grants.iter().map(Grant::to_string).collect();
         if texts.is_empty() {
-            out.message("grants: (none): every call of the local Principal is denied until `hcpx grant CAP:PACK`");
+            out.message(
+                "grants: (none): every call of the local Principal is denied until `hcpx grant CAP:PACK`",
+            );
         } else {
             out.message(&format!("grants: {}", texts.join(" ")));
         }

@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::{open_store, CommandsArgs, IdArgs, SkillArgs, TitleArgs};
 use crate::output::Printer;
 use crate::report::{CliError, Report, Text};
-use hcpx_runtime::Availability;
 use hcpx_runtime::report::{CommandsReport, SkillReport};
+use hcpx_runtime::Availability;
 use hcpx_runtime::Runtime;
 
 /// `hcpx availability ID`: installed, activated, bound, runnable, each with the reason when false.
@@ -118,7 +118,8 @@ pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
     let Some(cmd) = pack.command(&a.verb) else {
         return Err(CliError::new(hcpx_runtime::fix::no_command_in(&pack, &a.verb).message).into());
     };
-    let args = cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words).map_err(|e| CliError::new(e.0))?;
+    let args =
+        cmd.args.parse_words(&format!("{}.{}", pack.id, a.verb), &a.words).map_err(|e| CliError::new(e.0))?;
     let result = match &a.result {
         Some(r) => match serde_json::from_str::<Value>(r) {
             Ok(v) => Some(v),

@@ -34,7 +34,10 @@ pub fn run(p: &Printer, a: &NewArgs) -> anyhow::Result<u8> {
         }
         (NewKindArg::Wrap, Some(bin)) => new_wrap(&a.dir, bin, a.id.as_deref()),
         (NewKindArg::Wrap, None) => {
-            return Err(CliError::new("`hcpx new wrap` needs the CLI to wrap: pass --bin NAME, such as --bin git").into())
+            return Err(CliError::new(
+                "`hcpx new wrap` needs the CLI to wrap: pass --bin NAME, such as --bin git",
+            )
+            .into())
         }
     };
     Ok(p.report(&Made { ok: true, new: made.or_fail()? }))

@@ -21,7 +21,9 @@ pub fn run(p: &Printer, c: &TrustCmd) -> anyhow::Result<u8> {
         }
         TrustCmd::Remove { name } => {
             if !trust::remove(&store, name).or_fail()? {
-                return Err(CliError::new(format!("no trusted key is named {name}; see hcpx trust list")).into());
+                return Err(
+                    CliError::new(format!("no trusted key is named {name}; see hcpx trust list")).into()
+                );
             }
             Ok(p.report(&Removed { ok: true, removed: name }))
         }
@@ -30,7 +32,12 @@ pub fn run(p: &Printer, c: &TrustCmd) -> anyhow::Result<u8> {
             let keys = f
                 .keys
                 .into_iter()
-                .map(|k| Key { name: k.name, prefix: k.prefix, fingerprint: k.fingerprint, added_at: k.added_at })
+                .map(|k| Key {
+                    name: k.name,
+                    prefix: k.prefix,
+                    fingerprint: k.fingerprint,
+                    added_at: k.added_at,
+                })
                 .collect();
             Ok(p.report(&Keys { ok: true, keys }))
         }

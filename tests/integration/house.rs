@@ -61,7 +61,10 @@ fn docs_architecture_draws_the_crate_graph_cargo_builds() {
         let mut built = hcpx_dependencies(&manifest);
         deps.sort();
         built.sort();
-        assert_eq!(deps, built, "{name}: docs/architecture.md draws other dependencies than its Cargo.toml names");
+        assert_eq!(
+            deps, built,
+            "{name}: docs/architecture.md draws other dependencies than its Cargo.toml names"
+        );
         drawn.push(name);
     }
     for entry in fs::read_dir(repo.join("crates")).unwrap().flatten() {

@@ -71,13 +71,7 @@ pub struct CliError {
 impl CliError {
     /// A failure with this message, exit 1.
     pub fn new(message: impl Into<String>) -> CliError {
-        CliError {
-            message: message.into(),
-            code: None,
-            exit: exit::FAILURE,
-            fields: None,
-            notes: Vec::new(),
-        }
+        CliError { message: message.into(), code: None, exit: exit::FAILURE, fields: None, notes: Vec::new() }
     }
 
     /// A denial: `code` is in the JSON document (before `error`), and its exit status is the exit code.

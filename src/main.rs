@@ -5,6 +5,7 @@
 
 mod cli;
 mod output;
+mod report;
 
 use cli::Command;
 
@@ -98,8 +99,8 @@ fn run() -> u8 {
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
         Command::Completions(a) => cli::completions::run(&p, a),
-        Command::Mcp(a) => cli::mcp::run(&p, a),
-        Command::Serve(a) => cli::mcp::serve(&p, a),
+        Command::Mcp(a) => cli::mcp::run(a),
+        Command::Serve(a) => cli::mcp::serve(a),
         Command::Approve(a) => cli::approve::approve(&p, a),
         Command::Refuse(a) => cli::approve::refuse(&p, a),
         Command::Principal(c) => cli::principal::run(&p, c),
@@ -108,6 +109,6 @@ fn run() -> u8 {
     };
     match result {
         Ok(code) => code,
-        Err(e) => cli::fail(&p, &format!("{e:#}")),
+        Err(e) => report::print_error(&p, &e),
     }
 }

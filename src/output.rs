@@ -4,6 +4,8 @@
 //! reach the clipboard (OSC 52) of the terminal it is shown on.
 
 use serde::Serialize;
+
+use crate::report::{Report, Text};
 use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 
@@ -37,6 +39,30 @@ impl Printer {
             color_out: !no_color && io::stdout().is_terminal(),
             progress: !json && err_tty,
         }
+    }
+
+    /// Prints a command's report: its JSON document under `--json`, else its text; returns its exit code.
+    pub fn report(&self, r: &impl Report) -> u8 {
+        if self.json {
+            self.json_doc(r);
+        } else {
+            r.text(&Text::new(self));
+        }
+        r.exit()
+    }
+
+    /// Prints one record of a stream (`hcpx sense watch --follow`): a JSON line under `--json`, else its text.
+    pub fn report_line(&self, r: &impl Report) {
+        if self.json {
+            self.json_line(r);
+        } else {
+            r.text(&Text::new(self));
+        }
+    }
+
+    /// Whether live progress may be drawn on stderr: a terminal, and not `--json`.
+    pub fn live(&self) -> bool {
+        self.progress
     }
 
     /// Writes one JSON document and a newline to stdout.

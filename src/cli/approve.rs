@@ -1,10 +1,11 @@
 //! `hcpx approve [ID]` and `hcpx refuse ID`: the store owner, at a terminal, decides a write the operator's
 //! `human_approval` holds for a person. With no id, `approve` lists what waits, each with its card.
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{exit, fail, open_store, ApproveArgs, RefuseArgs};
+use super::{open_store, ApproveArgs, RefuseArgs};
 use crate::output::Printer;
+use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_model::Invoker;
 use hcpx_runtime::{DecidedThrough, Runtime};
 use hcpx_store::approvals::Approval;
@@ -26,41 +27,59 @@ fn decide(p: &Printer, id: &str, approve: bool) -> anyhow::Result<u8> {
     let store = open_store()?;
     let by = store.local_principal(Invoker::Cli).map_err(|e| anyhow::anyhow!("{e}"))?;
     let runtime = Runtime::new(store);
-    match runtime.decide_approval(&by, id, approve, DecidedThrough::Terminal) {
-        Ok(done) => {
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "approval": done }));
-            } else if approve {
-                p.message(&format!(
-                    "approved {id}: {}.{} for principal {} (tenant {}) runs once when it is called again with \"approval_id\": \"{id}\", until {}",
-                    done.pack_id, done.verb_key, done.principal, done.tenant, done.expires_at()
-                ));
-            } else {
-                p.message(&format!("refused {id}: {}.{} never runs", done.pack_id, done.verb_key));
-            }
-            Ok(exit::OK)
+    let done = runtime
+        .decide_approval(&by, id, approve, DecidedThrough::Terminal)
+        .map_err(|r| CliError::new(r.denial.message))?;
+    Ok(p.report(&Decided { ok: true, approval: done, id, approved: approve }))
+}
+
+/// The approval as decided.
+#[derive(Serialize)]
+struct Decided<'a> {
+    ok: bool,
+    approval: Approval,
+    /// The id as the person gave it.
+    #[serde(skip)]
+    id: &'a str,
+    #[serde(skip)]
+    approved: bool,
+}
+
+impl Report for Decided<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let (done, id) = (&self.approval, self.id);
+        if self.approved {
+            out.message(&format!(
+                "approved {id}: {}.{} for principal {} (tenant {}) runs once when it is called again with \"approval_id\": \"{id}\", until {}",
+                done.pack_id, done.verb_key, done.principal, done.tenant, done.expires_at()
+            ));
+        } else {
+            out.message(&format!("refused {id}: {}.{} never runs", done.pack_id, done.verb_key));
         }
-        Err(r) => Ok(fail(p, &r.denial.message)),
     }
 }
 
 fn list(p: &Printer) -> anyhow::Result<u8> {
-    let store = open_store()?;
-    let pending = match store.approvals_pending() {
-        Ok(v) => v,
-        Err(e) => return Ok(fail(p, &e.to_string())),
-    };
-    if p.json {
-        p.json_doc(&json!({ "ok": true, "pending": pending }));
-        return Ok(exit::OK);
+    let pending = open_store()?.approvals_pending().or_fail()?;
+    Ok(p.report(&Pending { ok: true, pending }))
+}
+
+/// The writes that wait for a person, each with its card.
+#[derive(Serialize)]
+struct Pending {
+    ok: bool,
+    pending: Vec<Approval>,
+}
+
+impl Report for Pending {
+    fn text(&self, out: &Text<'_>) {
+        if self.pending.is_empty() {
+            out.message("no write waits for a person");
+        }
+        for a in &self.pending {
+            out.data(&card_text(a));
+        }
     }
-    if pending.is_empty() {
-        p.message("no write waits for a person");
-    }
-    for a in &pending {
-        p.data(&card_text(a));
-    }
-    Ok(exit::OK)
 }
 
 /// One pending approval as a person reads it: what, for whom, the card, until when, and how to decide it.

@@ -1,12 +1,14 @@
 //! `hcpx audit [--pack ID] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit verify`: its
 //! hash chain.
 
-use serde_json::json;
+use serde::Serialize;
 use std::time::SystemTime;
 
-use super::{exit, fail, open_store, AuditArgs};
+use super::{exit, open_store, AuditArgs};
 use crate::output::Printer;
+use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_store::audit::{AuditRecord, AuditRow};
+use hcpx_store::chain::Verified;
 
 /// `--since`: a time (`2026-01-31`, `2026-01-31T09:00:00Z`) or an age before now (`90m`, `2h`, `7d`).
 fn since(text: &str) -> Result<SystemTime, String> {
@@ -31,48 +33,49 @@ fn at(r: &AuditRecord) -> SystemTime {
 /// `hcpx audit verify`: 0 when the chain holds, 1 naming its first broken link.
 fn verify(p: &Printer, a: &super::AuditVerifyArgs) -> anyhow::Result<u8> {
     if let Some(h) = a.head.as_deref().filter(|h| !is_sha256_hex(h)) {
-        return Ok(fail(
-            p,
-            &format!("--head {h:?} is not a head: a head is a SHA-256 hash, 64 hex digits, as the `head:` line of `hcpx audit verify` printed it; pass that line's value as it is"),
-        ));
+        return Err(CliError::new(format!("--head {h:?} is not a head: a head is a SHA-256 hash, 64 hex digits, as the `head:` line of `hcpx audit verify` printed it; pass that line's value as it is")).into());
     }
     let verified = match &a.log {
         Some(log) => hcpx_store::chain::verify_exported(log, a.head.as_deref()),
         None => open_store()?.verify_audit_of(a.tenant.as_deref(), a.head.as_deref()),
     };
-    let v = match verified {
-        Ok(v) => v,
-        Err(e) => return Ok(fail(p, &e.to_string())),
-    };
-    if p.json {
-        p.json_doc(&v);
-    } else if let Some(b) = &v.broken {
-        p.error(&format!("audit chain broken ({}): {}", b.kind.as_str(), b.message));
-    } else {
-        p.data(&format!("audit chain intact: {} line(s) in {}", v.lines, v.files.join(", ")));
-        if let Some(h) = &v.head {
-            p.data(&format!("head: {h}"));
-            p.message(
+    Ok(p.report(&verified.or_fail()?))
+}
+
+impl Report for Verified {
+    fn text(&self, out: &Text<'_>) {
+        if let Some(b) = &self.broken {
+            out.error(&format!("audit chain broken ({}): {}", b.kind.as_str(), b.message));
+            return;
+        }
+        out.data(&format!("audit chain intact: {} line(s) in {}", self.lines, self.files.join(", ")));
+        if let Some(h) = &self.head {
+            out.data(&format!("head: {h}"));
+            out.message(
                 "keep the head somewhere hcpx cannot write, and pass it back with --head to verify later",
             );
         }
     }
-    Ok(if v.ok { exit::OK } else { exit::FAILURE })
+
+    fn exit(&self) -> u8 {
+        if self.ok {
+            exit::OK
+        } else {
+            exit::FAILURE
+        }
+    }
 }
+
+/// What a person is told of damaged lines in the log.
+const ADVICE: &str = "the damaged line is kept as evidence: do not edit the log, and never remove it; `hcpx audit verify` says whether the chain still holds";
 
 /// Runs `hcpx audit`.
 pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
     if let Some(super::AuditCmd::Verify(v)) = &a.action {
         return verify(p, v);
     }
-    let from = match a.since.as_deref().map(since).transpose() {
-        Ok(t) => t,
-        Err(e) => return Ok(fail(p, &e)),
-    };
-    let mut rows = match open_store()?.audit_rows(None) {
-        Ok(r) => r,
-        Err(e) => return Ok(fail(p, &e.to_string())),
-    };
+    let from = a.since.as_deref().map(since).transpose().map_err(CliError::new)?;
+    let mut rows = open_store()?.audit_rows(None).or_fail()?;
     // A damaged line matches every filter: it is shown where it lies, whatever it was.
     rows.retain(|r| match r {
         AuditRow::Record(r) => {
@@ -84,35 +87,63 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         let skip = rows.len().saturating_sub(n);
         rows.drain(..skip);
     }
-    let damaged: Vec<(&String, &String)> = rows
+    let records = rows
         .iter()
         .filter_map(|r| match r {
-            AuditRow::Unreadable { place, reason } => Some((place, reason)),
+            AuditRow::Record(r) => Some(r),
+            AuditRow::Unreadable { .. } => None,
+        })
+        .collect();
+    let unreadable: Vec<Unreadable<'_>> = rows
+        .iter()
+        .filter_map(|r| match r {
+            AuditRow::Unreadable { place, reason } => Some(Unreadable { place, reason }),
             AuditRow::Record(_) => None,
         })
         .collect();
-    let advice = "the damaged line is kept as evidence: do not edit the log, and never remove it; `hcpx audit verify` says whether the chain still holds";
-    if p.json {
-        let records: Vec<&AuditRecord> = rows
-            .iter()
-            .filter_map(|r| match r {
-                AuditRow::Record(r) => Some(r),
-                AuditRow::Unreadable { .. } => None,
-            })
-            .collect();
-        let unreadable: Vec<_> =
-            damaged.iter().map(|(place, reason)| json!({ "place": place, "reason": reason })).collect();
-        let mut doc = json!({ "ok": damaged.is_empty(), "records": records });
-        if !damaged.is_empty() {
-            doc["unreadable"] = json!(unreadable);
-            doc["error"] = json!(format!("{} audit line(s) cannot be read; {advice}", damaged.len()));
+    let error = (!unreadable.is_empty())
+        .then(|| format!("{} audit line(s) cannot be read; {ADVICE}", unreadable.len()));
+    Ok(p.report(&Records {
+        ok: unreadable.is_empty(),
+        records,
+        unreadable,
+        error,
+        rows: &rows,
+        filtered: a.pack.is_some() || a.since.is_some() || a.limit.is_some(),
+    }))
+}
+
+/// The audit records that match, and the lines that cannot be read (which fail the command).
+#[derive(Serialize)]
+struct Records<'a> {
+    ok: bool,
+    records: Vec<&'a AuditRecord>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<Unreadable<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Records and damaged lines in the order of the log.
+    #[serde(skip)]
+    rows: &'a [AuditRow],
+    /// Whether a filter was given.
+    #[serde(skip)]
+    filtered: bool,
+}
+
+/// A line of the log that cannot be read: where, and why.
+#[derive(Serialize)]
+struct Unreadable<'a> {
+    place: &'a str,
+    reason: &'a str,
+}
+
+impl Report for Records<'_> {
+    fn text(&self, out: &Text<'_>) {
+        if self.rows.is_empty() {
+            out.message(if self.filtered { "no audit records match" } else { "the audit log is empty" });
+            return;
         }
-        p.json_doc(&doc);
-    } else if rows.is_empty() {
-        let filtered = a.pack.is_some() || a.since.is_some() || a.limit.is_some();
-        p.message(if filtered { "no audit records match" } else { "the audit log is empty" });
-    } else {
-        for row in &rows {
+        for row in self.rows {
             match row {
                 AuditRow::Record(r) => {
                     let mut outcome = (match (r.ok, r.outcome) {
@@ -127,7 +158,7 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
                         (None, Some(id)) => outcome.push_str(&format!(" ({id})")),
                         _ => {}
                     }
-                    p.data(&format!(
+                    out.data(&format!(
                         "{}  {}@{} via {}  {}.{}  {outcome}  args {}",
                         r.at,
                         r.principal,
@@ -139,13 +170,20 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
                     ));
                 }
                 AuditRow::Unreadable { place, reason } => {
-                    p.data(&format!("UNREADABLE  {place}: {reason}"));
+                    out.data(&format!("UNREADABLE  {place}: {reason}"));
                 }
             }
         }
-        if !damaged.is_empty() {
-            p.error(&format!("{} audit line(s) cannot be read; {advice}", damaged.len()));
+        if let Some(e) = &self.error {
+            out.error(e);
         }
     }
-    Ok(if damaged.is_empty() { exit::OK } else { exit::FAILURE })
+
+    fn exit(&self) -> u8 {
+        if self.ok {
+            exit::OK
+        } else {
+            exit::FAILURE
+        }
+    }
 }

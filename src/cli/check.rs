@@ -1,7 +1,10 @@
 //! `hcpx check DIR`: the scored review; exit 0 with nothing to fix, 2 on warnings only, 1 on any error.
 
-use super::{exit, fail, CheckArgs};
+use serde::Serialize;
+
+use super::{exit, CheckArgs};
 use crate::output::Printer;
+use crate::report::{CliError, Report, Text};
 use hcpx_author::check::{
     agent_markdown, check_dir, init_evals, CheckOptions, CheckReport, InitOutcome, Severity,
 };
@@ -10,10 +13,8 @@ use hcpx_pack::Pack;
 /// Runs `hcpx check`.
 pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
     if a.init_evals || a.add_evals {
-        let pack = match Pack::load(&a.dir) {
-            Ok(pack) => pack,
-            Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json: {e}"))),
-        };
+        let pack =
+            Pack::load(&a.dir).map_err(|e| CliError::new(format!("cannot write hcp.eval.json: {e}")))?;
         match init_evals(&a.dir, &pack, a.add_evals) {
             Ok(InitOutcome::Wrote { path, cases }) => p.message(&format!(
                 "wrote {} with {cases} case(s); replace every TODO with a real value",
@@ -31,31 +32,50 @@ pub fn run(p: &Printer, a: &CheckArgs) -> anyhow::Result<u8> {
                 "added {added} missing case(s) to {}, after its own; replace every TODO with a real value",
                 path.display()
             )),
-            Err(e) => return Ok(fail(p, &format!("cannot write hcp.eval.json in {}: {e}", a.dir.display()))),
+            Err(e) => {
+                return Err(
+                    CliError::new(format!("cannot write hcp.eval.json in {}: {e}", a.dir.display())).into()
+                )
+            }
         }
     }
-    let env = match super::exec::trial_env(&a.project) {
-        Ok(env) => env,
-        Err(e) => return Ok(fail(p, &e)),
-    };
+    let env = super::exec::trial_env(&a.project).map_err(CliError::new)?;
     let opts = CheckOptions { probe: a.probe, eval: !a.no_eval, timeout_ms: a.timeout, env };
     let report = checked_with_progress(p, &a.dir, &opts);
     let dir = a.dir.display().to_string();
-    if p.json {
-        p.json_doc(&report);
-    } else if a.agent {
-        p.data(agent_markdown(&report, &dir).trim_end());
-    } else {
-        human(p, &report);
-    }
-    Ok(match (report.errors, report.warnings) {
-        (0, 0) => exit::OK,
-        (0, _) if !a.strict => exit::WARNING,
-        _ => exit::FAILURE,
-    })
+    Ok(p.report(&Checked { report: &report, agent: a.agent.then_some(dir.as_str()), strict: a.strict }))
 }
 
-fn human(p: &Printer, r: &CheckReport) {
+/// The review as `hcpx check` shows it: for a person, or as markdown for an agent (`--agent`); its exit code
+/// says whether warnings alone fail it (`--strict`).
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Checked<'a> {
+    report: &'a CheckReport,
+    #[serde(skip)]
+    agent: Option<&'a str>,
+    #[serde(skip)]
+    strict: bool,
+}
+
+impl Report for Checked<'_> {
+    fn text(&self, out: &Text<'_>) {
+        match self.agent {
+            Some(dir) => out.data(agent_markdown(self.report, dir).trim_end()),
+            None => human(out, self.report),
+        }
+    }
+
+    fn exit(&self) -> u8 {
+        match (self.report.errors, self.report.warnings) {
+            (0, 0) => exit::OK,
+            (0, _) if !self.strict => exit::WARNING,
+            _ => exit::FAILURE,
+        }
+    }
+}
+
+fn human(p: &Text<'_>, r: &CheckReport) {
     for f in &r.findings {
         let (label, color) = match f.severity {
             Severity::Error => ("error", "31"),

@@ -2,23 +2,31 @@
 //! types the parser uses, so completions never drift from the commands and flags `hcpx` accepts.
 
 use clap::CommandFactory;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{exit, fail, Cli, CompletionsArgs};
+use super::{Cli, CompletionsArgs};
 use crate::output::Printer;
+use crate::report::{CliError, Report, Text};
 
 /// Prints the script on stdout (`--json`: `{ ok, shell, script }`).
 pub fn run(p: &Printer, a: &CompletionsArgs) -> anyhow::Result<u8> {
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut Cli::command(), "hcpx", &mut buf);
-    let script = match String::from_utf8(buf) {
-        Ok(s) => s,
-        Err(e) => return Ok(fail(p, &format!("the {} completion script is not UTF-8: {e}", a.shell))),
-    };
-    if p.json {
-        p.json_doc(&json!({ "ok": true, "shell": a.shell.to_string(), "script": script }));
-    } else {
-        p.data(script.trim_end_matches('\n'));
+    let script = String::from_utf8(buf)
+        .map_err(|e| CliError::new(format!("the {} completion script is not UTF-8: {e}", a.shell)))?;
+    Ok(p.report(&Script { ok: true, shell: a.shell.to_string(), script }))
+}
+
+/// The completion script for one shell.
+#[derive(Serialize)]
+struct Script {
+    ok: bool,
+    shell: String,
+    script: String,
+}
+
+impl Report for Script {
+    fn text(&self, out: &Text<'_>) {
+        out.data(self.script.trim_end_matches('\n'));
     }
-    Ok(exit::OK)
 }

@@ -2,7 +2,7 @@
 //! card and the exact line that runs it once they agree (and `--json` carries that line as the `hint`).
 
 use super::ExecArgs;
-use crate::output::Printer;
+use crate::report::Text;
 use hcpx_model::{Code, Preview, ResultEnvelope};
 
 /// The `hcpx exec` line that repeats this call with `confirm=true` (a `confirm=`/`apply=` word given is
@@ -60,7 +60,7 @@ pub fn with_hint(a: &ExecArgs, out: &ResultEnvelope) -> Option<ResultEnvelope> {
 
 /// Text mode, on stderr: the approval card (the envelope's preview) and the rerun line, or the hint of a
 /// command deferred to the CLI (`hcp-cli`'s store changes).
-pub fn print_card(p: &Printer, a: &ExecArgs, out: &ResultEnvelope) {
+pub fn print_card(p: &Text<'_>, a: &ExecArgs, out: &ResultEnvelope) {
     for line in out.preview.as_ref().map(card_lines).unwrap_or_default() {
         p.message(&line);
     }

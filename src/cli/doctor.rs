@@ -2,24 +2,29 @@
 
 use super::{exit, open_store};
 use crate::output::Printer;
-use hcpx_runtime::report::Health;
+use crate::report::{Report, Text};
+use hcpx_runtime::report::{DoctorReport, Health};
 use hcpx_runtime::Runtime;
 
 /// Runs `hcpx doctor`: renders the runtime's doctor report (the same one `hcp.doctor` returns).
 pub fn run(p: &Printer) -> anyhow::Result<u8> {
     let store = open_store()?;
     let principal = super::exec::local_principal(&store)?;
-    let report = Runtime::new(store).doctor(&principal);
-    if p.json {
-        p.json_doc(&report);
-    } else {
-        for c in &report.checks {
-            p.data(&format!("{:<8} {}: {}", c.status.as_str(), c.check, c.detail));
+    Ok(p.report(&Runtime::new(store).doctor(&principal)))
+}
+
+impl Report for DoctorReport {
+    fn text(&self, out: &Text<'_>) {
+        for c in &self.checks {
+            out.data(&format!("{:<8} {}: {}", c.status.as_str(), c.check, c.detail));
         }
     }
-    Ok(match report.status {
-        Health::Error => exit::FAILURE,
-        Health::Warning => exit::WARNING,
-        Health::Ok => exit::OK,
-    })
+
+    fn exit(&self) -> u8 {
+        match self.status {
+            Health::Error => exit::FAILURE,
+            Health::Warning => exit::WARNING,
+            Health::Ok => exit::OK,
+        }
+    }
 }

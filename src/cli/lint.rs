@@ -2,27 +2,36 @@
 
 use super::{exit, LintArgs};
 use crate::output::Printer;
-use hcpx_pack::lint::lint_dir;
+use crate::report::{Report, Text};
+use hcpx_pack::lint::{lint_dir, LintReport};
 
 /// Runs `hcpx lint`.
 pub fn run(printer: &Printer, args: &LintArgs) -> anyhow::Result<u8> {
-    let report = lint_dir(&args.dir);
-    if printer.json {
-        printer.json_doc(&report);
-    } else {
-        let name = report.pack_id.as_deref().unwrap_or("pack");
-        for i in &report.issues {
+    Ok(printer.report(&lint_dir(&args.dir)))
+}
+
+impl Report for LintReport {
+    fn text(&self, out: &Text<'_>) {
+        let name = self.pack_id.as_deref().unwrap_or("pack");
+        for i in &self.issues {
             let where_ =
                 if i.pointer.is_empty() { i.file.clone() } else { format!("{} {}", i.file, i.pointer) };
-            printer.data_labeled("error", "31", &format!("[{}] {where_}", i.kind.as_str()));
-            printer.data(&format!("  {}", i.message));
-            printer.data(&format!("  fix: {}", i.fix));
+            out.data_labeled("error", "31", &format!("[{}] {where_}", i.kind.as_str()));
+            out.data(&format!("  {}", i.message));
+            out.data(&format!("  fix: {}", i.fix));
         }
-        if report.ok {
-            printer.data(&format!("{name}: ok, no lint issues"));
+        if self.ok {
+            out.data(&format!("{name}: ok, no lint issues"));
         } else {
-            printer.data(&format!("{name}: {} lint issue(s)", report.issues.len()));
+            out.data(&format!("{name}: {} lint issue(s)", self.issues.len()));
         }
     }
-    Ok(if report.ok { exit::OK } else { exit::FAILURE })
+
+    fn exit(&self) -> u8 {
+        if self.ok {
+            exit::OK
+        } else {
+            exit::FAILURE
+        }
+    }
 }

@@ -1,9 +1,13 @@
 //! `install`, `uninstall`, `activate`, `deactivate`, `list`, `allow`, `disallow`: the store's write commands.
 
-use serde_json::json;
+use serde::ser::SerializeMap;
+use serde::Serialize;
+use std::path::PathBuf;
 
-use super::{exit, fail, open_store, ActivateArgs, BinsArgs, IdArgs};
+use super::{open_store, ActivateArgs, BinsArgs, IdArgs};
 use crate::output::Printer;
+use crate::report::{CliError, OrFail, Report, Text};
+use hcpx_runtime::report::ListReport;
 use hcpx_runtime::Runtime;
 use hcpx_store::packs::InstallError;
 use hcpx_store::packs::Replace;
@@ -15,193 +19,251 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
         return super::pull::install(p, a, reference);
     }
     if a.locked || a.allow_unsigned {
-        return Ok(fail(p, "--locked and --allow-unsigned are for registry installs (oci://host/repo:tag); a directory install needs neither"));
+        return Err(CliError::new("--locked and --allow-unsigned are for registry installs (oci://host/repo:tag); a directory install needs neither").into());
     }
     let store = open_store()?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
-    match store.install_with(dir, replace) {
-        Ok(o) => {
-            let id = &o.id;
-            // Which credential family the pack asks for, and who else may use it.
-            let family = store
-                .load_pack(id)
-                .ok()
-                .flatten()
-                .filter(|pk| {
-                    matches!(
-                        pk.binding.mode,
-                        hcpx_pack::pack::BindingMode::Local | hcpx_pack::pack::BindingMode::User
-                    )
-                })
-                .map(|pk| {
-                    let allowed = store.family_allowed(&pk.binding.family).unwrap_or_default();
-                    (pk.binding.family.clone(), allowed.contains(id), allowed)
-                });
-            if p.json {
-                p.json_doc(&json!({
-                    "ok": true, "pack_id": id, "replaced": o.replaced, "path": store.pack_dir(id),
-                    "replaced_source": o.replaced_other, "deactivated": o.deactivated, "workspace_removed": o.workspace_removed,
-                    "credential_family": family.as_ref().map(|(f, ok, allowed)| json!({ "family": f, "allowed": ok, "packs": allowed })),
-                }));
-            } else {
-                match &family {
-                    Some((f, true, allowed)) => p.message(&format!("{id} uses credential family {f} (packs that may use it: {})", allowed.join(", "))),
-                    Some((f, false, allowed)) => p.message(&format!(
-                        "{id} asks for credential family {f}, which belongs to {}; it gets none of them unless you run hcpx credential allow {f} {id}",
-                        allowed.join(", ")
-                    )),
-                    None => {}
-                }
-                p.message(&format!(
-                    "{} {id} into {}",
-                    if o.replaced { "reinstalled" } else { "installed" },
-                    store.pack_dir(id).display()
-                ));
-                if let Some(old) = &o.replaced_other {
-                    p.message(&format!("replaced the pack {id} installed from {old}"));
-                }
-                if o.workspace_removed {
-                    p.message("removed its workspace; the new pack starts with an empty one");
-                }
-                // A bare bin the allow-list does not name: the pack cannot run until the operator allows it.
-                let unlisted =
-                    store.load_pack(id).ok().flatten().and_then(|pk| match pk.wrap.map(|w| w.bin) {
-                        Some(hcpx_pack::pack::Bin::Name(b))
-                            if !store.sandbox().is_ok_and(|s| s.allows_bin(&b)) =>
-                        {
-                            Some(b)
-                        }
-                        _ => None,
-                    });
-                if let Some(b) = &unlisted {
-                    p.message(&format!(
-                        "{id} runs `{b}` from PATH, which sandbox.json does not allow-list: its calls are refused until you run hcpx allow {b}"
-                    ));
-                }
-                // What the pack asks to read beyond the default view (wrap.read) and the operator has not lent.
-                let asked = store
-                    .load_pack(id)
-                    .ok()
-                    .flatten()
-                    .and_then(|pk| pk.wrap)
-                    .map(|w| {
-                        let lent = store
-                            .sandbox()
-                            .ok()
-                            .and_then(|s| s.for_pack(id).map(|e| e.read.clone()))
-                            .unwrap_or_default();
-                        w.read_not_lent(&lent)
-                    })
-                    .unwrap_or_default();
-                if !asked.is_empty() {
-                    let shown: Vec<String> = asked.iter().map(|x| x.display().to_string()).collect();
-                    p.message(&format!(
-                        "{id} asks to read {} (wrap.read), outside the default view; if you trust it, lend it with hcpx allow-read {id} {}",
-                        shown.join(" and "),
-                        shown.join(" ")
-                    ));
-                }
-                let allow = unlisted.map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
-                if o.deactivated {
-                    p.message(&format!("it is not active: review it, then run {allow}hcpx activate {id}"));
-                } else {
-                    p.message(&format!("next: {allow}hcpx activate {id}"));
-                }
-            }
-            Ok(exit::OK)
-        }
+    let o = match store.install_with(dir, replace) {
+        Ok(o) => o,
         Err(InstallError::Lint { dir, issues }) => {
             let msg =
                 format!("pack {dir} fails lint with {} issue(s); fix them and install again", issues.len());
-            if p.json {
-                p.json_doc(&json!({ "ok": false, "error": msg, "issues": issues }));
-            } else {
-                p.error(&msg);
-                for i in &issues {
-                    p.message(&format!(
-                        "  [{}] {} {}: {}\n    fix: {}",
-                        i.kind.as_str(),
-                        i.file,
-                        i.pointer,
-                        i.message,
-                        i.fix
-                    ));
-                }
+            let mut err = CliError::new(msg).with_field("issues", &issues);
+            for i in &issues {
+                err = err.with_note(format!(
+                    "  [{}] {} {}: {}\n    fix: {}",
+                    i.kind.as_str(),
+                    i.file,
+                    i.pointer,
+                    i.message,
+                    i.fix
+                ));
             }
-            Ok(exit::FAILURE)
+            return Err(err.into());
         }
-        Err(InstallError::Store(e)) => Ok(fail(p, &e.to_string())),
+        Err(InstallError::Store(e)) => return Err(CliError::new(e.to_string()).into()),
+    };
+    let id = &o.id;
+    let pack = store.load_pack(id).ok().flatten();
+    // Which credential family the pack asks for, and who else may use it.
+    let family = pack
+        .as_ref()
+        .filter(|pk| {
+            matches!(
+                pk.binding.mode,
+                hcpx_pack::pack::BindingMode::Local | hcpx_pack::pack::BindingMode::User
+            )
+        })
+        .map(|pk| {
+            let packs = store.family_allowed(&pk.binding.family).unwrap_or_default();
+            FamilyUse { family: pk.binding.family.clone(), allowed: packs.contains(id), packs }
+        });
+    // A bare bin the allow-list does not name: the pack cannot run until the operator allows it.
+    let unlisted = pack.as_ref().and_then(|pk| match pk.wrap.as_ref().map(|w| &w.bin) {
+        Some(hcpx_pack::pack::Bin::Name(b)) if !store.sandbox().is_ok_and(|s| s.allows_bin(b)) => {
+            Some(b.clone())
+        }
+        _ => None,
+    });
+    // What the pack asks to read beyond the default view (wrap.read) and the operator has not lent.
+    let asked = pack
+        .as_ref()
+        .and_then(|pk| pk.wrap.as_ref())
+        .map(|w| {
+            let lent =
+                store.sandbox().ok().and_then(|s| s.for_pack(id).map(|e| e.read.clone())).unwrap_or_default();
+            w.read_not_lent(&lent)
+        })
+        .unwrap_or_default();
+    Ok(p.report(&DirInstalled {
+        ok: true,
+        pack_id: id,
+        replaced: o.replaced,
+        path: store.pack_dir(id),
+        replaced_source: o.replaced_other.as_deref(),
+        deactivated: o.deactivated,
+        workspace_removed: o.workspace_removed,
+        credential_family: family,
+        unlisted,
+        asked,
+    }))
+}
+
+/// `hcpx install DIR`: the pack installed, the credential family it asks for, and what it needs before it runs.
+#[derive(Serialize)]
+struct DirInstalled<'a> {
+    ok: bool,
+    pack_id: &'a str,
+    replaced: bool,
+    path: PathBuf,
+    replaced_source: Option<&'a str>,
+    deactivated: bool,
+    workspace_removed: bool,
+    credential_family: Option<FamilyUse>,
+    /// The bin from PATH the allow-list does not name.
+    #[serde(skip)]
+    unlisted: Option<String>,
+    /// The paths the pack asks to read that the operator has not lent.
+    #[serde(skip)]
+    asked: Vec<PathBuf>,
+}
+
+/// The credential family a pack asks for: whether it may use it, and which packs may.
+#[derive(Serialize)]
+struct FamilyUse {
+    family: String,
+    allowed: bool,
+    packs: Vec<String>,
+}
+
+impl Report for DirInstalled<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let id = self.pack_id;
+        match &self.credential_family {
+            Some(FamilyUse { family: f, allowed: true, packs }) => out.message(&format!(
+                "{id} uses credential family {f} (packs that may use it: {})",
+                packs.join(", ")
+            )),
+            Some(FamilyUse { family: f, allowed: false, packs }) => out.message(&format!(
+                "{id} asks for credential family {f}, which belongs to {}; it gets none of them unless you run hcpx credential allow {f} {id}",
+                packs.join(", ")
+            )),
+            None => {}
+        }
+        out.message(&format!(
+            "{} {id} into {}",
+            if self.replaced { "reinstalled" } else { "installed" },
+            self.path.display()
+        ));
+        if let Some(old) = self.replaced_source {
+            out.message(&format!("replaced the pack {id} installed from {old}"));
+        }
+        if self.workspace_removed {
+            out.message("removed its workspace; the new pack starts with an empty one");
+        }
+        if let Some(b) = &self.unlisted {
+            out.message(&format!(
+                "{id} runs `{b}` from PATH, which sandbox.json does not allow-list: its calls are refused until you run hcpx allow {b}"
+            ));
+        }
+        if !self.asked.is_empty() {
+            let shown: Vec<String> = self.asked.iter().map(|x| x.display().to_string()).collect();
+            out.message(&format!(
+                "{id} asks to read {} (wrap.read), outside the default view; if you trust it, lend it with hcpx allow-read {id} {}",
+                shown.join(" and "),
+                shown.join(" ")
+            ));
+        }
+        let allow = self.unlisted.as_ref().map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
+        if self.deactivated {
+            out.message(&format!("it is not active: review it, then run {allow}hcpx activate {id}"));
+        } else {
+            out.message(&format!("next: {allow}hcpx activate {id}"));
+        }
     }
 }
 
 /// `hcpx uninstall ID`.
 pub fn uninstall(p: &Printer, a: &IdArgs) -> anyhow::Result<u8> {
-    match open_store()?.uninstall(&a.id) {
-        Ok(()) => {
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "pack_id": a.id }));
-            } else {
-                p.message(&format!("uninstalled {} (its workspace, if any, is kept)", a.id));
-            }
-            Ok(exit::OK)
-        }
-        Err(e) => Ok(fail(p, &e.to_string())),
+    open_store()?.uninstall(&a.id).or_fail()?;
+    Ok(p.report(&Uninstalled { ok: true, pack_id: &a.id }))
+}
+
+/// `hcpx uninstall`: the pack removed.
+#[derive(Serialize)]
+struct Uninstalled<'a> {
+    ok: bool,
+    pack_id: &'a str,
+}
+
+impl Report for Uninstalled<'_> {
+    fn text(&self, out: &Text<'_>) {
+        out.message(&format!("uninstalled {} (its workspace, if any, is kept)", self.pack_id));
     }
 }
 
 /// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
 pub fn set_activated(p: &Printer, a: &ActivateArgs, on: bool) -> anyhow::Result<u8> {
     let store = open_store()?;
-    match store.set_activated(&a.ids, on, a.tenant.as_deref()) {
-        Ok(()) => {
-            let key = if on { "activated" } else { "deactivated" };
-            if p.json {
-                p.json_doc(&json!({ "ok": true, key: a.ids, "tenant": a.tenant }));
-                return Ok(exit::OK);
-            }
-            match &a.tenant {
-                Some(t) => p.message(&format!("{key} {} for tenant {t}", a.ids.join(", "))),
-                None => p.message(&format!("{key} {}", a.ids.join(", "))),
-            }
-            // A store-wide change leaves the tenants that chose otherwise as they are: say which.
-            if a.tenant.is_none() {
-                if let Ok(state) = store.state() {
-                    for id in &a.ids {
-                        let other: Vec<&str> = state.packs.get(id).map_or(Vec::new(), |s| {
-                            s.tenants.iter().filter(|(_, v)| **v != on).map(|(t, _)| t.as_str()).collect()
-                        });
-                        if !other.is_empty() {
-                            let flip = if on { "activate" } else { "deactivate" };
-                            let who = match other.as_slice() {
-                                [one] => format!("tenant {one} keeps its own choice"),
-                                many => format!("tenants {} keep their own choice", many.join(", ")),
-                            };
-                            p.message(&format!(
-                                "{who} for {id}; change it with `hcpx {flip} {id} --tenant TENANT`"
-                            ));
-                        }
-                    }
+    store.set_activated(&a.ids, on, a.tenant.as_deref()).or_fail()?;
+    // A store-wide change leaves the tenants that chose otherwise as they are: say which.
+    let mut kept = Vec::new();
+    if a.tenant.is_none() {
+        if let Ok(state) = store.state() {
+            for id in &a.ids {
+                let other: Vec<&str> = state.packs.get(id).map_or(Vec::new(), |s| {
+                    s.tenants.iter().filter(|(_, v)| **v != on).map(|(t, _)| t.as_str()).collect()
+                });
+                if !other.is_empty() {
+                    let flip = if on { "activate" } else { "deactivate" };
+                    let who = match other.as_slice() {
+                        [one] => format!("tenant {one} keeps its own choice"),
+                        many => format!("tenants {} keep their own choice", many.join(", ")),
+                    };
+                    kept.push(format!("{who} for {id}; change it with `hcpx {flip} {id} --tenant TENANT`"));
                 }
             }
-            Ok(exit::OK)
         }
-        Err(e) => Ok(fail(p, &e.to_string())),
+    }
+    Ok(p.report(&Activated { on, ids: &a.ids, tenant: a.tenant.as_deref(), kept }))
+}
+
+/// `hcpx activate|deactivate`: `{ok, activated|deactivated: ids, tenant}`, and the tenants that keep their own
+/// choice.
+struct Activated<'a> {
+    on: bool,
+    ids: &'a [String],
+    tenant: Option<&'a str>,
+    kept: Vec<String>,
+}
+
+impl Activated<'_> {
+    fn key(&self) -> &'static str {
+        if self.on {
+            "activated"
+        } else {
+            "deactivated"
+        }
+    }
+}
+
+impl Serialize for Activated<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("ok", &true)?;
+        map.serialize_entry(self.key(), self.ids)?;
+        map.serialize_entry("tenant", &self.tenant)?;
+        map.end()
+    }
+}
+
+impl Report for Activated<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let key = self.key();
+        match self.tenant {
+            Some(t) => out.message(&format!("{key} {} for tenant {t}", self.ids.join(", "))),
+            None => out.message(&format!("{key} {}", self.ids.join(", "))),
+        }
+        for line in &self.kept {
+            out.message(line);
+        }
     }
 }
 
 /// `hcpx list`: renders the runtime's list report (the same one `hcp.list` returns).
 pub fn list(p: &Printer) -> anyhow::Result<u8> {
-    let report = match Runtime::new(open_store()?).list(None) {
-        Ok(r) => r,
-        Err(d) => return Ok(fail(p, &d.message)),
-    };
-    if p.json {
-        p.json_doc(&report);
-    } else if report.packs.is_empty() {
-        p.message("no packs installed; install one with `hcpx install DIR`");
-    } else {
+    let report = Runtime::new(open_store()?).list(None).map_err(|d| CliError::new(d.message))?;
+    Ok(p.report(&report))
+}
+
+impl Report for ListReport {
+    fn text(&self, out: &Text<'_>) {
+        if self.packs.is_empty() {
+            out.message("no packs installed; install one with `hcpx install DIR`");
+            return;
+        }
         // The columns of docs/cli.md; the source last, as the one of unbounded width.
-        let rows: Vec<Vec<String>> = report
+        let rows: Vec<Vec<String>> = self
             .packs
             .iter()
             .map(|r| {
@@ -217,27 +279,29 @@ pub fn list(p: &Printer) -> anyhow::Result<u8> {
             })
             .collect();
         // Packs from a registry add their manifest digest (shortened; --json has it whole) before the source.
-        if report.packs.iter().any(|r| r.digest.is_some()) {
+        if self.packs.iter().any(|r| r.digest.is_some()) {
             let rows: Vec<Vec<String>> = rows
                 .into_iter()
-                .zip(&report.packs)
+                .zip(&self.packs)
                 .map(|(mut row, r)| {
                     let short = r.digest.as_deref().map_or("-".to_string(), |d| d.chars().take(19).collect());
                     row.insert(6, short);
                     row
                 })
                 .collect();
-            p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "DIGEST", "SOURCE"], &rows);
+            out.table(
+                &["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "DIGEST", "SOURCE"],
+                &rows,
+            );
         } else {
-            p.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "SOURCE"], &rows);
+            out.table(&["ID", "NAME", "KIND", "ACTIVATED", "COMMANDS", "INSTALLED", "SOURCE"], &rows);
         }
-        for r in &report.packs {
+        for r in &self.packs {
             if let Some(e) = &r.error {
-                p.message(&format!("pack {} does not load: {e}", r.id));
+                out.message(&format!("pack {} does not load: {e}", r.id));
             }
         }
     }
-    Ok(exit::OK)
 }
 
 /// The ACTIVATED cell: the store-wide choice, then the tenants that chose otherwise (`no (yes: acme)`).
@@ -270,23 +334,28 @@ fn allow_warnings(bins: &[String]) -> Vec<String> {
 /// `hcpx allow-read PACK PATH…` / `hcpx disallow-read PACK [PATH…]`.
 pub fn read_paths(p: &Printer, a: &super::ReadArgs, on: bool) -> anyhow::Result<u8> {
     if on && a.paths.is_empty() {
-        return Ok(fail(p, "name the absolute paths to allow, e.g. hcpx allow-read PACK /sys"));
+        return Err(CliError::new("name the absolute paths to allow, e.g. hcpx allow-read PACK /sys").into());
     }
-    match open_store()?.edit_read(&a.pack, &a.paths, on) {
-        Ok(list) => {
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "read": list }));
-            } else {
-                let shown: Vec<String> = list.iter().map(|x| x.display().to_string()).collect();
-                p.message(&format!(
-                    "{} may read, beyond the default view: {}",
-                    a.pack,
-                    if shown.is_empty() { "nothing".to_string() } else { shown.join(", ") }
-                ));
-            }
-            Ok(exit::OK)
-        }
-        Err(e) => Ok(fail(p, &e.to_string())),
+    let read = open_store()?.edit_read(&a.pack, &a.paths, on).or_fail()?;
+    Ok(p.report(&Reads { ok: true, pack_id: &a.pack, read }))
+}
+
+/// `hcpx allow-read|disallow-read`: what the pack may now read beyond the default view.
+#[derive(Serialize)]
+struct Reads<'a> {
+    ok: bool,
+    pack_id: &'a str,
+    read: Vec<PathBuf>,
+}
+
+impl Report for Reads<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let shown: Vec<String> = self.read.iter().map(|x| x.display().to_string()).collect();
+        out.message(&format!(
+            "{} may read, beyond the default view: {}",
+            self.pack_id,
+            if shown.is_empty() { "nothing".to_string() } else { shown.join(", ") }
+        ));
     }
 }
 
@@ -296,48 +365,58 @@ pub fn network(p: &Printer, a: &super::NetworkArgs, on: bool) -> anyhow::Result<
     for k in &a.kinds {
         match k.parse::<hcpx_pack::pack::NetKind>() {
             Ok(n) => kinds.push(n),
-            Err(_) => return Ok(fail(p, &format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)"))),
+            Err(_) => return Err(CliError::new(format!("unknown network kind {k:?}; use inet (TCP and UDP) or netlink (interfaces, addresses, routes)")).into()),
         }
     }
     if on && kinds.is_empty() {
-        return Ok(fail(p, "name the network kinds to allow: inet, netlink"));
+        return Err(CliError::new("name the network kinds to allow: inet, netlink").into());
     }
-    match open_store()?.edit_network(&a.pack, &kinds, on) {
-        Ok(list) => {
-            let names: Vec<&str> = list.iter().map(|k| k.as_str()).collect();
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "pack_id": a.pack, "network": names }));
-            } else {
-                p.message(&format!(
-                    "network for {}: {}",
-                    a.pack,
-                    if names.is_empty() { "(none)".to_string() } else { names.join(", ") }
-                ));
-            }
-            Ok(exit::OK)
-        }
-        Err(e) => Ok(fail(p, &e.to_string())),
+    let list = open_store()?.edit_network(&a.pack, &kinds, on).or_fail()?;
+    let network = list.iter().map(|k| k.as_str()).collect();
+    Ok(p.report(&Network { ok: true, pack_id: &a.pack, network }))
+}
+
+/// `hcpx allow-network|disallow-network`: the network kinds the pack now has.
+#[derive(Serialize)]
+struct Network<'a> {
+    ok: bool,
+    pack_id: &'a str,
+    network: Vec<&'static str>,
+}
+
+impl Report for Network<'_> {
+    fn text(&self, out: &Text<'_>) {
+        out.message(&format!(
+            "network for {}: {}",
+            self.pack_id,
+            if self.network.is_empty() { "(none)".to_string() } else { self.network.join(", ") }
+        ));
     }
 }
 
 /// `hcpx allow BIN…` / `hcpx disallow BIN…`.
 pub fn allow(p: &Printer, a: &BinsArgs, on: bool) -> anyhow::Result<u8> {
-    match open_store()?.edit_allow(&a.bins, on) {
-        Ok(list) => {
-            let warnings = if on { allow_warnings(&a.bins) } else { Vec::new() };
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "allow": list, "warnings": warnings }));
-            } else {
-                for w in &warnings {
-                    p.message(&format!("warning: {w}"));
-                }
-                p.message(&format!(
-                    "allow-list: {}",
-                    if list.is_empty() { "(empty)".to_string() } else { list.join(", ") }
-                ));
-            }
-            Ok(exit::OK)
+    let allow = open_store()?.edit_allow(&a.bins, on).or_fail()?;
+    let warnings = if on { allow_warnings(&a.bins) } else { Vec::new() };
+    Ok(p.report(&AllowList { ok: true, allow, warnings }))
+}
+
+/// `hcpx allow|disallow`: the allow-list now, and what the operator should know about the bins just allowed.
+#[derive(Serialize)]
+struct AllowList {
+    ok: bool,
+    allow: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl Report for AllowList {
+    fn text(&self, out: &Text<'_>) {
+        for w in &self.warnings {
+            out.message(&format!("warning: {w}"));
         }
-        Err(e) => Ok(fail(p, &e.to_string())),
+        out.message(&format!(
+            "allow-list: {}",
+            if self.allow.is_empty() { "(empty)".to_string() } else { self.allow.join(", ") }
+        ));
     }
 }

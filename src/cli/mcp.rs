@@ -5,23 +5,23 @@ use std::io::{Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 
-use super::{fail, McpArgs, ServeArgs};
-use crate::output::Printer;
+use super::{McpArgs, ServeArgs};
+use crate::report::CliError;
 
 /// Serves the activated packs over stdio (MCP).
-pub fn run(p: &Printer, a: &McpArgs) -> anyhow::Result<u8> {
+pub fn run(a: &McpArgs) -> anyhow::Result<u8> {
     let args: &[&str] = if a.single_tool { &["--single-tool"] } else { &[] };
-    replace_with(p, "hcpx-mcp", args.iter().map(|s| s.to_string()).collect(), None)
+    replace_with("hcpx-mcp", args.iter().map(|s| s.to_string()).collect(), None)
 }
 
 /// Serves the activated packs over HTTP: the flags, parsed here, go to `hcpx-serve` whole, in a file of this
 /// process's own memory that it inherits (`--args-fd`); the store they may name is never on the server's
 /// command line, which every process on the host reads (`/proc/PID/cmdline`), nor in its environment, which
 /// its children could be handed.
-pub fn serve(p: &Printer, a: &ServeArgs) -> anyhow::Result<u8> {
+pub fn serve(a: &ServeArgs) -> anyhow::Result<u8> {
     let handed = hand_over(a)?;
     let fd = handed.as_raw_fd().to_string();
-    replace_with(p, "hcpx-serve", vec!["--args-fd".into(), fd], Some(handed))
+    replace_with("hcpx-serve", vec!["--args-fd".into(), fd], Some(handed))
 }
 
 /// A memory file holding `a` as JSON, read from its start, left open across `exec` (no close-on-exec).
@@ -35,22 +35,15 @@ fn hand_over(a: &ServeArgs) -> anyhow::Result<std::fs::File> {
 
 /// Replaces this process with `name` from the same directory, `kept` (the flags handed over) open across the
 /// replacement; returns only when that fails.
-fn replace_with(
-    p: &Printer,
-    name: &str,
-    args: Vec<String>,
-    kept: Option<std::fs::File>,
-) -> anyhow::Result<u8> {
+fn replace_with(name: &str, args: Vec<String>, kept: Option<std::fs::File>) -> anyhow::Result<u8> {
     let exe = std::env::current_exe()?;
     let server = exe.with_file_name(name);
     let err = std::process::Command::new(&server).args(args).exec();
     drop(kept);
-    Ok(fail(
-        p,
-        &format!(
-            "cannot run {}: {}; install {name} beside hcpx (cargo install builds it too)",
-            server.display(),
-            hcpx_model::io_reason(&err)
-        ),
+    Err(CliError::new(format!(
+        "cannot run {}: {}; install {name} beside hcpx (cargo install builds it too)",
+        server.display(),
+        hcpx_model::io_reason(&err)
     ))
+    .into())
 }

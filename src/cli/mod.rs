@@ -31,7 +31,6 @@ pub mod wrap;
 
 pub use hcpx_cli::*;
 
-use crate::output::Printer;
 use hcpx_store::Store;
 
 /// Opens the store at `$HCP_HOME` (or `~/.hcp`) for a command that makes one call and exits: its read cache
@@ -44,14 +43,4 @@ pub fn open_store() -> anyhow::Result<Store> {
 /// read cache watches the store once a file is read twice.
 pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
-}
-
-/// Prints a failure the way the output mode wants it and returns exit 1.
-pub fn fail(printer: &Printer, message: &str) -> u8 {
-    if printer.json {
-        printer.json_doc(&serde_json::json!({ "ok": false, "error": message }));
-    } else {
-        printer.error(message);
-    }
-    exit::FAILURE
 }

@@ -1,10 +1,11 @@
 //! `hcpx principal add|rm|list|grant|revoke`: the Principals a served runtime authenticates (`principals.json`). A token
 //! is printed once, on stdout, when it is made; only its SHA-256 is kept.
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{exit, fail, open_store, PrincipalCmd};
+use super::{open_store, PrincipalCmd};
 use crate::output::Printer;
+use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_model::grants::Grant;
 
 /// Runs `hcpx principal …`.
@@ -12,74 +13,43 @@ pub fn run(p: &Printer, c: &PrincipalCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     match c {
         PrincipalCmd::Add { id, tenant, grants, operator, approver, person } => {
-            let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
-                Ok(g) => g,
-                Err(e) => return Ok(fail(p, &e)),
-            };
-            let added = store.principal_add(id, tenant, *operator, grants).and_then(|token| {
-                if *approver || *person {
-                    store.principal_roles(id, *approver, *person).map(|()| token)
-                } else {
-                    Ok(token)
-                }
-            });
-            match added {
-                Ok(token) => {
-                    if p.json {
-                        p.json_doc(&json!({ "ok": true, "principal": id, "tenant": tenant, "token": token }));
+            let grants = parse_grants(grants)?;
+            let token = store
+                .principal_add(id, tenant, *operator, grants)
+                .and_then(|token| {
+                    if *approver || *person {
+                        store.principal_roles(id, *approver, *person).map(|()| token)
                     } else {
-                        p.data(&token);
-                        p.message(&format!(
-                            "added principal {id} (tenant {tenant}); the token above is shown once: send it as `Authorization: Bearer TOKEN`"
-                        ));
+                        Ok(token)
                     }
-                    Ok(exit::OK)
-                }
-                Err(e) => Ok(fail(p, &e.to_string())),
-            }
+                })
+                .or_fail()?;
+            Ok(p.report(&Added { ok: true, principal: id, tenant, token }))
         }
-        PrincipalCmd::Rm { id } => match store.principal_rm(id) {
-            Ok(()) => {
-                if p.json {
-                    p.json_doc(&json!({ "ok": true, "principal": id }));
-                } else {
-                    p.message(&format!("removed principal {id}; its token no longer authenticates"));
-                }
-                Ok(exit::OK)
-            }
-            Err(e) => Ok(fail(p, &e.to_string())),
-        },
+        PrincipalCmd::Rm { id } => {
+            store.principal_rm(id).or_fail()?;
+            Ok(p.report(&Removed { ok: true, principal: id }))
+        }
         PrincipalCmd::Grant { id, grants } => edit(p, &store, id, grants, true),
         PrincipalCmd::Revoke { id, grants } => edit(p, &store, id, grants, false),
-        PrincipalCmd::List => match store.principals() {
-            Ok(list) => {
-                let rows = list.as_deref().map(|l| l.rows().to_vec()).unwrap_or_default();
-                if p.json {
-                    let rows: Vec<_> = rows
-                        .iter()
-                        .map(|r| json!({ "principal": r.principal, "tenant": r.tenant, "operator": r.operator, "approver": r.approver, "person": r.person, "grants": r.grants }))
-                        .collect();
-                    p.json_doc(&json!({ "ok": true, "principals": rows }));
-                } else {
-                    for r in &rows {
-                        let grants: Vec<String> = r.grants.iter().map(grant_text).collect();
-                        let roles: Vec<&str> = [
-                            (r.operator, "operator"),
-                            (r.approver, "approver"),
-                            (r.person, "a person's client"),
-                        ]
-                        .into_iter()
-                        .filter_map(|(on, name)| on.then_some(name))
-                        .collect();
-                        let op =
-                            if roles.is_empty() { String::new() } else { format!(" ({})", roles.join(", ")) };
-                        p.data(&format!("{} tenant={}{op}: {}", r.principal, r.tenant, grants.join(" ")));
-                    }
-                }
-                Ok(exit::OK)
-            }
-            Err(e) => Ok(fail(p, &e.to_string())),
-        },
+        PrincipalCmd::List => {
+            let list = store.principals().or_fail()?;
+            let principals = list
+                .as_deref()
+                .map(|l| l.rows().to_vec())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| Row {
+                    principal: r.principal,
+                    tenant: r.tenant,
+                    operator: r.operator,
+                    approver: r.approver,
+                    person: r.person,
+                    grants: r.grants,
+                })
+                .collect();
+            Ok(p.report(&Listed { ok: true, principals }))
+        }
     }
 }
 
@@ -91,32 +61,96 @@ fn edit(
     grants: &[String],
     add: bool,
 ) -> anyhow::Result<u8> {
-    let grants = match grants.iter().map(|g| parse_grant(g)).collect::<Result<Vec<_>, _>>() {
-        Ok(g) => g,
-        Err(e) => return Ok(fail(p, &e)),
-    };
-    match store.principal_grants(id, &grants, add) {
-        Ok(now) => {
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "principal": id, "grants": now }));
-            } else {
-                let text: Vec<String> = now.iter().map(grant_text).collect();
-                p.message(&format!(
-                    "principal {id} now holds: {}",
-                    if text.is_empty() { "nothing".into() } else { text.join(" ") }
-                ));
-            }
-            Ok(exit::OK)
-        }
-        Err(e) => Ok(fail(p, &e.to_string())),
+    let grants = parse_grants(grants)?;
+    let now = store.principal_grants(id, &grants, add).or_fail()?;
+    Ok(p.report(&Holds { ok: true, principal: id, grants: now }))
+}
+
+/// Each `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
+fn parse_grants(texts: &[String]) -> Result<Vec<Grant>, CliError> {
+    texts.iter().map(|t| t.parse::<Grant>().map_err(|e| CliError::new(e.0))).collect()
+}
+
+/// `hcpx principal add`: the token, shown once.
+#[derive(Serialize)]
+struct Added<'a> {
+    ok: bool,
+    principal: &'a str,
+    tenant: &'a str,
+    token: String,
+}
+
+impl Report for Added<'_> {
+    fn text(&self, out: &Text<'_>) {
+        out.data(&self.token);
+        out.message(&format!(
+            "added principal {} (tenant {}); the token above is shown once: send it as `Authorization: Bearer TOKEN`",
+            self.principal, self.tenant
+        ));
     }
 }
 
-/// `CAPABILITY:PACK` or `CAPABILITY:PACK:VERB,VERB`.
-fn parse_grant(text: &str) -> Result<Grant, String> {
-    text.parse::<Grant>().map_err(|e| e.0)
+/// `hcpx principal rm`.
+#[derive(Serialize)]
+struct Removed<'a> {
+    ok: bool,
+    principal: &'a str,
 }
 
-fn grant_text(g: &Grant) -> String {
-    g.to_string()
+impl Report for Removed<'_> {
+    fn text(&self, out: &Text<'_>) {
+        out.message(&format!("removed principal {}; its token no longer authenticates", self.principal));
+    }
+}
+
+/// `hcpx principal grant|revoke`: the grants the Principal now holds.
+#[derive(Serialize)]
+struct Holds<'a> {
+    ok: bool,
+    principal: &'a str,
+    grants: Vec<Grant>,
+}
+
+impl Report for Holds<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let text: Vec<String> = self.grants.iter().map(Grant::to_string).collect();
+        out.message(&format!(
+            "principal {} now holds: {}",
+            self.principal,
+            if text.is_empty() { "nothing".into() } else { text.join(" ") }
+        ));
+    }
+}
+
+/// `hcpx principal list`.
+#[derive(Serialize)]
+struct Listed {
+    ok: bool,
+    principals: Vec<Row>,
+}
+
+/// One Principal as `--json` lists it (never its token's hash).
+#[derive(Serialize)]
+struct Row {
+    principal: String,
+    tenant: String,
+    operator: bool,
+    approver: bool,
+    person: bool,
+    grants: Vec<Grant>,
+}
+
+impl Report for Listed {
+    fn text(&self, out: &Text<'_>) {
+        for r in &self.principals {
+            let grants: Vec<String> = r.grants.iter().map(Grant::to_string).collect();
+            let roles: Vec<&str> =
+                [(r.operator, "operator"), (r.approver, "approver"), (r.person, "a person's client")]
+                    .into_iter()
+                    .filter_map(|(on, name)| on.then_some(name))
+                    .collect();
+            let op = if roles.is_empty() { String::new() } else { format!(" ({})", roles.join(", ")) };
+            out.data(&format!("{} tenant={}{op}: {}", r.principal, r.tenant, grants.join(" ")));
+        }
+    }
 }

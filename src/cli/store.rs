@@ -1,64 +1,78 @@
 //! `hcpx store migrate|export|import`: the PostgreSQL store's schema, and moving a store between the files under
 //! `HCP_HOME` and PostgreSQL (docs/hosting.md).
 
-use serde_json::json;
+use serde::Serialize;
+use std::path::Path;
 
-use super::{exit, fail, open_store, StoreCmd};
+use super::{open_store, StoreCmd};
 use crate::output::Printer;
+use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_store::pg;
 
 /// Runs `hcpx store …`.
 pub fn run(p: &Printer, c: &StoreCmd) -> anyhow::Result<u8> {
     let store = open_store()?;
     let Some(db) = store.db() else {
-        return Ok(fail(
-            p,
+        return Err(CliError::new(
             "HCP_STORE names no database: set it to the postgres://USER@HOST:PORT/DB URL of the store to act on",
-        ));
+        )
+        .into());
     };
     match c {
-        StoreCmd::Migrate => match db.schema_version() {
-            Ok(v) => {
-                if p.json {
-                    p.json_doc(&json!({ "ok": true, "schema_version": v, "latest": pg::SCHEMA_VERSION }));
-                } else {
-                    p.message(&format!(
-                        "the store's schema is at version {v} (this hcpx writes {})",
-                        pg::SCHEMA_VERSION
-                    ));
-                }
-                Ok(exit::OK)
-            }
-            Err(e) => Ok(fail(p, &e.to_string())),
-        },
-        StoreCmd::Export { dir } => report(p, "exported to", dir, pg::transfer::export(db, dir)),
-        StoreCmd::Import { dir } => report(p, "imported from", dir, pg::transfer::import(db, dir)),
+        StoreCmd::Migrate => {
+            let schema_version = db.schema_version().or_fail()?;
+            Ok(p.report(&Migrated { ok: true, schema_version, latest: pg::SCHEMA_VERSION }))
+        }
+        StoreCmd::Export { dir } => {
+            let moved = pg::transfer::export(db, dir).or_fail()?;
+            Ok(p.report(&Moved { ok: true, dir, moved, what: "exported to" }))
+        }
+        StoreCmd::Import { dir } => {
+            let moved = pg::transfer::import(db, dir).or_fail()?;
+            Ok(p.report(&Moved { ok: true, dir, moved, what: "imported from" }))
+        }
     }
 }
 
-fn report(
-    p: &Printer,
-    what: &str,
-    dir: &std::path::Path,
-    moved: Result<pg::transfer::Moved, hcpx_store::StoreError>,
-) -> anyhow::Result<u8> {
-    match moved {
-        Ok(m) => {
-            if p.json {
-                p.json_doc(&json!({ "ok": true, "dir": dir, "moved": m }));
-            } else {
-                p.message(&format!(
-                    "{what} {}: {} document(s), {} credential document(s), {} pack(s), {} audit line(s), {} Sense event(s)",
-                    dir.display(),
-                    m.documents,
-                    m.credentials,
-                    m.packs,
-                    m.audit_lines,
-                    m.sense_events
-                ));
-            }
-            Ok(exit::OK)
-        }
-        Err(e) => Ok(fail(p, &e.to_string())),
+/// `hcpx store migrate`: the schema version the store is at, and the one this hcpx writes.
+#[derive(Serialize)]
+struct Migrated {
+    ok: bool,
+    schema_version: i32,
+    latest: i32,
+}
+
+impl Report for Migrated {
+    fn text(&self, out: &Text<'_>) {
+        out.message(&format!(
+            "the store's schema is at version {} (this hcpx writes {})",
+            self.schema_version, self.latest
+        ));
+    }
+}
+
+/// `hcpx store export|import`: what moved, and where.
+#[derive(Serialize)]
+struct Moved<'a> {
+    ok: bool,
+    dir: &'a Path,
+    moved: pg::transfer::Moved,
+    #[serde(skip)]
+    what: &'static str,
+}
+
+impl Report for Moved<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let m = &self.moved;
+        out.message(&format!(
+            "{} {}: {} document(s), {} credential document(s), {} pack(s), {} audit line(s), {} Sense event(s)",
+            self.what,
+            self.dir.display(),
+            m.documents,
+            m.credentials,
+            m.packs,
+            m.audit_lines,
+            m.sense_events
+        ));
     }
 }

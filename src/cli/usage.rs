@@ -1,10 +1,26 @@
 //! Usage errors under `--json`: clap's own error, as the one JSON document on stdout (`code: usage`, exit 2),
 //! so a caller that asked for JSON never has to parse clap's text.
 
-use serde_json::json;
+use serde::Serialize;
 
 use super::exit;
 use crate::output::Printer;
+
+/// `--help` or `--version` under `--json`: clap's text.
+#[derive(Serialize)]
+struct Help {
+    ok: bool,
+    help: String,
+}
+
+/// A usage error under `--json`: clap's message, and the usage line of the command it is about.
+#[derive(Serialize)]
+struct UsageError {
+    ok: bool,
+    code: &'static str,
+    error: String,
+    usage: Option<String>,
+}
 
 /// Whether `--json` is on the command line (before a `--`, after which words are a command's arguments).
 pub fn json_requested() -> bool {
@@ -21,7 +37,7 @@ pub fn report(e: &clap::Error) -> u8 {
     let text = e.render().to_string();
     let p = Printer::new(true);
     if code == exit::OK {
-        p.json_doc(&json!({ "ok": true, "help": text }));
+        p.json_doc(&Help { ok: true, help: text });
         return code;
     }
     // clap's text: `error: …`, tips, a blank line, `Usage: …`, and where to read more.
@@ -53,6 +69,6 @@ pub fn report(e: &clap::Error) -> u8 {
         .collect();
     let usage_of = if words.is_empty() { "hcpx".to_string() } else { words.join(" ") };
     let error = format!("{error}; see `{usage_of} --help`");
-    p.json_doc(&json!({ "ok": false, "code": "usage", "error": error, "usage": usage }));
+    p.json_doc(&UsageError { ok: false, code: "usage", error, usage });
     code
 }

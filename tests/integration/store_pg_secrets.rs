@@ -294,9 +294,11 @@ fn the_docs_and_examples_keep_the_database_password_off_command_lines() {
             }
         }
     }
-    for src in ["crates/hcpx-cli/src/examples.rs", "crates/hcpx-cli/src/lib.rs"] {
-        let text = std::fs::read_to_string(repo.join(src)).unwrap();
-        lines.extend(text.split("\\n").map(|l| (src.to_string(), l.to_string())));
+    // The CLI's examples and help texts: every file of its clap types.
+    for entry in std::fs::read_dir(repo.join("crates/hcpx-cli/src")).unwrap().flatten() {
+        let (src, text) =
+            (entry.path().display().to_string(), std::fs::read_to_string(entry.path()).unwrap());
+        lines.extend(text.split("\\n").map(|l| (src.clone(), l.to_string())));
     }
     for (file, line) in &lines {
         let words: Vec<&str> = line.split_whitespace().collect();

@@ -141,3 +141,24 @@ fn doctor_names_a_compile_cache_others_can_write() {
     let detail = c["detail"].as_str().unwrap();
     assert!(detail.contains("team-cache") && detail.contains("chmod go-w"), "{detail}");
 }
+
+/// A replica on PostgreSQL compiles into `HCP_CACHE_DIR` as one on the files does, and refuses a relative one
+/// the same way: the store the cache sits beside does not choose where compiled code goes.
+#[test]
+fn a_postgres_store_compiles_into_hcp_cache_dir_too() {
+    if crate::pg::unavailable() {
+        return;
+    }
+    let h = Home::postgres();
+    let shared = h.t.join("shared/compiled");
+    let env = [("HCP_CACHE_DIR", shared.to_str().unwrap())];
+    let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    assert_eq!(h.exec_env(&id, "ok", &[], &env).0, 0);
+    assert_eq!(cwasm_in(&shared).len(), 1, "compiled into HCP_CACHE_DIR");
+    assert!(cwasm_in(&h.store().join("cache")).is_empty(), "not into the home");
+
+    let out = h.run_with(&["exec", &id, "ok", "--json"], &[("HCP_CACHE_DIR", "relative/cache")], None);
+    let env = stdout_json(&out);
+    assert_eq!((out.status.code(), &env["ok"]), (Some(1), &serde_json::json!(false)), "{env}");
+    assert!(env["error"].as_str().unwrap().starts_with("HCP_CACHE_DIR is \"relative/cache\""), "{env}");
+}

@@ -142,13 +142,14 @@ impl Store {
             Some(s) => (s.to_string(), "--store"),
             None => (std::env::var("HCP_STORE").unwrap_or_default(), "HCP_STORE"),
         };
-        let opened = match chosen.trim() {
-            s if names_files(s) => Store::open(&home),
+        let store = match chosen.trim() {
+            s if names_files(s) => Store::open(&home)
+                .map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })?,
             url if url.starts_with("postgres://")
                 || url.starts_with("postgresql://")
                 || pg::conninfo::is_key_value(url) =>
             {
-                return Store::open_db(&home, url);
+                Store::open_db(&home, url)?
             }
             other => {
                 return Err(StoreError::Refused(format!(
@@ -157,8 +158,7 @@ impl Store {
                 )))
             }
         };
-        let store =
-            opened.map_err(|e| StoreError::Home { path: home.display().to_string(), reason: Box::new(e) })?;
+        // Where compiled components go is the same on either back end.
         Ok(match Store::cache_dir_from_env()? {
             Some(dir) => store.with_compile_cache(dir),
             None => store,

@@ -4,10 +4,10 @@
 //! reach the clipboard (OSC 52) of the terminal it is shown on.
 
 use serde::Serialize;
-
-use crate::report::{Report, Text};
 use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
+
+use crate::report::{Report, Text};
 
 /// `text` with every control character but tab and newline shown as `\xNN` (C0, DEL and C1 alike), and the
 /// invisible characters that reorder text (bidirectional overrides, zero-width marks) as `\u{NNNN}`.

@@ -20,13 +20,8 @@ fn fail(message: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let single_tool = match McpCli::try_parse() {
-        Ok(cli) => cli.args.single_tool,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-        }
-    };
+    // clap answers a usage error, `--help` and `--version` itself, and exits with its code.
+    let single_tool = McpCli::parse().args.single_tool;
     let store = match Store::open_default() {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),

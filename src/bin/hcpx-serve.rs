@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use clap::Parser;
@@ -24,13 +23,8 @@ const MAX_HANDED_OVER: u64 = 1 << 20;
 /// The flags: as `hcpx serve` handed them over, parsed, or parsed here from this binary's own command line
 /// (the same clap type). Usage errors, `--help` and `--version` are answered here, as clap words them.
 fn flags() -> Result<ServeArgs, ExitCode> {
-    let cli = match ServeCli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return Err(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)));
-        }
-    };
+    // clap answers a usage error, `--help` and `--version` itself, and exits with its code.
+    let cli = ServeCli::parse();
     let Some(fd) = cli.args_fd else { return Ok(cli.args) };
     handed_over(fd).map_err(|e| fail(&format!("cannot read the flags `hcpx serve` handed over on descriptor {fd}: {e}; run `hcpx serve`, not this binary, with --args-fd")))
 }

@@ -10,8 +10,8 @@ use crate::report::CliError;
 
 /// Serves the activated packs over stdio (MCP).
 pub fn run(a: &McpArgs) -> anyhow::Result<u8> {
-    let args: &[&str] = if a.single_tool { &["--single-tool"] } else { &[] };
-    replace_with("hcpx-mcp", args.iter().map(|s| s.to_string()).collect(), None)
+    let args = if a.single_tool { vec!["--single-tool".to_string()] } else { Vec::new() };
+    replace_with("hcpx-mcp", args, None)
 }
 
 /// Serves the activated packs over HTTP: the flags, parsed here, go to `hcpx-serve` whole, in a file of this

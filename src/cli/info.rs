@@ -105,15 +105,6 @@ impl Report for TitleReport {
 
 /// `hcpx title ID VERB [--result JSON] -- k=v…`: prints nothing (exit 0) when the pack declares no title.
 pub fn title(p: &Printer, a: &TitleArgs) -> anyhow::Result<u8> {
-    use hcpx_runtime::bootstrap::{command, BOOTSTRAP_ID, COMMANDS};
-    if a.id == BOOTSTRAP_ID {
-        // The bootstrap pack declares no titles: its commands answer in-process.
-        if command(&a.verb).is_none() {
-            let d = hcpx_runtime::fix::no_command(BOOTSTRAP_ID, &a.verb, COMMANDS.iter().map(|c| c.name));
-            return Err(CliError::new(d.message).into());
-        }
-        return Ok(p.report(&TitleReport { ok: true, title: None }));
-    }
     let pack = Runtime::new(open_store()?).installed_pack(&a.id).map_err(|d| CliError::new(d.message))?;
     let Some(cmd) = pack.command(&a.verb) else {
         return Err(CliError::new(hcpx_runtime::fix::no_command_in(&pack, &a.verb).message).into());

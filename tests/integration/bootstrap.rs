@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{repo, Home};
+use crate::helpers::{repo, stdout_json, Fixture, Home, TestDir};
 
 #[test]
 fn reads_answer_in_process() {
@@ -61,4 +61,44 @@ fn the_cli_and_the_bootstrap_pack_give_the_same_reports() {
     assert_eq!(doctor["result"]["checks"], doctor_cli["checks"]);
     assert_eq!(doctor["result"]["sandbox_layers"], doctor_cli["sandbox_layers"]);
     assert_eq!(doctor["result"]["status"], doctor_cli["status"]);
+}
+
+/// `hcp-cli` is a pack the store returns beside the installed ones, so every path that reads a pack reads it:
+/// a dry run describes its calls (it answered `unknown_pack` when the id was special-cased only where a call
+/// runs), a caller without a grant for it is refused by the ordinary grant step, and no installed pack can take
+/// its id (an installed `hcp-cli` was accepted and then never reached).
+#[test]
+fn the_bootstrap_pack_is_a_pack_the_store_returns() {
+    let h = Home::new();
+    let out = h.run(&["exec", "--dry-run", "hcp-cli", "hcp.install", "--json", "--", "dir=./x"]);
+    let dry = stdout_json(&out)["dry_run"].clone();
+    assert_eq!(out.status.code(), Some(0), "{dry}");
+    assert_eq!((dry["operation"].as_str(), dry["workdir_writable"].as_bool()), (Some("write"), Some(false)));
+    assert!(dry["workdir"].as_str().unwrap().contains("`hcpx install ./x`"), "{dry}");
+    assert!(!h.audit_log().contains("hcp.install"), "a dry run audits nothing");
+
+    // Its id cannot be installed over.
+    let mut f = Fixture::wrap();
+    f.surface["id"] = json!("hcp-cli");
+    f.policy["surface_id"] = json!("hcp-cli");
+    let src = TestDir::new();
+    let dir = f.write(src.path());
+    let out = h.run(&["install", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let v = stdout_json(&out);
+    assert!(v["error"].as_str().unwrap().contains("pack id hcp-cli is built into the runtime"), "{v}");
+    assert!(!h.store().join("packs/hcp-cli").exists());
+
+    // Grants decide who may call it, as for any pack.
+    h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "ledger" }]"#);
+    let (rc, out) = h.exec("hcp-cli", "hcp.list", &[]);
+    assert_eq!((rc, out["code"].as_str()), (1, Some("denied")), "{out}");
+    assert!(out["error"].as_str().unwrap().contains("hcpx grant verb.exec.read:hcp-cli:hcp.list"), "{out}");
+    // And only a caller who may call it is pointed at it by a did-you-mean.
+    let (_, out) = h.exec("hcp-clj", "hcp.list", &[]);
+    assert_eq!(out["code"], "unknown_pack", "{out}");
+    assert!(!out["error"].as_str().unwrap().contains("did you mean"), "{out}");
+    h.write_store("grants.json", r#"[{ "capability": "verb.exec.read", "pack_id": "hcp-cli" }]"#);
+    let (_, out) = h.exec("hcp-clj", "hcp.list", &[]);
+    assert!(out["error"].as_str().unwrap().contains("did you mean `hcp-cli`?"), "{out}");
 }

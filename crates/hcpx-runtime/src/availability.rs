@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::pipeline::Runner;
 use super::{mint, Runtime};
 use crate::adapter::Env;
 use crate::model::Principal;
@@ -47,31 +48,22 @@ impl Runtime {
     /// makes before it runs.
     pub fn availability(&self, principal: &Principal, pack_id: &str) -> Availability {
         let mut notes = Notes::default();
-        if pack_id == super::bootstrap::BOOTSTRAP_ID {
-            // Built in: nothing to install, activate or bind, and it runs in-process.
-            let (installed, activated, bound, runnable) = (true, true, true, true);
-            return Availability {
-                pack_id: pack_id.to_string(),
-                installed,
-                activated,
-                bound,
-                runnable,
-                notes,
-            };
-        }
         let store = self.store();
         // A pack the Principal holds no grant for is, to it, not installed.
         let seen = self.sees_pack(principal, pack_id);
-        let record = store.state().ok().and_then(|s| s.packs.get(pack_id).cloned()).filter(|_| seen);
-        let activated = record.as_ref().is_some_and(|r| r.activated_for(&principal.tenant));
-        let pack = match store.load_pack(pack_id) {
-            Ok(p) => p.filter(|_| seen),
+        let state = store.state().unwrap_or_default();
+        let record = state.packs.get(pack_id).filter(|_| seen);
+        let pack = match self.held(pack_id, &state) {
+            Ok(p) => p.filter(|_| seen).map(|(pack, _)| pack),
             Err(e) => {
                 notes.installed = Some(e.to_string());
                 None
             }
         };
-        if record.is_none() {
+        // A built-in pack has no install record: nothing to install, and every tenant has it activated.
+        let built_in = pack.as_ref().is_some_and(|p| p.built_in);
+        let activated = built_in || record.is_some_and(|r| r.activated_for(&principal.tenant));
+        if record.is_none() && !built_in {
             notes.installed = Some("install it with `hcpx install DIR`".into());
         }
         let installed = pack.is_some();
@@ -91,10 +83,11 @@ impl Runtime {
                     let env = Env {
                         layout: &layout,
                         sandbox: &sandbox,
-                        component_sha256: record.as_ref().and_then(|r| r.component_sha256.as_deref()),
+                        component_sha256: record.and_then(|r| r.component_sha256.as_deref()),
                     };
-                    let ready = match self.adapter(pack.kind) {
-                        Some(adapter) => adapter.runnable(pack, env).map_err(|d| d.message),
+                    let ready = match self.runner(pack) {
+                        Some(Runner::Adapter(adapter)) => adapter.runnable(pack, env).map_err(|d| d.message),
+                        Some(Runner::BuiltIn) => Ok(()),
                         None => Err(format!("kind {} cannot be executed by this runtime", pack.kind)),
                     };
                     match ready {

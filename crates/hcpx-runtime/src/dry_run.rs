@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::pipeline::{checked, confirm_gate};
+use super::pipeline::{checked, confirm_gate, Runner};
 use super::{ArgsInput, CallContext, Runtime};
 use crate::adapter::{NoHooks, OwnedCall, Plan};
 use crate::model::{BindingMode, Denial, Envelope, Preview, Principal};
@@ -44,7 +44,10 @@ impl Runtime {
         let binding = self.mint_binding(principal, &r, &checked)?;
         let (binding_mode, binding_fields) = (binding.mode, binding.fields.keys().cloned().collect());
         let job = self.job(principal, r, (checked, binding), ctx, &NoHooks)?;
-        let plan = job.adapter.plan(&job.job.call(&NoHooks))?;
+        let plan = match job.runner {
+            Runner::Adapter(adapter) => adapter.plan(&job.job.call(&NoHooks))?,
+            Runner::BuiltIn => super::built_in::plan(&job.job),
+        };
         Ok(DryRun {
             pack_id: env.pack_id.clone(),
             verb_key: env.verb_key.clone(),

@@ -184,6 +184,10 @@ fn structured_result(
     out.stderr = ran.stderr;
     out.truncated = ran.truncated;
     out.sandbox = ran.sandbox;
+    if let Some(hint) = ran.deferred_to_cli {
+        out.deferred_to_cli = Some(true);
+        out.hint = Some(hint);
+    }
     if ran.ok {
         out.title =
             command.and_then(|c| c.title.render(values, Some(ran.result.as_ref().unwrap_or(&Value::Null))));

@@ -6,11 +6,9 @@ use crate::model::suggest::closest;
 use crate::model::{Code, Denial, Invoker, Principal};
 use crate::pack::Pack;
 
-use super::bootstrap::BOOTSTRAP_ID;
-
-/// `unknown_pack`: names the closest installed pack (or the bootstrap pack) and the install command.
-pub fn unknown_pack<'a>(id: &str, installed: impl IntoIterator<Item = &'a str>) -> Denial {
-    let message = match closest(id, installed.into_iter().chain([BOOTSTRAP_ID])) {
+/// `unknown_pack`: names the closest of `known` (the packs the caller may be told of) and the install command.
+pub fn unknown_pack<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Denial {
+    let message = match closest(id, known) {
         Some(near) => {
             format!("unknown pack {id}; did you mean `{near}`? otherwise install it with `hcpx install DIR`")
         }

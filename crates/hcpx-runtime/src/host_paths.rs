@@ -99,8 +99,8 @@ impl HostPaths {
 
     /// A result envelope (or an object answered in its place) as a served caller reads it: a failure's every
     /// string (its output is failure text too); a success's all but the command's own output (`result`,
-    /// `stdout` and the `title` made from it). Anything not an envelope that says `ok: true` is a failure. The
-    /// bootstrap pack's results are the runtime's own reports (`hcp.doctor` names the store), not a command's
+    /// `stdout` and the `title` made from it). Anything not an envelope that says `ok: true` is a failure. A
+    /// built-in pack's results are the runtime's own reports (`hcp.doctor` names the store), not a command's
     /// output: every string of them.
     pub fn hide_in_answer(&self, v: &mut Value) {
         match v {
@@ -153,10 +153,10 @@ impl HostPaths {
 }
 
 /// Whether an answer is a command's success, whose output (`result`, `stdout`, `title`) is the command's own and
-/// passes unchanged: `ok: true`, and not of the bootstrap pack (whose results are the runtime's reports).
+/// passes unchanged: `ok: true`, and not of a built-in pack (whose results are the runtime's reports).
 pub fn carries_output(answer: &serde_json::Map<String, Value>) -> bool {
     let ok = answer.get("ok").and_then(Value::as_bool) == Some(true);
-    ok && answer.get("pack_id").and_then(Value::as_str) != Some(crate::bootstrap::BOOTSTRAP_ID)
+    ok && !answer.get("pack_id").and_then(Value::as_str).is_some_and(crate::store::built_in::is_built_in)
 }
 
 /// Whether `c` may continue a path in error text: it ends at white space, a quote, a bracket or the `:` and `,`

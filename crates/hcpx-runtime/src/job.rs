@@ -21,14 +21,21 @@ pub(super) enum Admission<'a> {
     Run(Admitted<'a>),
     /// Answered without running anything: refused (the refusal audited when its row is a write).
     Answered(Box<ResultEnvelope>),
-    /// A call of the bootstrap pack, holding its slot: its reads answer in-process, and may load a composite
-    /// to report it, which blocks.
-    Bootstrap(Slot),
 }
 
-/// An admitted call: the adapter that runs it, the call's inputs, and the arguments as given (audited).
+/// Who runs step 6 of an admitted call.
+#[derive(Clone, Copy)]
+pub(super) enum Runner<'a> {
+    /// The adapter of the pack's kind, in the sandbox.
+    Adapter(&'a dyn Adapter),
+    /// The runtime itself, for a built-in pack (`built_in.rs`). Its reports may load a composite to describe
+    /// it, which blocks.
+    BuiltIn,
+}
+
+/// An admitted call: who runs it, the call's inputs, and the arguments as given (audited).
 pub(super) struct Admitted<'a> {
-    pub(super) adapter: &'a dyn Adapter,
+    pub(super) runner: Runner<'a>,
     pub(super) job: Arc<Job>,
     pub(super) given: Cow<'a, Map<String, Value>>,
     /// The write-ahead intent recorded before a write runs (the PostgreSQL store), cleared by its audit line.

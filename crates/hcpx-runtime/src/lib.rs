@@ -22,7 +22,7 @@ pub mod adapter;
 mod approval;
 mod availability;
 pub mod binding;
-pub mod bootstrap;
+mod built_in;
 mod dry_run;
 mod finish;
 pub mod fix;
@@ -53,6 +53,9 @@ use crate::model::{Code, Denial, Envelope, Principal, ResultEnvelope};
 use crate::pack::{AdapterKind, Pack};
 use crate::store::packs::PackState;
 use crate::store::{Store, StoreError};
+
+/// A pack as the store holds it, with its install record (none for a built-in pack).
+type Held<'s> = (Arc<Pack>, Option<&'s PackState>);
 use pipeline::Admission;
 
 /// The runtime over one store.
@@ -278,25 +281,25 @@ impl Runtime {
                 } else {
                     Ok(None)
                 };
-                let ran = match turn {
-                    Ok(_turn) => admitted.adapter.run_async(admitted.job.clone()).await,
-                    Err(refused) => *refused,
+                let ran = match (turn, admitted.runner) {
+                    (Err(refused), _) => *refused,
+                    (Ok(_turn), pipeline::Runner::Adapter(adapter)) => {
+                        adapter.run_async(admitted.job.clone()).await
+                    }
+                    // A built-in pack's reports may load a composite to describe it, which blocks: on the
+                    // blocking pool, the job (and so the call's slot) held until it ends.
+                    (Ok(_turn), pipeline::Runner::BuiltIn) => {
+                        let (rt, job) = (self.clone(), admitted.job.clone());
+                        match tokio::task::spawn_blocking(move || rt.answer_built_in(&job)).await {
+                            Ok(ran) => ran,
+                            Err(e) => AdapterResult::fail(
+                                Code::AdapterFailed,
+                                format!("the call's thread failed: {e}"),
+                            ),
+                        }
+                    }
                 };
                 self.finish(principal, env, admitted, ran)
-            }
-            // The bootstrap pack's reports may load a composite, which blocks: on the blocking pool, holding
-            // the call's slot.
-            Admission::Bootstrap(slot) => {
-                let (rt, who, call) = (self.clone(), principal.clone(), env.clone());
-                let ran = tokio::task::spawn_blocking(move || {
-                    let _slot = slot;
-                    rt.bootstrap(&who, &call)
-                });
-                match ran.await {
-                    Ok(out) => out,
-                    Err(e) => Denial::new(Code::AdapterFailed, format!("the call's thread failed: {e}"))
-                        .into_envelope(&env.pack_id, &env.verb_key),
-                }
             }
         };
         guard.disarm();
@@ -356,13 +359,35 @@ impl Runtime {
         Ok(layout)
     }
 
-    /// Installed pack `id`, loaded once per install and shared (the pipeline's own cache), or `unknown_pack`
-    /// naming the install command. What the reports, the MCP tools and `hcpx title` read a pack through.
+    /// Pack `id` as the store holds it (built in, or installed and loaded once per install, shared: the
+    /// pipeline's own cache), or `unknown_pack` naming the install command. What the reports, the MCP tools and
+    /// `hcpx title` read a pack through.
     pub fn installed_pack(&self, id: &str) -> Result<Arc<Pack>, Denial> {
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
-        let unknown = || fix::unknown_pack(id, state.packs.keys().map(String::as_str));
-        let record = state.packs.get(id).ok_or_else(unknown)?;
-        self.pack(id, record).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?.ok_or_else(unknown)
+        let built_in = store::built_in::IDS.iter().copied();
+        let unknown =
+            || fix::unknown_pack(id, state.packs.keys().map(String::as_str).chain(built_in.clone()));
+        let held = self.held(id, &state).map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
+        held.map(|(pack, _)| pack).ok_or_else(unknown)
+    }
+
+    /// Pack `id` as the store holds it, with its install record: a built-in pack has none (nothing was
+    /// installed, and every tenant has it activated).
+    fn held<'s>(&self, id: &str, state: &'s store::packs::State) -> Result<Option<Held<'s>>, StoreError> {
+        if let Some(pack) = self.store.built_in(id) {
+            return Ok(Some((pack, None)));
+        }
+        let Some(record) = state.packs.get(id) else { return Ok(None) };
+        Ok(self.pack(id, record)?.map(|pack| (pack, Some(record))))
+    }
+
+    /// Who runs step 6 for `pack`: the runtime itself for a built-in pack, else the adapter of its kind, when
+    /// this runtime has one.
+    fn runner(&self, pack: &Pack) -> Option<pipeline::Runner<'_>> {
+        if pack.built_in {
+            return Some(pipeline::Runner::BuiltIn);
+        }
+        self.adapter(pack.kind).map(pipeline::Runner::Adapter)
     }
 
     /// The installed pack, loaded once per install (keyed by its install time) and shared across calls.

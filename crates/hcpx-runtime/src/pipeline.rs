@@ -10,10 +10,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{bootstrap, mint, ArgsInput, CallContext, Runtime, Slot};
 use super::{fix, pass_through};
-use crate::adapter::{Adapter, AdapterResult, ExecHooks, OwnedCall};
-use crate::args::{ArgSpec, CheckedArgs};
+use super::{mint, ArgsInput, CallContext, Runtime, Slot};
+use crate::adapter::{AdapterResult, ExecHooks, OwnedCall};
+use crate::args::CheckedArgs;
 use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::Invoker;
 use crate::model::{Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
@@ -72,11 +72,11 @@ pub(super) struct Checked {
     pass_argv: Vec<String>,
 }
 
-pub(super) use super::job::{Admission, Admitted, Job};
+pub(super) use super::job::{Admission, Admitted, Job, Runner};
 
 /// What the run of step 6 needs beyond the checked call: the adapter, the sandbox settings, where its files go.
 struct Setup<'a> {
-    adapter: &'a dyn Adapter,
+    runner: Runner<'a>,
     sandbox: Arc<SandboxConfig>,
     layout: Arc<Layout>,
     live_title: Option<String>,
@@ -104,10 +104,9 @@ impl Runtime {
     ) -> ResultEnvelope {
         match self.admit(principal, env, input, ctx, hooks) {
             Admission::Answered(out) => *out,
-            Admission::Bootstrap(_slot) => self.bootstrap_input(principal, env, input),
             Admission::Run(admitted) => {
                 let ran = match self.workspace_turn(&admitted.job) {
-                    Ok(_turn) => run_adapter(&admitted, hooks),
+                    Ok(_turn) => self.run(&admitted, hooks),
                     Err(refused) => *refused,
                 };
                 self.finish(principal, env, admitted, ran)
@@ -131,9 +130,6 @@ impl Runtime {
             Ok(s) => s,
             Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
         };
-        if pack_id == bootstrap::BOOTSTRAP_ID {
-            return Admission::Bootstrap(slot);
-        }
         let r = match self.resolve(principal, env, input) {
             Ok(r) => r,
             Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
@@ -205,7 +201,7 @@ fn build_job<'a>(
         cancel: ctx.cancel.clone(),
         live_title: setup.live_title,
     };
-    Admitted { adapter: setup.adapter, job: Arc::new(job), given: args.unwrap_or_default(), intent: None }
+    Admitted { runner: setup.runner, job: Arc::new(job), given: args.unwrap_or_default(), intent: None }
 }
 
 impl Runtime {
@@ -233,9 +229,8 @@ impl Runtime {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let state = self.store.state().map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?;
         let unknown = || self.unknown_pack_for(principal, pack_id);
-        let record = state.packs.get(pack_id).ok_or_else(unknown)?;
-        let pack = self
-            .pack(pack_id, record)
+        let (pack, record) = self
+            .held(pack_id, &state)
             .map_err(|e| Denial::new(Code::UnknownPack, e.to_string()))?
             .ok_or_else(unknown)?;
         let (pass_through, row) = match pack.command(verb) {
@@ -260,8 +255,8 @@ impl Runtime {
             verb: verb.to_string(),
             pass_through,
             row,
-            activated: record.activated_for(&principal.tenant),
-            component_sha256: record.component_sha256.clone(),
+            activated: record.is_none_or(|r| r.activated_for(&principal.tenant)),
+            component_sha256: record.and_then(|r| r.component_sha256.clone()),
             args,
         })
     }
@@ -297,7 +292,7 @@ impl Runtime {
     ) -> Result<Setup<'_>, Denial> {
         let sandbox =
             self.store.sandbox().map_err(|e| Denial::new(Code::SandboxDenied, format!("sandbox: {e}")))?;
-        let adapter = self.adapter(r.pack.kind).ok_or_else(|| {
+        let runner = self.runner(&r.pack).ok_or_else(|| {
             Denial::new(
                 Code::AdapterFailed,
                 format!(
@@ -312,22 +307,7 @@ impl Runtime {
         let layout = self
             .layout_for(&principal.tenant)
             .map_err(|e| Denial::new(Code::Denied, format!("denied: {e}")))?;
-        Ok(Setup { adapter, sandbox, layout, live_title })
-    }
-
-    /// The bootstrap pack's commands take words the way any command does, against their own schemas.
-    fn bootstrap_input(&self, principal: &Principal, env: &Envelope, input: ArgsInput<'_>) -> ResultEnvelope {
-        match input {
-            ArgsInput::Json(_) => self.bootstrap(principal, env),
-            ArgsInput::Words(words) => {
-                let none = ArgSpec::none();
-                let spec = bootstrap::command(&env.verb_key).map_or(&none, |c| c.spec());
-                match spec.parse_words(&format!("{}.{}", env.pack_id, env.verb_key), words) {
-                    Ok(args) => self.bootstrap(principal, &Envelope { args, ..env.clone() }),
-                    Err(e) => Denial::new(Code::InvalidArgs, e.0).into_envelope(&env.pack_id, &env.verb_key),
-                }
-            }
-        }
+        Ok(Setup { runner, sandbox, layout, live_title })
     }
 }
 
@@ -358,11 +338,17 @@ pub(super) fn takes_turn(job: &Job) -> bool {
     job.pack.workspace == WorkspaceMode::Workspace
 }
 
-/// Step 6, blocking: the adapter runs the call in the sandbox on this thread.
-fn run_adapter(a: &Admitted<'_>, hooks: &dyn ExecHooks) -> AdapterResult {
-    let ran = a.adapter.run(&a.job.call(hooks));
-    hooks.exited(ran.exit_code);
-    ran
+impl Runtime {
+    /// Step 6, blocking: the adapter runs the call in the sandbox on this thread (the runtime answers a
+    /// built-in pack's itself).
+    fn run(&self, a: &Admitted<'_>, hooks: &dyn ExecHooks) -> AdapterResult {
+        let ran = match a.runner {
+            Runner::Adapter(adapter) => adapter.run(&a.job.call(hooks)),
+            Runner::BuiltIn => self.answer_built_in(&a.job),
+        };
+        hooks.exited(ran.exit_code);
+        ran
+    }
 }
 
 /// Steps 1 (end) to 3 and the argument check, in that order: what a call and a dry run both pass before the

@@ -271,16 +271,13 @@ impl Runtime {
             .collect()
     }
 
-    /// The named commands of installed pack `id` (or of the bootstrap pack), with their argument schemas.
+    /// The named commands of pack `id` (installed or built in), with their argument schemas.
     pub fn commands(&self, id: &str) -> Result<CommandsReport, Denial> {
         self.commands_of(id, None)
     }
 
     /// The named commands of pack `id`, or only `verb` (`no_policy`, naming the closest, when it has none).
     pub fn commands_of(&self, id: &str, verb: Option<&str>) -> Result<CommandsReport, Denial> {
-        if id == super::bootstrap::BOOTSTRAP_ID {
-            return super::bootstrap::commands_report(verb);
-        }
         let pack = self.installed_pack(id)?;
         if let Some(v) = verb.filter(|v| pack.command(v).is_none()) {
             return Err(super::fix::no_command(&pack.id, v, pack.commands.keys().map(String::as_str)));
@@ -304,9 +301,6 @@ impl Runtime {
 
     /// The Skill of installed pack `id`: its lead, or the whole text when `full`.
     pub fn skill(&self, id: &str, full: bool) -> Result<SkillReport, Denial> {
-        if id == super::bootstrap::BOOTSTRAP_ID {
-            return Ok(super::bootstrap::skill_report(full));
-        }
         let pack = self.installed_pack(id)?;
         let (lead, text) =
             if full { (None, Some(pack.skill.text.clone())) } else { (Some(pack.skill.lead.clone()), None) };

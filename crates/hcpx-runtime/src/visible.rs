@@ -48,12 +48,9 @@ fn names_any(grants: &Grants, id: &str) -> bool {
 }
 
 impl Runtime {
-    /// Whether `principal` sees installed pack `id` (the bootstrap pack: always; a pack that does not load: when a
-    /// grant names it).
+    /// Whether `principal` sees pack `id` (installed or built in; a pack that does not load: when a grant names
+    /// it).
     pub fn sees_pack(&self, principal: &Principal, id: &str) -> bool {
-        if id == super::bootstrap::BOOTSTRAP_ID {
-            return true;
-        }
         match self.installed_pack(id) {
             Ok(pack) => sees(&principal.grants, &pack),
             Err(_) => names_any(&principal.grants, id),
@@ -63,13 +60,12 @@ impl Runtime {
     /// `unknown_pack` for `id` as `principal` may be told it: the closest pack it sees, never one it does not.
     pub fn unknown_pack_for(&self, principal: &Principal, id: &str) -> Denial {
         let state = self.store().state().ok();
-        let seen: Vec<String> = state
-            .iter()
-            .flat_map(|s| s.packs.keys())
+        let installed = state.iter().flat_map(|s| s.packs.keys()).map(String::as_str);
+        let seen: Vec<&str> = installed
+            .chain(crate::store::built_in::IDS.iter().copied())
             .filter(|p| self.sees_pack(principal, p))
-            .cloned()
             .collect();
-        super::fix::unknown_pack(id, seen.iter().map(String::as_str))
+        super::fix::unknown_pack(id, seen)
     }
 
     /// Nothing when `principal` sees installed pack `id`, else `unknown_pack` as for a pack not installed.
@@ -105,13 +101,7 @@ impl Runtime {
         self.visible_pack(principal, id)?;
         let mut report = self.commands_of(id, verb)?;
         let pack = self.installed_pack(id).ok();
-        let callable = |verb: &str| match &pack {
-            Some(pack) => may_call(&principal.grants, pack, verb),
-            // The bootstrap pack: its own table gives each command's operation.
-            None => super::bootstrap::command(verb).is_some_and(|c| {
-                principal.grants.allows(capability(verb, c.operation), super::bootstrap::BOOTSTRAP_ID, verb)
-            }),
-        };
+        let callable = |verb: &str| pack.as_ref().is_some_and(|pack| may_call(&principal.grants, pack, verb));
         report.commands.retain(|c| callable(&c.verb_key));
         if let Some(v) = verb.filter(|_| report.commands.is_empty()) {
             let all = self.commands_of(id, None)?;

@@ -19,6 +19,7 @@ pub mod advice;
 pub mod approvals;
 pub mod audit;
 mod backend;
+pub mod built_in;
 pub mod chain;
 pub mod config;
 pub mod connections;
@@ -99,10 +100,15 @@ pub struct PoolStats {
     pub waiting: usize,
 }
 
-/// An exclusive lock on the store (a file lock, or an advisory lock in the database), released on drop.
-pub enum StoreLock {
-    File(File),
-    Db(Box<pg::DbLock>),
+/// An exclusive lock on the store, released on drop: what it holds (a file lock, or an advisory lock in the
+/// database) is its back end's, and no caller sees which.
+pub struct StoreLock(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl StoreLock {
+    /// The lock a back end took, held as `guard` until dropped.
+    pub(crate) fn held(guard: impl Send + Sync + 'static) -> StoreLock {
+        StoreLock(Box::new(guard))
+    }
 }
 
 impl Store {

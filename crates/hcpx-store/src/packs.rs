@@ -219,6 +219,12 @@ impl Store {
         Ok(self.read_json(STATE)?.unwrap_or_default())
     }
 
+    /// Built-in pack `id` (`hcp-cli`), which the store holds beside the installed packs: nothing to install,
+    /// activated for every tenant (`built_in.rs`).
+    pub fn built_in(&self, id: &str) -> Option<std::sync::Arc<Pack>> {
+        crate::built_in::pack(id)
+    }
+
     /// Where pack `id` is installed.
     pub fn pack_dir(&self, id: &str) -> PathBuf {
         self.path("packs").join(id)
@@ -281,6 +287,13 @@ impl Store {
             (true, Some(id)) => id,
             _ => return Err(InstallError::Lint { dir: src.display().to_string(), issues: report.issues }),
         };
+        if crate::built_in::is_built_in(&id) {
+            return Err(StoreError::Refused(format!(
+                "pack id {id} is built into the runtime and cannot be installed; give the pack in {} another `id` in its surface.json",
+                src.display()
+            ))
+            .into());
+        }
         let staged = self.temp_path(&format!("install-{id}"));
         let copied = copy_pack(src, &staged);
         let recheck = copied.map(|_| lint_dir(&staged));

@@ -3,16 +3,20 @@
 //! waited for up to the call's deadline. Without it two calls read, change and write the same file at once and
 //! one's write is lost (#34: ten concurrent transfers, each answered ok, moved the balance by four).
 
-use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{pg, Store, StoreError};
+use super::{Store, StoreError};
 
-/// A call's turn at a workspace, held until dropped.
-pub enum Turn {
-    File(#[allow(dead_code)] File),
-    Db(#[allow(dead_code)] Box<pg::DbTurn>),
+/// A call's turn at a workspace, held until dropped: what it holds (a file lock, or an advisory lock in the
+/// database) is its back end's, and no caller sees which.
+pub struct Turn(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl Turn {
+    /// The turn a back end took, held as `guard` until dropped.
+    pub(crate) fn held(guard: impl Send + Sync + 'static) -> Turn {
+        Turn(Box::new(guard))
+    }
 }
 
 /// The advisory-lock key of `tenant`'s workspace of `pack` (FNV-1a over both, a zero byte between): stable

@@ -49,6 +49,9 @@ pub struct Pack {
     /// The `hcp` metadata object: as declared (and validated) or derived.
     pub meta: RawMeta,
     pub evals: Option<RawEvalFile>,
+    /// Built into the runtime (`hcp-cli`, docs/spec.md §17), not installed: the store returns it to every tenant,
+    /// activated, and the runtime answers its commands itself (no directory, no component, no process).
+    pub built_in: bool,
 }
 
 /// The pack's Binding declaration, defaults applied.

@@ -65,6 +65,8 @@ pub struct AdapterResult {
     pub exit_code: Option<i32>,
     /// The confinement a wrap's child ran under.
     pub sandbox: Option<SandboxReport>,
+    /// A built-in pack's write that changes nothing here: the hint naming the `hcpx` line to run instead.
+    pub deferred_to_cli: Option<String>,
 }
 
 impl AdapterResult {

@@ -79,7 +79,7 @@ impl Backend for Files {
         let p = self.path(".lock");
         let file = crate::lock_file(&p)?;
         file.lock().map_err(|e| StoreError::io(&p, e))?;
-        Ok(StoreLock::File(file))
+        Ok(StoreLock::held(file))
     }
 
     /// No other replica could finish a write's line: nothing is recorded before it runs.
@@ -200,7 +200,7 @@ impl Backend for Files {
         let deadline = Instant::now() + wait;
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(Some(Turn::File(file))),
+                Ok(()) => return Ok(Some(Turn::held(file))),
                 Err(fs::TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(POLL),
                 Err(fs::TryLockError::WouldBlock) => return Ok(None),
                 Err(fs::TryLockError::Error(e)) => return Err(StoreError::io(&p, e)),

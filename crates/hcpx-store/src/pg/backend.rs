@@ -64,7 +64,7 @@ impl Backend for Postgres {
     }
 
     fn lock(&self) -> Result<StoreLock, StoreError> {
-        self.db.lock().map(|l| StoreLock::Db(Box::new(l)))
+        self.db.lock().map(StoreLock::held)
     }
 
     /// Another replica finishes the line of a write whose replica stopped.
@@ -262,6 +262,6 @@ impl Backend for Postgres {
         pack: &str,
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError> {
-        Ok(self.db.workspace_turn(crate::turns::key(tenant, pack), wait)?.map(|t| Turn::Db(Box::new(t))))
+        Ok(self.db.workspace_turn(crate::turns::key(tenant, pack), wait)?.map(Turn::held))
     }
 }

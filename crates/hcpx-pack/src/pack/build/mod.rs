@@ -241,6 +241,7 @@ fn build(
         skill,
         meta,
         evals,
+        built_in: false,
     })
 }
 

@@ -91,6 +91,8 @@ fn run() -> u8 {
         Command::Disallow(a) => cli::manage::allow(&p, a, false),
         Command::AllowNetwork(a) => cli::manage::network(&p, a, true),
         Command::DisallowNetwork(a) => cli::manage::network(&p, a, false),
+        Command::AllowHost(a) => cli::manage::hosts(&p, a, true),
+        Command::DisallowHost(a) => cli::manage::hosts(&p, a, false),
         Command::AllowRead(a) => cli::manage::read_paths(&p, a, true),
         Command::DisallowRead(a) => cli::manage::read_paths(&p, a, false),
         Command::Grant(a) => cli::grant::grant(&p, a),

@@ -94,6 +94,11 @@ fn human(p: &Text<'_>, r: &CheckReport) {
     if let Some(e) = &r.evals {
         p.data(&format!("evals: {}", e.summary()));
     }
+    if let (Some(reach), Some(id)) = (&r.network, &r.pack_id) {
+        for line in reach.lines(id) {
+            p.data(&format!("network: {line}"));
+        }
+    }
     if let Some(dir) = &r.ran_in {
         p.message(&format!("probes and cases ran in {dir}"));
     }

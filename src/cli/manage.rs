@@ -1,4 +1,5 @@
-//! `install`, `uninstall`, `activate`, `deactivate`, `list`, `allow`, `disallow`: the store's write commands.
+//! `install`, `uninstall`, `activate`, `deactivate`, `list`, `allow`, `disallow` and the per-pack loosening
+//! (`allow-read`, `allow-network`, `allow-host` and their `disallow-`): the store's write commands.
 
 use serde::ser::SerializeMap;
 use serde::Serialize;
@@ -391,6 +392,47 @@ impl Report for Network<'_> {
             self.pack_id,
             if self.network.is_empty() { "(none)".to_string() } else { self.network.join(", ") }
         ));
+    }
+}
+
+/// `hcpx allow-host PACK HOST… [--tenant T]` / `hcpx disallow-host PACK [HOST…] [--tenant T]`.
+pub fn hosts(p: &Printer, a: &super::HostArgs, on: bool) -> anyhow::Result<u8> {
+    if on && a.hosts.is_empty() {
+        return Err(CliError::new(format!(
+            "name the hosts to allow as pack {0} declares them, e.g. hcpx allow-host {0} api.example.com",
+            a.pack
+        ))
+        .into());
+    }
+    let mut rules = Vec::new();
+    for h in &a.hosts {
+        rules.push(h.parse::<hcpx_pack::pack::HostRule>().map_err(|e| CliError::new(e.to_string()))?);
+    }
+    let allowed = open_store()?.edit_hosts(&a.pack, &rules, on, a.tenant.as_deref()).or_fail()?;
+    Ok(p.report(&Hosts { ok: true, pack_id: &a.pack, allowed }))
+}
+
+/// `hcpx allow-host|disallow-host`: the hosts the pack is allowed now, in the scope edited, and those it declares.
+#[derive(Serialize)]
+struct Hosts<'a> {
+    ok: bool,
+    pack_id: &'a str,
+    #[serde(flatten)]
+    allowed: hcpx_store::hosts::AllowedHosts,
+}
+
+impl Report for Hosts<'_> {
+    fn text(&self, out: &Text<'_>) {
+        let scope = match &self.allowed.tenant {
+            Some(t) => format!("tenant {t}"),
+            None => "every tenant".to_string(),
+        };
+        out.message(&format!(
+            "hosts allowed to {} for {scope}: {}",
+            self.pack_id,
+            hcpx_pack::pack::hosts::shown(&self.allowed.hosts)
+        ));
+        out.message("allowed hosts grant no network yet (there is no egress proxy): only hcpx allow-network PACK inet reaches out, to anywhere");
     }
 }
 

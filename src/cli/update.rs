@@ -35,7 +35,7 @@ impl Report for Updated {
             report.id, report.from, report.from_digest, report.to, report.to_digest, report.signer
         ));
         if report.changes.is_empty() {
-            out.message("Policy changes: none widen its reach (no new command or write, no confirm dropped, the same credential family, network, sockets, read paths, bin, workspace mode and agent_env)");
+            out.message("Policy changes: none widen its reach (no new command or write, no confirm dropped, the same credential family, network, hosts, sockets, read paths, bin, workspace mode and agent_env)");
         } else {
             out.message("Policy changes:");
             for c in &report.changes {

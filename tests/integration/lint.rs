@@ -157,6 +157,26 @@ const ROWS: &[Row] = &[
         after: none,
     },
     Row {
+        kind: "host_malformed",
+        prep: |f| set(&mut f.surface, "/hosts", json!(["localhost"])),
+        after: none,
+    },
+    Row {
+        kind: "host_ip_literal",
+        prep: |f| set(&mut f.surface, "/hosts", json!(["169.254.169.254"])),
+        after: none,
+    },
+    Row {
+        kind: "host_not_bare",
+        prep: |f| set(&mut f.surface, "/verbs/list/hosts", json!(["https://api.example.com/v1?key=x"])),
+        after: none,
+    },
+    Row {
+        kind: "host_port_range",
+        prep: |f| set(&mut f.surface, "/hosts", json!(["api.example.com:0"])),
+        after: none,
+    },
+    Row {
         kind: "eval_unknown_command",
         prep: |f| {
             f.evals =

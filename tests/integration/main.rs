@@ -31,6 +31,7 @@ mod format;
 mod fuzz_smoke;
 mod golden;
 mod helpers;
+mod hosts;
 mod house;
 mod lint;
 mod mcp;

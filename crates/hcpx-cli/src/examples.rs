@@ -37,6 +37,9 @@ pub const ALLOW_NETWORK: &str =
     "Examples:\n  hcpx allow-network ip netlink\n  hcpx allow-network weather inet";
 pub const DISALLOW_NETWORK: &str =
     "Examples:\n  hcpx disallow-network weather\n  hcpx disallow-network ip netlink";
+pub const ALLOW_HOST: &str = "Examples:\n  hcpx allow-host weather api.weather.example\n  hcpx allow-host weather '*.tiles.example' --tenant acme";
+pub const DISALLOW_HOST: &str =
+    "Examples:\n  hcpx disallow-host weather api.weather.example\n  hcpx disallow-host weather --tenant acme";
 pub const GRANT: &str =
     "Examples:\n  hcpx grant\n  hcpx grant 'verb.exec.read:*'\n  hcpx grant verb.exec.write:ledger:transfer,refund";
 pub const REVOKE: &str =

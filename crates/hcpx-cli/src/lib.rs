@@ -227,6 +227,13 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
+    /// Allow hosts a pack declares (`hosts`), for every tenant or one (sandbox.json packs.<id>.hosts); they
+    /// grant no network until the egress proxy exists.
+    #[command(after_help = examples::ALLOW_HOST)]
+    AllowHost(HostArgs),
+    /// Take allowed hosts back from a pack (all of them, for every tenant or the one named, when none is named).
+    #[command(after_help = examples::DISALLOW_HOST)]
+    DisallowHost(HostArgs),
     /// Let a pack's commands read paths beyond the default view (sandbox.json packs.<id>.read): what a call
     /// refused by Landlock names.
     #[command(after_help = examples::ALLOW_READ)]

@@ -207,6 +207,19 @@ pub struct NetworkArgs {
     pub kinds: Vec<String>,
 }
 
+// `hcpx allow-host PACK HOST… [--tenant T]` / `hcpx disallow-host PACK [HOST…] [--tenant T]`.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// The pack id.
+    pub pack: String,
+    /// Hosts as the pack declares them in `hosts`: `api.example.com`, `api.example.com:8443`,
+    /// `http://api.example.com`, `'*.example.com'`.
+    pub hosts: Vec<String>,
+    /// Only this tenant's calls (a tenant of a Principal, or `local`); without it, every tenant's.
+    #[arg(long)]
+    pub tenant: Option<String>,
+}
+
 // `hcpx credential …`.
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]

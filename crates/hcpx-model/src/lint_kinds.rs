@@ -37,6 +37,10 @@ pub enum LintKind {
     BadPassThrough,
     EvalUnknownCommand,
     AgentEnvDenied,
+    HostMalformed,
+    HostIpLiteral,
+    HostNotBare,
+    HostPortRange,
 }
 
 /// A registry row: the kind, what it checks and why it matters.
@@ -160,6 +164,18 @@ registry! {
     AgentEnvDenied, "agent_env_denied",
         "A `wrap.agent_env` name that changes what code a CLI loads or runs: the loader (`LD_*`), `PATH`, shell startup (`BASH_ENV`), runtime options (`NODE_OPTIONS`, `PYTHON*`), git config (`GIT_CONFIG_*`), pagers and editors, trust stores and proxies (docs/security.md lists them).",
         "The pack would run its own code inside a trusted system CLI (a preloaded library, a `core.fsmonitor`), whatever the allow-list says.";
+    HostMalformed, "host_malformed",
+        "A `hosts` entry (the pack's or a command's) is no host: empty, a scheme other than `https` or `http`, a label that is not letters, digits and `-`, a single label, a `*` other than a whole first label, a port that is not a number.",
+        "The operator allows exactly the hosts a pack declares; an entry that names no host could never be allowed, or would be read as another.";
+    HostIpLiteral, "host_ip_literal",
+        "A `hosts` entry is an IP address (`10.0.0.1`, `[::1]`) or ends in a numeric label.",
+        "Hosts are named by DNS name, so an operator reviews a name, not an address that may belong to anyone (an internal service, the metadata endpoint).";
+    HostNotBare, "host_not_bare",
+        "A `hosts` entry holds a path, a query, a fragment or userinfo (`api.example.com/v1`, `user@api.example.com`).",
+        "A host entry allows a host, never a part of one; a path would suggest a limit nothing enforces, and userinfo puts a credential in the manifest.";
+    HostPortRange, "host_port_range",
+        "A `hosts` entry's port is 0 or above 65535.",
+        "No service listens there; the entry could never be reached.";
 }
 
 impl Serialize for LintKind {

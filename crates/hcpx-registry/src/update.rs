@@ -1,7 +1,7 @@
 //! `hcpx update ID`: moves a registry pack to another tag only when the same key signed it and the build is not
 //! older than the installed one, and first names every change that widens the pack's reach: a read that became
 //! a write, a write that no longer asks to confirm, a new command, another credential family, a new network
-//! kind, UNIX socket or read path, another bin, another workspace mode, a new or changed `agent_env` name.
+//! kind, host, UNIX socket or read path, another bin, another workspace mode, a new or changed `agent_env` name.
 //! Nothing is applied unasked (`--yes`); `hcpx install` of other content for an installed pack shows the same.
 
 use serde::Serialize;
@@ -27,6 +27,9 @@ pub enum PolicyChange {
     NewCredentialFamily { family: String },
     /// The pack needs a network kind it did not.
     NewNetworkNeed { network: NetKind },
+    /// The pack declares a host it did not (its own `hosts` or a command's); `verbs` names the commands
+    /// that reach it (empty: every command).
+    NewHost { host: String, verbs: Vec<String> },
     /// The wrap connects to a UNIX socket it did not.
     NewSocket { path: String },
     /// The wrap asks to read a path it did not.
@@ -55,6 +58,8 @@ impl PolicyChange {
             }
             PolicyChange::NewCredentialFamily { family } => format!("a new credential family: {family}"),
             PolicyChange::NewNetworkNeed { network } => format!("a new network need: {}", network.as_str()),
+            PolicyChange::NewHost { host, verbs } if verbs.is_empty() => format!("a new host: {host}"),
+            PolicyChange::NewHost { host, verbs } => format!("a new host: {host} ({})", verbs.join(", ")),
             PolicyChange::NewSocket { path } => format!("a new UNIX socket: {path}"),
             PolicyChange::NewReadPath { path } => format!("a new read path: {path}"),
             PolicyChange::BinChanged { from, to } => format!("runs another bin: {from} -> {to}"),
@@ -146,7 +151,23 @@ pub fn policy_changes(old: &Pack, new: &Pack) -> Vec<PolicyChange> {
             out.push(PolicyChange::NewNetworkNeed { network: n });
         }
     }
+    out.extend(host_changes(old, new));
     out
+}
+
+/// The hosts `new` declares that `old` did not, each with the commands that reach it (none named: every one).
+fn host_changes(old: &Pack, new: &Pack) -> Vec<PolicyChange> {
+    let before = old.declared_hosts();
+    new.declared_hosts()
+        .into_iter()
+        .filter(|h| !before.contains(h))
+        .map(|h| {
+            let verbs: Vec<String> =
+                new.commands.keys().filter(|k| new.hosts_of(k).contains(&h)).cloned().collect();
+            let verbs = if verbs.len() == new.commands.len() { Vec::new() } else { verbs };
+            PolicyChange::NewHost { host: h.to_string(), verbs }
+        })
+        .collect()
 }
 
 /// What an update found, and whether it applied it.
@@ -284,6 +305,8 @@ mod tests {
             w["bin"] = json!("node");
             w["workspace"]["mode"] = json!("project");
             w["agent_env"] = json!({ "LEDGER_COLOR": "never" });
+            s["hosts"] = json!(["api.bank.example"]);
+            s["verbs"]["transfer"]["hosts"] = json!(["api.bank.example", "pay.bank.example:8443"]);
         });
         let said: Vec<String> = policy_changes(&old, &new).iter().map(PolicyChange::describe).collect();
         for want in [
@@ -293,6 +316,8 @@ mod tests {
             "runs another bin: bin/ledger.mjs -> node",
             "workspace mode workspace -> project",
             "sets agent_env LEDGER_COLOR (new or changed)",
+            "a new host: api.bank.example",
+            "a new host: pay.bank.example:8443 (transfer)",
         ] {
             assert!(said.iter().any(|s| s == want), "{want:?} not in {said:?}");
         }

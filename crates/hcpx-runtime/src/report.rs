@@ -212,6 +212,14 @@ impl Runtime {
                 } else {
                     add(&name, Health::Ok, "loads and can run".into());
                 }
+                // What it reaches over the network: its hosts and who allowed them, or anywhere (inet).
+                let reach = sandbox.as_ref().ok().and_then(|cfg| {
+                    let pack = self.installed_pack(id).ok()?;
+                    crate::store::hosts::Reach::of(&pack, cfg)
+                });
+                for line in reach.map(|r| r.lines(id)).unwrap_or_default() {
+                    add(&format!("{name} network"), Health::Ok, line);
+                }
             }
         }
         let status = checks.iter().map(|c| c.status).max().unwrap_or(Health::Ok);

@@ -132,6 +132,7 @@ impl Row {
             preview: None,
             policy_hint: None,
             policy: PolicyRow { operation: self.operation, confirm: false, land: Land::default() },
+            hosts: None,
         }
     }
 }
@@ -157,6 +158,8 @@ fn hcp_cli() -> Pack {
         pass_through: None,
         component: None,
         workspace: WorkspaceMode::None,
+        // It reaches no network: its answers come from the store.
+        hosts: Vec::new(),
         commands,
         triggers: Vec::new(),
         skill: Skill::parse(SKILL),

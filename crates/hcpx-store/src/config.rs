@@ -66,7 +66,7 @@ pub struct SandboxConfig {
     /// The highest Landlock ABI to use (default: the kernel's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landlock_abi: Option<u8>,
-    /// Per-pack loosening, by pack id: extra readable or writable paths and the network kinds it may use.
+    /// Per-pack loosening, by pack id: extra readable or writable paths, the network kinds and the hosts it may use.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub packs: std::collections::BTreeMap<String, PackSandbox>,
     /// Confirm-gated writes that need a person's approval when they come from MCP or HTTP: `confirm: true` from
@@ -154,6 +154,13 @@ pub struct PackSandbox {
     /// `wrap.unix_sockets`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unix_sockets: Vec<std::path::PathBuf>,
+    /// Hosts the pack's commands may reach, for every tenant; each one the pack declares in `hosts`, as written
+    /// there. They grant no network yet (docs/security.md, Hosts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::pack::HostRule>,
+    /// More hosts for one tenant's calls, by tenant (`hcpx allow-host --tenant`); each one the pack declares.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tenant_hosts: std::collections::BTreeMap<String, Vec<crate::pack::HostRule>>,
 }
 
 /// Default for `max_processes`.

@@ -26,6 +26,7 @@ pub mod connections;
 pub mod credentials;
 mod files;
 pub mod grants;
+pub mod hosts;
 mod keys;
 pub mod memo;
 pub use keys::KEY_DOC as REQUEST_STATE_KEY;

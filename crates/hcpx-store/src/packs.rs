@@ -451,7 +451,7 @@ impl Store {
 
     /// A tenant an activation may name: `local` (the CLI's) or one a Principal belongs to, so a typo is refused
     /// rather than recorded for nobody.
-    fn check_tenant(&self, tenant: &str) -> Result<(), StoreError> {
+    pub(crate) fn check_tenant(&self, tenant: &str) -> Result<(), StoreError> {
         use super::principals::LOCAL_TENANT;
         if tenant == LOCAL_TENANT {
             return Ok(());
@@ -500,7 +500,7 @@ fn check_id(id: &str) -> Result<(), StoreError> {
     }
 }
 
-fn not_installed(id: &str, state: &State) -> StoreError {
+pub(crate) fn not_installed(id: &str, state: &State) -> StoreError {
     StoreError::Refused(match crate::model::suggest::closest(id, state.packs.keys().map(String::as_str)) {
         Some(near) => {
             format!("pack {id} is not installed; did you mean `{near}`? otherwise install it with `hcpx install DIR`")

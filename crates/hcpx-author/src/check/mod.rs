@@ -154,6 +154,10 @@ pub struct CheckReport {
     /// Where probes and eval cases ran, when either did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ran_in: Option<String>,
+    /// What the commands reach over the network under the operator's `sandbox.json`: the declared hosts and
+    /// who allowed each, and `anywhere` for a wrap that asks for `inet`. Absent when the pack reaches nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::store::hosts::Reach>,
 }
 
 /// Progress while probes and eval cases run: `(layer, n, m, title)`.
@@ -164,9 +168,11 @@ pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> Che
     let analysis = crate::pack::analyze(dir);
     let mut skipped = Vec::new();
     let mut ran_in = None;
+    let mut network = None;
     let (pack, findings, probes, evals) = match analysis.pack {
         Some(pack) if analysis.issues.is_empty() => {
             let (findings, probes, evals) = check_pack(dir, &pack, opts, progress, &mut skipped, &mut ran_in);
+            network = crate::store::hosts::Reach::of(&pack, &opts.env.sandbox);
             (Some(pack), findings, probes, evals)
         }
         _ => {
@@ -176,6 +182,7 @@ pub fn check_dir(dir: &Path, opts: &CheckOptions, progress: Progress<'_>) -> Che
     };
     let mut r = report(dir, pack.map(|p| p.id).or(analysis.pack_id), findings, probes, evals, skipped);
     r.ran_in = ran_in;
+    r.network = network;
     r
 }
 
@@ -321,5 +328,6 @@ fn report(
         evals,
         skipped,
         ran_in: None,
+        network: None,
     }
 }

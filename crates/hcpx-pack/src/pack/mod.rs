@@ -3,6 +3,7 @@
 mod build;
 pub mod env_deny;
 mod files;
+pub mod hosts;
 pub mod raw;
 mod skill;
 pub mod tree;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 pub use crate::model::{BindingMode, PreviewKind};
 pub use build::{analyze, Analysis};
 pub use files::MAX_FILE_BYTES;
+pub use hosts::{HostError, HostRule, Scheme};
 pub use raw::{
     AdapterKind, Hub, Land, NetKind, Operation, Plane, RawEvalFile, RawMeta, Transport, WorkspaceMode,
 };
@@ -43,6 +45,8 @@ pub struct Pack {
     pub component: Option<String>,
     /// Where commands run (`wrap.workspace.mode`; composites read it too).
     pub workspace: WorkspaceMode,
+    /// The hosts the commands reach (`hosts`), sorted, without repeats; a command may name its own.
+    pub hosts: Vec<HostRule>,
     pub commands: IndexMap<String, Command>,
     pub triggers: Vec<String>,
     pub skill: Skill,
@@ -136,6 +140,8 @@ pub struct Command {
     /// The manifest's legacy `policy` hint.
     pub policy_hint: Option<Operation>,
     pub policy: PolicyRow,
+    /// The command's own `hosts`, in place of the pack's; `None`: the pack's.
+    pub hosts: Option<Vec<HostRule>>,
 }
 
 /// A `policy.json` row, defaults applied.
@@ -171,6 +177,17 @@ impl Pack {
     /// The command named `verb_key`.
     pub fn command(&self, verb_key: &str) -> Option<&Command> {
         self.commands.get(verb_key)
+    }
+
+    /// The hosts command `verb_key` reaches: its own `hosts`, else the pack's.
+    pub fn hosts_of(&self, verb_key: &str) -> &[HostRule] {
+        self.command(verb_key).and_then(|c| c.hosts.as_deref()).unwrap_or(&self.hosts)
+    }
+
+    /// Every host the pack declares, the pack's and each command's, sorted, without repeats.
+    pub fn declared_hosts(&self) -> Vec<HostRule> {
+        let own = self.commands.values().filter_map(|c| c.hosts.as_ref()).flatten();
+        hosts::normalized(self.hosts.iter().chain(own).cloned().collect())
     }
 }
 

@@ -111,6 +111,12 @@ pub struct RawManifest {
     pub pass_through: Option<RawPassThrough>,
     /// The WASI component of a `kind: composite` pack.
     pub component: Option<RawComponent>,
+    /// The hosts the commands reach (each command without its own `hosts`): `api.example.com`,
+    /// `api.example.com:8443`, `http://api.example.com`, `*.example.com` (every name below it); https and the
+    /// scheme's port unless written; DNS names only. The operator allows them per pack (`hcpx allow-host`);
+    /// they grant no network yet (docs/security.md, Hosts).
+    #[serde(default)]
+    pub hosts: Vec<String>,
     /// The commands, by name (`mail.list`: lower-case segments joined by dots).
     #[serde(default, deserialize_with = "unique_map")]
     #[schemars(with = "std::collections::BTreeMap<String, RawCommand>")]
@@ -245,6 +251,8 @@ pub struct RawCommand {
     pub policy: Option<Operation>,
     /// The approval card a person sees before a confirm-gated write runs.
     pub preview: Option<RawPreview>,
+    /// The hosts this command reaches, in place of the pack's `hosts` (`[]`: none).
+    pub hosts: Option<Vec<String>>,
 }
 
 /// A title form: one template or a list tried in order.

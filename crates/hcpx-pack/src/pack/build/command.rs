@@ -105,6 +105,7 @@ pub(super) fn build_command(
         }
         PreviewSpec { kind: p.kind, title, fields }
     });
+    let hosts = raw.hosts.as_ref().map(|h| super::hosts::parse_hosts(h, &format!("{base}/hosts"), is));
     let row = policy_rows.and_then(|rows| rows.get(key));
     if policy_rows.is_some() && row.is_none() {
         is.push(LintKind::PolicyMissing, POLICY, pointer(&["verbs", key]), format!("command `{key}` has no policy.json row"), format!("add \"{key}\": {{\"operation\": \"read\"}} (or \"write\", with \"confirm\": true for a gated write) under `verbs` in policy.json"));
@@ -122,6 +123,7 @@ pub(super) fn build_command(
         preview,
         policy_hint: raw.policy,
         policy: policy_row(row),
+        hosts,
     })
 }
 /// Every placeholder of a `cli[]` token or preview must name a declared argument.

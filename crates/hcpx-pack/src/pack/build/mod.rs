@@ -1,6 +1,7 @@
 //! The one analysis behind `hcpx lint` and `Pack::load`: every check runs, and a `Pack` is built only when none failed.
 
 mod command;
+mod hosts;
 mod kind;
 mod meta;
 mod paths;
@@ -140,6 +141,7 @@ fn build(
     }
 
     let wrap = check_kind(root, &m, kind, is);
+    let hosts = hosts::parse_hosts(&m.hosts, "/hosts", is);
     let pass_through = check_pass_through(&m, policy.as_ref(), is);
     let component = m.component.as_ref().map(|c| c.path.trim_start_matches("./").to_string());
 
@@ -236,6 +238,7 @@ fn build(
         pass_through,
         component,
         workspace: m.wrap.as_ref().and_then(|w| w.workspace.as_ref()).map(|ws| ws.mode).unwrap_or_default(),
+        hosts,
         commands,
         triggers,
         skill,

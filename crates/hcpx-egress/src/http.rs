@@ -67,7 +67,9 @@ pub fn target(method: &str, raw: &str) -> Result<Target, Refusal> {
     }
     let lower = raw.get(..8).unwrap_or(raw).to_ascii_lowercase();
     if lower.starts_with("https://") {
-        return Err(bad(format!("{method} {raw}: https goes through CONNECT host:port, not an absolute https url")));
+        return Err(bad(format!(
+            "{method} {raw}: https goes through CONNECT host:port, not an absolute https url"
+        )));
     }
     let Some(rest) = lower.starts_with("http://").then(|| &raw[7..]) else {
         if raw.starts_with('/') || raw == "*" {
@@ -149,12 +151,17 @@ pub fn rewrite(head: &Head, t: &Target) -> Result<(Vec<u8>, u64), Refusal> {
                 return Err(bad("two host headers; send one"));
             }
         } else if name.eq_ignore_ascii_case("content-length") {
-            let n = value_text.trim().parse::<u64>().map_err(|_| bad(format!("content-length {value_text:?}")))?;
+            let n = value_text
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| bad(format!("content-length {value_text:?}")))?;
             if length.replace(n).is_some_and(|m| m != n) {
                 return Err(bad("two different content-length headers; send one"));
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(bad("a transfer-encoding request body is not forwarded; send it with content-length"));
+            return Err(bad(
+                "a transfer-encoding request body is not forwarded; send it with content-length",
+            ));
         } else if name.eq_ignore_ascii_case("connection") {
             also_hop.extend(value_text.split(',').map(|s| s.trim().to_ascii_lowercase()));
         }
@@ -212,7 +219,8 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("Api.test", 8080, "/?q=1"));
         assert_eq!(target("GET", "HTTP://a.test").unwrap().port, 80);
         assert_eq!(target("CONNECT", "[::1]:443").unwrap().host, "[::1]");
-        for (m, raw) in [("CONNECT", "api.test"), ("GET", "/x"), ("GET", "https://a.test/"), ("GET", "http://u@a.test/")]
+        for (m, raw) in
+            [("CONNECT", "api.test"), ("GET", "/x"), ("GET", "https://a.test/"), ("GET", "http://u@a.test/")]
         {
             assert_eq!(target(m, raw).unwrap_err().kind, RefusalKind::BadRequest, "{m} {raw}");
         }
@@ -228,7 +236,10 @@ mod tests {
         assert_eq!(text, "GET /p HTTP/1.1\r\nHost: A.test:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n");
         assert_eq!(body, 0);
         let h = head("POST http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n");
-        assert!(rewrite(&h, &target(&h.method, &h.target).unwrap()).unwrap_err().reason.contains("does not name"));
+        assert!(rewrite(&h, &target(&h.method, &h.target).unwrap())
+            .unwrap_err()
+            .reason
+            .contains("does not name"));
         let h = head("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n");
         assert!(rewrite(&h, &target(&h.method, &h.target).unwrap()).is_err());
         let h = head("POST http://a.test/ HTTP/1.1\r\nHost: a.test:80\r\nContent-Length: 5\r\n\r\n");

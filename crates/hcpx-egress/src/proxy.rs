@@ -194,20 +194,29 @@ impl Drop for Record {
 }
 
 async fn too_many(mut client: TcpStream, mut rec: Record, max: usize) {
-    let r = Refusal::new(RefusalKind::Limit, format!("{max} connections are already open; retry when one ends"));
+    let r =
+        Refusal::new(RefusalKind::Limit, format!("{max} connections are already open; retry when one ends"));
     answer(&mut client, 503, &r).await;
     rec.status = Some(503);
     rec.refused = Some(r);
     rec.finished = true;
 }
 
-async fn serve(mut client: TcpStream, shared: Arc<Shared>, mut rec: Record, _permit: tokio::sync::OwnedSemaphorePermit) {
+async fn serve(
+    mut client: TcpStream,
+    shared: Arc<Shared>,
+    mut rec: Record,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
     let _ = client.set_nodelay(true);
     let deadline = tokio::time::Instant::from_std(rec.start) + shared.limits.deadline;
     let outcome = tokio::time::timeout_at(deadline, run(&mut client, &shared, &mut rec)).await;
     if outcome.is_err() {
         let secs = shared.limits.deadline.as_secs_f64();
-        let r = Refusal::new(RefusalKind::Limit, format!("the connection's deadline of {secs}s passed; it was cut"));
+        let r = Refusal::new(
+            RefusalKind::Limit,
+            format!("the connection's deadline of {secs}s passed; it was cut"),
+        );
         if rec.status.is_none() {
             rec.status = Some(408);
             let _ = tokio::time::timeout(Duration::from_secs(1), answer(&mut client, 408, &r)).await;
@@ -240,7 +249,11 @@ async fn run(client: &mut TcpStream, shared: &Shared, rec: &mut Record) {
 type Admitted = (Head, Target, TcpStream, Vec<u8>);
 
 /// Reads the head, decides, resolves and connects: everything that can still be answered with a status.
-async fn admit(client: &mut TcpStream, shared: &Shared, rec: &mut Record) -> Result<Admitted, (Refusal, u16)> {
+async fn admit(
+    client: &mut TcpStream,
+    shared: &Shared,
+    rec: &mut Record,
+) -> Result<Admitted, (Refusal, u16)> {
     let plain = |r: Refusal| {
         let status = r.kind.status();
         (r, status)
@@ -252,13 +265,20 @@ async fn admit(client: &mut TcpStream, shared: &Shared, rec: &mut Record) -> Res
             break head;
         }
         if buf.len() >= max {
-            let r = Refusal::new(RefusalKind::Limit, format!("the request head is over {max} bytes; send a smaller one"));
+            let r = Refusal::new(
+                RefusalKind::Limit,
+                format!("the request head is over {max} bytes; send a smaller one"),
+            );
             return Err((r, 431));
         }
         let mut chunk = vec![0u8; (max - buf.len()).min(4096)];
-        let n = client.read(&mut chunk).await.map_err(|e| plain(io_refusal("reading the request head", &e)))?;
+        let n =
+            client.read(&mut chunk).await.map_err(|e| plain(io_refusal("reading the request head", &e)))?;
         if n == 0 {
-            return Err(plain(Refusal::new(RefusalKind::BadRequest, "the connection closed before a request head")));
+            return Err(plain(Refusal::new(
+                RefusalKind::BadRequest,
+                "the connection closed before a request head",
+            )));
         }
         buf.extend_from_slice(&chunk[..n]);
     };
@@ -324,9 +344,17 @@ async fn tunnel(
             }
             Hello::Complete { server_name: Some(name), .. } => break name,
             Hello::Complete { server_name: None, .. } => {
-                return Err(refuse(rec, format!("the clienthello names no server (sni); the tunnel to {} carries tls for {} only", t.host, t.host)));
+                return Err(refuse(
+                    rec,
+                    format!(
+                        "the clienthello names no server (sni); the tunnel to {} carries tls for {} only",
+                        t.host, t.host
+                    ),
+                ));
             }
-            Hello::Invalid(why) => return Err(refuse(rec, format!("{why} in the tunnel to {}; it carries tls only", t.host))),
+            Hello::Invalid(why) => {
+                return Err(refuse(rec, format!("{why} in the tunnel to {}; it carries tls only", t.host)))
+            }
             Hello::Incomplete => {}
         }
         if hello.len() > sni::MAX_HELLO + 4096 {

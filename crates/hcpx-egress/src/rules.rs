@@ -108,9 +108,7 @@ impl FromStr for Rule {
         };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         let (host, port) = match rest.rsplit_once(':') {
-            Some((host, port)) => {
-                (host, port.parse::<u16>().map_err(|_| RuleError::Port(s.to_string()))?)
-            }
+            Some((host, port)) => (host, port.parse::<u16>().map_err(|_| RuleError::Port(s.to_string()))?),
             None => (rest, scheme.default_port()),
         };
         Rule::new(scheme, host, port).map_err(|e| match e {
@@ -201,7 +199,8 @@ pub fn normalize_host(host: &str) -> Result<String, Refusal> {
     let name = trimmed.to_ascii_lowercase();
     for label in name.split('.') {
         let ok_chars = label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if label.is_empty() || label.len() > 63 || !ok_chars || label.starts_with('-') || label.ends_with('-') {
+        if label.is_empty() || label.len() > 63 || !ok_chars || label.starts_with('-') || label.ends_with('-')
+        {
             return bad("is not a dns name (labels of 1 to 63 letters, digits and inner hyphens)");
         }
     }
@@ -282,7 +281,9 @@ mod tests {
 
     #[test]
     fn internal_and_fixed_answers_are_looked_up_normalized() {
-        let p = policy().allow_internal("Db.Example.com.").with_host("DB.example.com", vec![[10, 0, 0, 1].into()]);
+        let p = policy()
+            .allow_internal("Db.Example.com.")
+            .with_host("DB.example.com", vec![[10, 0, 0, 1].into()]);
         assert!(p.is_internal("db.example.com"));
         assert_eq!(p.fixed_answer("db.example.com").unwrap().len(), 1);
         assert!(p.fixed_answer("api.example.com").is_none());

@@ -47,7 +47,8 @@ pub fn parse(buf: &[u8]) -> Hello {
             if message[0] != CLIENT_HELLO {
                 return Hello::Invalid("the first handshake message is not a clienthello");
             }
-            let body_len = (usize::from(message[1]) << 16) | (usize::from(message[2]) << 8) | usize::from(message[3]);
+            let body_len =
+                (usize::from(message[1]) << 16) | (usize::from(message[2]) << 8) | usize::from(message[3]);
             if body_len > MAX_HELLO {
                 return Hello::Invalid("the clienthello is larger than the proxy reads");
             }
@@ -203,7 +204,10 @@ mod tests {
         let ech = hello(&[(0, sni(&["public.test"])), (EXT_ECH, vec![1, 2, 3])], 16384);
         assert_eq!(parse(&ech), Hello::Complete { server_name: Some("public.test".into()), ech: true });
         assert!(matches!(parse(&hello(&[(0, sni(&["a.test", "b.test"]))], 16384)), Hello::Invalid(_)));
-        assert!(matches!(parse(&hello(&[(0, sni(&["a.test"])), (0, sni(&["b.test"]))], 99)), Hello::Invalid(_)));
+        assert!(matches!(
+            parse(&hello(&[(0, sni(&["a.test"])), (0, sni(&["b.test"]))], 99)),
+            Hello::Invalid(_)
+        ));
         assert!(matches!(parse(&hello(&[(0, vec![0, 9, 0])], 16384)), Hello::Invalid(_)));
         assert!(matches!(parse(b"GET / HTTP/1.1\r\n"), Hello::Invalid(_)));
         let mut not_hello = hello(&[], 16384);

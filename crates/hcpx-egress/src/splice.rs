@@ -34,7 +34,8 @@ impl Leg<'_> {
     }
 
     fn limit(&self) -> Cut {
-        let reason = format!("more than {} bytes {}; the connection was cut at the limit", self.cap, self.name);
+        let reason =
+            format!("more than {} bytes {}; the connection was cut at the limit", self.cap, self.name);
         Cut::Limit(Refusal::new(RefusalKind::Limit, reason))
     }
 
@@ -50,7 +51,13 @@ impl Leg<'_> {
 
     /// Copies `r` to `w` until `r` ends, then shuts `w`'s write side if `shutdown`. The first bytes copied are
     /// kept in `first` (up to its capacity) for a caller that wants the status line.
-    pub async fn copy<R, W>(&self, r: &mut R, w: &mut W, shutdown: bool, first: &mut Vec<u8>) -> Result<(), Cut>
+    pub async fn copy<R, W>(
+        &self,
+        r: &mut R,
+        w: &mut W,
+        shutdown: bool,
+        first: &mut Vec<u8>,
+    ) -> Result<(), Cut>
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,

@@ -115,12 +115,17 @@ async fn another_port_of_an_allowed_host_is_refused_naming_the_rule() {
 }
 
 #[tokio::test]
-async fn an_ip_literal_connect_is_refused() {
+async fn an_ip_literal_is_refused_on_connect_and_on_plain_http() {
     let mut w = world(Limits::default()).await;
     for target in [format!("127.0.0.1:{}", w.tls.port()), "[::1]:443".to_string()] {
         let (answer, e) = refused(&mut w, &format!("CONNECT {target} HTTP/1.1\r\n\r\n")).await;
         assert_refused(&answer, &e, 403, RefusalKind::IpLiteral);
     }
+    let port = w.web.port();
+    let request = format!("GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let (answer, e) = refused(&mut w, &request).await;
+    assert_refused(&answer, &e, 403, RefusalKind::IpLiteral);
+    assert_eq!(e.scheme, Some(Scheme::Http));
 }
 
 #[tokio::test]

@@ -142,6 +142,18 @@ async fn a_clienthello_for_another_name_than_the_connect_host_is_cut() {
 }
 
 #[tokio::test]
+async fn a_clienthello_with_no_server_name_is_cut() {
+    let mut w = world(Limits::default()).await;
+    let (tcp, head) = connect_via(w.proxy.addr(), &format!("api.test:{}", w.tls.port())).await;
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(https_get(&w.pki.no_sni, tcp, "api.test").await.is_err());
+    let e = w.events.only().await;
+    assert_eq!(e.refused.as_ref().map(|r| r.kind), Some(RefusalKind::SniMismatch), "{e:?}");
+    assert!(e.refused.unwrap().reason.contains("names no server (sni)"));
+    assert_eq!((e.bytes_up, e.bytes_down), (0, 0));
+}
+
+#[tokio::test]
 async fn a_name_resolving_to_loopback_is_refused_unless_internal() {
     let mut w = world(Limits::default()).await;
     let request = format!("CONNECT local.test:{} HTTP/1.1\r\n\r\n", w.tls.port());

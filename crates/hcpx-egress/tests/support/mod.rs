@@ -25,6 +25,8 @@ pub const CERT_NAMES: [&str; 2] = ["api.test", "other.test"];
 pub struct Pki {
     pub acceptor: TlsAcceptor,
     pub connector: TlsConnector,
+    /// The same client with SNI turned off: its ClientHello names no server.
+    pub no_sni: TlsConnector,
 }
 
 pub fn pki() -> Pki {
@@ -52,7 +54,13 @@ pub fn pki() -> Pki {
         .with_root_certificates(roots)
         .with_no_client_auth();
     client.resumption = Resumption::disabled();
-    Pki { acceptor: TlsAcceptor::from(Arc::new(server)), connector: TlsConnector::from(Arc::new(client)) }
+    let mut no_sni = client.clone();
+    no_sni.enable_sni = false;
+    Pki {
+        acceptor: TlsAcceptor::from(Arc::new(server)),
+        connector: TlsConnector::from(Arc::new(client)),
+        no_sni: TlsConnector::from(Arc::new(no_sni)),
+    }
 }
 
 /// Reads up to the end of an HTTP head (or EOF).

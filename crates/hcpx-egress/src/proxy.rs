@@ -1,0 +1,437 @@
+//! The loopback forward proxy a wrap's connections and a composite's outgoing HTTP will go through: one request
+//! per connection, decided by the policy, resolved and pinned, relayed with its bytes counted, and reported as
+//! exactly one `EgressEvent` (a guard emits it however the connection ends, even if the proxy is stopped).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::addr::resolve;
+use crate::http::{self, Head, Target};
+use crate::refusal::{Refusal, RefusalKind};
+use crate::rules::{normalize_host, Policy, Scheme};
+use crate::sni::{self, Hello};
+use crate::splice::{both, Cut, Leg};
+
+/// What one connection may use.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// Bytes sent to the origin per connection (the request, or the client's side of a tunnel).
+    pub max_bytes_up: u64,
+    /// Bytes sent back to the client per connection.
+    pub max_bytes_down: u64,
+    /// From accept to the last byte: past it the connection is cut.
+    pub deadline: Duration,
+    /// The request head, in bytes (431 past it).
+    pub max_head: usize,
+    /// One connect attempt to one resolved address.
+    pub connect_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 64,
+            max_bytes_up: 64 << 20,
+            max_bytes_down: 256 << 20,
+            deadline: Duration::from_secs(300),
+            max_head: 16 * 1024,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One request, allowed or refused, as the audit log will record it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EgressEvent {
+    /// The host the request named (as sent; empty if none was read).
+    pub host: String,
+    pub port: u16,
+    /// HTTPS for CONNECT, HTTP for an absolute-form request; none if the request was never read.
+    pub scheme: Option<Scheme>,
+    pub method: String,
+    /// What the client was answered: the proxy's own status (200 for an established tunnel, the refusal's), or
+    /// the origin's for a relayed plain request.
+    pub status: Option<u16>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub refused: Option<Refusal>,
+    pub elapsed: Duration,
+}
+
+/// The proxy could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("egress proxy: cannot listen on 127.0.0.1 ({0}); check that loopback is up")]
+    Listen(#[source] std::io::Error),
+}
+
+type Sink = Arc<dyn Fn(EgressEvent) + Send + Sync>;
+
+struct Shared {
+    policy: Policy,
+    limits: Limits,
+    sink: Sink,
+}
+
+/// The running proxy: its address, and it stops (every open connection with it) when dropped.
+pub struct ProxyHandle {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl ProxyHandle {
+    /// Where it listens (127.0.0.1, a port the kernel chose).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub struct Proxy;
+
+impl Proxy {
+    /// Listens on 127.0.0.1:0 on the current tokio runtime and serves until the handle is dropped.
+    pub async fn start<F>(policy: Policy, limits: Limits, on_event: F) -> Result<ProxyHandle, StartError>
+    where
+        F: Fn(EgressEvent) + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.map_err(StartError::Listen)?;
+        let addr = listener.local_addr().map_err(StartError::Listen)?;
+        let shared = Arc::new(Shared { policy, limits, sink: Arc::new(on_event) });
+        let task = tokio::spawn(accept_loop(listener, shared));
+        Ok(ProxyHandle { addr, task })
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let open = Arc::new(Semaphore::new(shared.limits.max_connections));
+    // Dropping the set (the handle aborts this task) aborts every connection; each one's guard still reports.
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((client, _)) = accepted else { continue };
+                let rec = Record::new(shared.sink.clone());
+                match open.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        conns.spawn(serve(client, shared.clone(), rec, permit));
+                    }
+                    Err(_) => {
+                        conns.spawn(too_many(client, rec, shared.limits.max_connections));
+                    }
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+/// The event under construction; reported on drop, so every connection reports exactly once.
+struct Record {
+    start: Instant,
+    sink: Sink,
+    host: String,
+    port: u16,
+    scheme: Option<Scheme>,
+    method: String,
+    status: Option<u16>,
+    up: AtomicU64,
+    down: AtomicU64,
+    refused: Option<Refusal>,
+    finished: bool,
+}
+
+impl Record {
+    fn new(sink: Sink) -> Record {
+        Record {
+            start: Instant::now(),
+            sink,
+            host: String::new(),
+            port: 0,
+            scheme: None,
+            method: String::new(),
+            status: None,
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+            refused: None,
+            finished: false,
+        }
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        if !self.finished && self.refused.is_none() {
+            let reason = "the proxy stopped before the request ended";
+            self.refused = Some(Refusal::new(RefusalKind::Limit, reason));
+        }
+        (self.sink)(EgressEvent {
+            host: std::mem::take(&mut self.host),
+            port: self.port,
+            scheme: self.scheme,
+            method: std::mem::take(&mut self.method),
+            status: self.status,
+            bytes_up: self.up.load(Ordering::Relaxed),
+            bytes_down: self.down.load(Ordering::Relaxed),
+            refused: self.refused.take(),
+            elapsed: self.start.elapsed(),
+        });
+    }
+}
+
+async fn too_many(mut client: TcpStream, mut rec: Record, max: usize) {
+    let r =
+        Refusal::new(RefusalKind::Limit, format!("{max} connections are already open; retry when one ends"));
+    answer(&mut client, 503, &r).await;
+    rec.status = Some(503);
+    rec.refused = Some(r);
+    rec.finished = true;
+}
+
+async fn serve(
+    mut client: TcpStream,
+    shared: Arc<Shared>,
+    mut rec: Record,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let _ = client.set_nodelay(true);
+    let deadline = tokio::time::Instant::from_std(rec.start) + shared.limits.deadline;
+    let outcome = tokio::time::timeout_at(deadline, run(&mut client, &shared, &mut rec)).await;
+    if outcome.is_err() {
+        let secs = shared.limits.deadline.as_secs_f64();
+        let r = Refusal::new(
+            RefusalKind::Limit,
+            format!("the connection's deadline of {secs}s passed; it was cut"),
+        );
+        if rec.status.is_none() {
+            rec.status = Some(408);
+            let _ = tokio::time::timeout(Duration::from_secs(1), answer(&mut client, 408, &r)).await;
+        }
+        rec.refused = Some(r);
+    }
+    rec.finished = true;
+}
+
+/// One connection: admit the request (answering a refusal), then relay it.
+async fn run(client: &mut TcpStream, shared: &Shared, rec: &mut Record) {
+    let (head, target, origin, rest) = match admit(client, shared, rec).await {
+        Ok(admitted) => admitted,
+        Err((r, status)) => {
+            answer(client, status, &r).await;
+            rec.status = Some(status);
+            rec.refused = Some(r);
+            return;
+        }
+    };
+    let relayed = match target.scheme {
+        Scheme::Https => tunnel(client, origin, &target, rest, shared, rec).await,
+        Scheme::Http => forward(client, origin, &head, &target, rest, shared, rec).await,
+    };
+    if let Err(Cut::Limit(r)) = relayed {
+        rec.refused = Some(r);
+    }
+}
+
+type Admitted = (Head, Target, TcpStream, Vec<u8>);
+
+/// Reads the head, decides, resolves and connects: everything that can still be answered with a status.
+async fn admit(
+    client: &mut TcpStream,
+    shared: &Shared,
+    rec: &mut Record,
+) -> Result<Admitted, (Refusal, u16)> {
+    let plain = |r: Refusal| {
+        let status = r.kind.status();
+        (r, status)
+    };
+    let max = shared.limits.max_head;
+    let mut buf = Vec::with_capacity(4096);
+    let head = loop {
+        if let Some(head) = http::parse_head(&buf).map_err(plain)? {
+            break head;
+        }
+        if buf.len() >= max {
+            let r = Refusal::new(
+                RefusalKind::Limit,
+                format!("the request head is over {max} bytes; send a smaller one"),
+            );
+            return Err((r, 431));
+        }
+        let mut chunk = vec![0u8; (max - buf.len()).min(4096)];
+        let n =
+            client.read(&mut chunk).await.map_err(|e| plain(io_refusal("reading the request head", &e)))?;
+        if n == 0 {
+            return Err(plain(Refusal::new(
+                RefusalKind::BadRequest,
+                "the connection closed before a request head",
+            )));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    rec.method.clone_from(&head.method);
+    rec.host.clone_from(&head.target);
+    let target = http::target(&head.method, &head.target).map_err(|r| {
+        let status = if http::wrong_method(&head.method, &head.target) { 405 } else { r.kind.status() };
+        (r, status)
+    })?;
+    rec.host.clone_from(&target.host);
+    rec.port = target.port;
+    rec.scheme = Some(target.scheme);
+    shared.policy.decide(target.scheme, &target.host, target.port).map_err(plain)?;
+    if target.scheme == Scheme::Http {
+        http::rewrite(&head, &target).map_err(plain)?;
+    }
+    let addrs = resolve(&shared.policy, &target.host, target.port).await.map_err(plain)?;
+    let origin = connect(&addrs, &target, shared.limits.connect_timeout).await.map_err(plain)?;
+    let rest = buf.split_off(head.len);
+    Ok((head, target, origin, rest))
+}
+
+/// Connects to the first of the pinned addresses that answers.
+async fn connect(addrs: &[SocketAddr], t: &Target, each: Duration) -> Result<TcpStream, Refusal> {
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match tokio::time::timeout(each, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Ok(Err(e)) => last = format!("{addr}: {e}"),
+            Err(_) => last = format!("{addr}: no answer in {}s", each.as_secs_f64()),
+        }
+    }
+    let reason = format!("{}:{} did not accept a connection ({last}); check that it is up", t.host, t.port);
+    Err(Refusal::new(RefusalKind::ConnectFailed, reason))
+}
+
+fn io_refusal(what: &str, e: &std::io::Error) -> Refusal {
+    Refusal::new(RefusalKind::BadRequest, format!("{what}: {e}"))
+}
+
+/// CONNECT: answer 200, read the ClientHello, require its SNI to be the CONNECT host, then splice.
+async fn tunnel(
+    client: &mut TcpStream,
+    mut origin: TcpStream,
+    t: &Target,
+    mut hello: Vec<u8>,
+    shared: &Shared,
+    rec: &mut Record,
+) -> Result<(), Cut> {
+    client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await.map_err(|_| Cut::Io)?;
+    rec.status = Some(200);
+    let refuse = |rec: &mut Record, why: String| {
+        rec.refused = Some(Refusal::new(RefusalKind::SniMismatch, why));
+        Cut::Io
+    };
+    let name = loop {
+        match sni::parse(&hello) {
+            Hello::Complete { ech: true, .. } => {
+                return Err(refuse(rec, format!("the clienthello to {} offers encrypted client hello, which hides the server name; the tunnel carries tls for {} only", t.host, t.host)));
+            }
+            Hello::Complete { server_name: Some(name), .. } => break name,
+            Hello::Complete { server_name: None, .. } => {
+                return Err(refuse(
+                    rec,
+                    format!(
+                        "the clienthello names no server (sni); the tunnel to {} carries tls for {} only",
+                        t.host, t.host
+                    ),
+                ));
+            }
+            Hello::Invalid(why) => {
+                return Err(refuse(rec, format!("{why} in the tunnel to {}; it carries tls only", t.host)))
+            }
+            Hello::Incomplete => {}
+        }
+        if hello.len() > sni::MAX_HELLO + 4096 {
+            return Err(refuse(rec, format!("no whole clienthello in {} bytes", hello.len())));
+        }
+        let mut chunk = vec![0u8; 4096];
+        let n = client.read(&mut chunk).await.map_err(|_| Cut::Io)?;
+        if n == 0 {
+            return Err(refuse(rec, format!("the tunnel to {} closed before a tls clienthello", t.host)));
+        }
+        hello.extend_from_slice(&chunk[..n]);
+    };
+    let same = match (normalize_host(&name), normalize_host(&t.host)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
+        return Err(refuse(rec, format!("the clienthello names {name}, the connect target is {}; one tunnel carries tls for its own host", t.host)));
+    }
+    let up = Leg { count: &rec.up, cap: shared.limits.max_bytes_up, name: "up" };
+    let down = Leg { count: &rec.down, cap: shared.limits.max_bytes_down, name: "down" };
+    up.send(&mut origin, &hello).await?;
+    let (mut cr, mut cw) = client.split();
+    let (mut or, mut ow) = origin.split();
+    let (mut f1, mut f2) = (Vec::new(), Vec::new());
+    both(up.copy(&mut cr, &mut ow, true, &mut f1), down.copy(&mut or, &mut cw, true, &mut f2), false).await
+}
+
+/// A plain request: forward it in origin-form with exactly its Content-Length of body, relay the response.
+async fn forward(
+    client: &mut TcpStream,
+    mut origin: TcpStream,
+    head: &Head,
+    t: &Target,
+    mut body: Vec<u8>,
+    shared: &Shared,
+    rec: &mut Record,
+) -> Result<(), Cut> {
+    let Ok((request, body_len)) = http::rewrite(head, t) else { return Err(Cut::Io) };
+    let up = Leg { count: &rec.up, cap: shared.limits.max_bytes_up, name: "up" };
+    let down = Leg { count: &rec.down, cap: shared.limits.max_bytes_down, name: "down" };
+    // Bytes after the body (a pipelined second request) are never forwarded.
+    body.truncate(usize::try_from(body_len).unwrap_or(usize::MAX));
+    let remaining = body_len - body.len() as u64;
+    up.send(&mut origin, &request).await?;
+    up.send(&mut origin, &body).await?;
+    let mut first = Vec::with_capacity(16);
+    let (cr, mut cw) = client.split();
+    let (mut or, mut ow) = origin.split();
+    let mut cr = cr.take(remaining);
+    let mut unused = Vec::new();
+    let relayed = both(
+        up.copy(&mut cr, &mut ow, false, &mut unused),
+        down.copy(&mut or, &mut cw, true, &mut first),
+        true,
+    )
+    .await;
+    rec.status = http::response_status(&first);
+    relayed
+}
+
+/// A refusal as the client sees it: the status and the one-line reason.
+async fn answer(client: &mut TcpStream, status: u16, r: &Refusal) {
+    let phrase = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        431 => "Request Header Fields Too Large",
+        502 => "Bad Gateway",
+        _ => "Service Unavailable",
+    };
+    let body = format!("{r}\n");
+    let head = format!(
+        "HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = client.write_all(format!("{head}{body}").as_bytes()).await;
+    let _ = client.shutdown().await;
+}

@@ -131,18 +131,6 @@ impl HostRule {
         }
         Ok(HostRule { scheme, host: name, port, wildcard })
     }
-
-    /// Whether this rule covers `other`: the same rule, or a wildcard with the same scheme and port over a name
-    /// below it (`*.example.com` covers `api.example.com` and `*.eu.example.com`).
-    pub fn covers(&self, other: &HostRule) -> bool {
-        if self == other {
-            return true;
-        }
-        self.wildcard
-            && self.scheme == other.scheme
-            && self.port == other.port
-            && other.host.strip_suffix(self.host.as_str()).is_some_and(|head| head.ends_with('.'))
-    }
 }
 
 /// A DNS name of two labels or more: ASCII letters, digits and `-` (not first or last), each label at most 63.
@@ -309,14 +297,5 @@ mod tests {
         }
         let e = HostRule::parse("https://user@api.example.com/v1").unwrap_err().to_string();
         assert!(e.contains("userinfo") && e.contains("write \"api.example.com\""), "{e}");
-    }
-
-    #[test]
-    fn a_wildcard_covers_names_below_it_on_its_scheme_and_port_only() {
-        let w = ok("*.example.com");
-        assert!(w.covers(&ok("api.example.com")) && w.covers(&ok("*.eu.example.com")) && w.covers(&w));
-        assert!(!w.covers(&ok("example.com")) && !w.covers(&ok("evil-example.com")));
-        assert!(!w.covers(&ok("http://api.example.com")) && !w.covers(&ok("api.example.com:8443")));
-        assert!(!ok("api.example.com").covers(&ok("x.api.example.com")));
     }
 }

@@ -112,7 +112,7 @@ pub struct RawManifest {
     /// The WASI component of a `kind: composite` pack.
     pub component: Option<RawComponent>,
     /// The hosts the commands reach (each command without its own `hosts`): `api.example.com`,
-    /// `api.example.com:8443`, `http://api.example.com`, `*.example.com` (every name below it); https and the
+    /// `api.example.com:8443`, `http://api.example.com`, `*.example.com` (any one name directly below it, as a TLS certificate's wildcard); https and the
     /// scheme's port unless written; DNS names only. The operator allows them per pack (`hcpx allow-host`);
     /// they grant no network yet (docs/security.md, Hosts).
     #[serde(default)]

@@ -76,6 +76,9 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
             w.read_not_lent(&lent)
         })
         .unwrap_or_default();
+    // The hosts it declares and who allowed each (none allowed yet for a new pack), or `inet`'s anywhere.
+    let sandbox = store.sandbox().ok();
+    let reach = pack.as_ref().zip(sandbox.as_deref()).and_then(|(pk, s)| hcpx_store::hosts::Reach::of(pk, s));
     Ok(p.report(&DirInstalled {
         ok: true,
         pack_id: id,
@@ -87,6 +90,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
         credential_family: family,
         unlisted,
         asked,
+        reach,
     }))
 }
 
@@ -107,6 +111,9 @@ struct DirInstalled<'a> {
     /// The paths the pack asks to read that the operator has not lent.
     #[serde(skip)]
     asked: Vec<PathBuf>,
+    /// What it reaches over the network: its declared hosts and who allowed each, or `inet`'s anywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reach: Option<hcpx_store::hosts::Reach>,
 }
 
 /// The credential family a pack asks for: whether it may use it, and which packs may.
@@ -154,6 +161,9 @@ impl Report for DirInstalled<'_> {
                 shown.join(" and "),
                 shown.join(" ")
             ));
+        }
+        for line in self.reach.iter().flat_map(|r| r.lines(id)) {
+            out.message(&format!("{id} {line}"));
         }
         let allow = self.unlisted.as_ref().map(|b| format!("hcpx allow {b}, then ")).unwrap_or_default();
         if self.deactivated {

@@ -214,6 +214,27 @@ fn check_and_doctor_show_the_hosts_and_name_inet_as_anywhere() {
     assert!(v.get("network").is_none(), "{v}");
 }
 
+/// `hcpx install DIR` says which hosts the new pack reaches and the line that allows each (none is allowed at
+/// install), as it says which bin and paths it needs.
+#[test]
+fn install_names_the_hosts_a_pack_reaches_and_how_to_allow_them() {
+    let h = Home::new();
+    let dir = with_hosts().write(h.t.path());
+    let out = h.run(&["install", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "demo hosts api.example.com (list, show) not allowed: hcpx allow-host demo api.example.com"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("'*.cdn.example.com'"), "{text}");
+    let v = run(&h, &["install", dir.to_str().unwrap()], 0);
+    assert_eq!(v["reach"]["hosts"][0]["host"], "api.example.com", "{v}");
+    assert_eq!(v["reach"]["hosts"][0]["allowed"], json!(false), "{v}");
+}
+
 #[test]
 fn an_update_that_adds_a_host_names_it_in_its_review() {
     use crate::distribution::{example, key, publish, reference, run_json, trust};

@@ -137,6 +137,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         tmpdir: &work.tmpdir,
         network: &wrap.network,
         unix_sockets: &wrap.unix_sockets,
+        egress: None,
         project,
         timeout_ms: limits.timeout_ms,
     };

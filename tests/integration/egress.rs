@@ -142,7 +142,15 @@ def sock(family, kind, addr, fastopen=False):
         return "connected"
     except OSError as e:
         return "refused %d" % e.errno
+def listen():
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.listen(1)
+        return "listening on %d" % s.getsockname()[1]
+    except OSError as e:
+        return "refused %d" % e.errno
 out = {{
+    "listen": listen(),
     "proxy": os.environ.get("HTTPS_PROXY", "") + " " + os.environ.get("http_proxy", "") + " " + str("NO_PROXY" in os.environ or "no_proxy" in os.environ),
     "https": get("https://api.test:{tls}/"),
     "http": get("http://web.test:{web}/"),
@@ -253,6 +261,8 @@ fn a_wrap_that_ignores_the_proxy_or_leaves_its_hosts_reaches_nothing() {
         assert_eq!(got(&r, what), eperm, "{what}: {r}");
     }
     assert_eq!(got(&r, "fastopen"), "refused 1", "{r}");
+    // Nothing listens for connections from outside either (`listen` would bind a port of its own).
+    assert_eq!(got(&r, "listen"), "refused 1", "{r}");
     // The proxy: another tenant's host, another port, an IP literal, a name mapped to loopback but not
     // internal, a name mapped to the metadata address (internal or not), a plain request to an https host.
     for (what, kind) in [

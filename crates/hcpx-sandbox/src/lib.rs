@@ -117,8 +117,8 @@ pub struct Confinement {
     pub unix_sockets: Vec<PathBuf>,
     /// The port of the call's egress proxy on 127.0.0.1 (docs/egress.md), when its command's hosts are allowed
     /// and it has no `inet`: the child may make TCP sockets only (no UDP, no raw ones), every `connect` is held
-    /// by hcpx and made only to 127.0.0.1:PORT (unotify.rs; anything else `ECONNREFUSED`), TCP Fast Open is
-    /// refused (seccomp) and Landlock's TCP rules allow connecting to PORT only. Only with seccomp, which
+    /// by hcpx and made only to 127.0.0.1:PORT (unotify.rs; anything else `ECONNREFUSED`), TCP Fast Open and
+    /// `listen` are refused (seccomp) and Landlock's TCP rules allow connecting to PORT only. Only with seccomp, which
     /// holds the connects: without it the call gets no network, as before.
     pub egress: Option<u16>,
     /// Paths kept read-only inside a writable working directory (`.git/config`, `.git/hooks`), and `.git`

@@ -166,6 +166,10 @@ fn build(
                 dword(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
             ])?);
         }
+        // A TCP socket that listens gets a port of its own (`listen` binds one, which Landlock's bind rule does
+        // not see): nothing may wait for connections from outside. The filter cannot tell a socket's family,
+        // so no `listen` at all with an egress proxy.
+        rules.insert(libc::SYS_listen, Vec::new());
         // TCP Fast Open connects in `sendto`/`sendmsg`, never asking `connect`.
         let fastopen = libc::MSG_FASTOPEN as u64;
         for (call, arg) in [(libc::SYS_sendto, 3), (libc::SYS_sendmsg, 2), (libc::SYS_sendmmsg, 3)] {
@@ -409,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn egress_allows_tcp_sockets_only_and_no_fast_open() {
+    fn egress_allows_tcp_sockets_only_no_fast_open_and_no_listen() {
         let progs = build(&[], false, true, true, true).unwrap();
         let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
         let socket = |d: i32, t: i32, p: i32| {
@@ -447,6 +451,7 @@ mod tests {
             send(libc::SYS_sendto, [3, 0, 0, libc::MSG_NOSIGNAL as u64, 0, 0]),
             libc::SECCOMP_RET_ALLOW
         );
+        assert_eq!(send(libc::SYS_listen, [3, 1, 0, 0, 0, 0]), eperm);
         // Without egress, no network stays no inet socket at all.
         let none = build(&[], false, false, true, true).unwrap();
         let args = [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];

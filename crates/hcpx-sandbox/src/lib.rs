@@ -489,6 +489,27 @@ mod tests {
     }
 
     #[test]
+    fn an_egress_port_needs_seccomp_and_gives_way_to_inet() {
+        let p = Path::new("/p");
+        let mut v = view(p, false, &[]);
+        v.egress = Some(8123);
+        let c = Confinement::for_wrap(&v, &SandboxConfig::default(), &probe(7, true)).unwrap();
+        assert_eq!(c.egress, Some(8123));
+        let net = c.layers.iter().find(|l| l.name == LayerName::LandlockNet).unwrap();
+        assert!(net.status == LayerStatus::Enforced && net.detail.contains("8123"), "{net:?}");
+        // Without seccomp no connect is held: no proxy, so no network.
+        let cfg = SandboxConfig { disable: vec![LayerName::Seccomp], ..Default::default() };
+        let c = Confinement::for_wrap(&v, &cfg, &probe(7, true)).unwrap();
+        assert_eq!(c.egress, None);
+        // `inet` granted reaches anywhere: no proxy either.
+        let mut cfg = SandboxConfig::default();
+        cfg.packs.insert("demo".into(), PackSandbox { network: vec![NetKind::Inet], ..Default::default() });
+        let mut v = view(p, false, &[NetKind::Inet]);
+        v.egress = Some(8123);
+        assert_eq!(Confinement::for_wrap(&v, &cfg, &probe(7, true)).unwrap().egress, None);
+    }
+
+    #[test]
     fn operator_paths_must_be_absolute() {
         let mut cfg = SandboxConfig::default();
         cfg.packs.insert(

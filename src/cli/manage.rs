@@ -442,7 +442,7 @@ impl Report for Hosts<'_> {
             self.pack_id,
             hcpx_pack::pack::hosts::shown(&self.allowed.hosts)
         ));
-        out.message("allowed hosts grant no network yet (there is no egress proxy): only hcpx allow-network PACK inet reaches out, to anywhere");
+        out.message("a wrap's command reaches the allowed hosts it declares through its call's egress proxy (https and http only); a composite reaches none yet");
     }
 }
 

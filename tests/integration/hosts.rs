@@ -1,7 +1,8 @@
 //! Hosts in the pack, allowed by the operator (docs/security.md, Hosts), through the real `hcpx`: lint refuses
 //! a bad entry with its own kind, `allow-host` / `disallow-host` edit `sandbox.json` on both stores (for every
 //! tenant or one) and only with hosts the pack declares, `check` and `doctor` show them (and a wrap asking for
-//! `inet` as reaching anywhere), an update that adds a host names it, and allowed hosts open no socket.
+//! `inet` as reaching anywhere), an update that adds a host names it, and a command gets a socket only for its
+//! own allowed hosts, which reaches the egress proxy only (tests/integration/egress.rs proves the rest).
 
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -204,7 +205,7 @@ fn check_and_doctor_show_the_hosts_and_name_inet_as_anywhere() {
     assert_eq!(lines.len(), 2, "{v}");
     assert!(
         lines[0].starts_with("hosts api.example.com (list, show) allowed;")
-            && lines[0].contains("grants no network yet"),
+            && lines[0].contains("through its call's egress proxy"),
         "{lines:?}"
     );
     assert!(lines[1].starts_with("reaches anywhere") && lines[1].ends_with("(allowed)"), "{lines:?}");
@@ -278,7 +279,7 @@ fn an_update_that_adds_a_host_names_it_in_its_review() {
 }
 
 #[test]
-fn allowed_hosts_open_no_socket_until_the_egress_proxy_exists() {
+fn a_command_gets_a_socket_only_for_its_own_allowed_hosts_and_reaches_only_the_proxy() {
     let Some(h) = home_if("seccomp") else { return };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
@@ -290,13 +291,22 @@ fn allowed_hosts_open_no_socket_until_the_egress_proxy_exists() {
         f.surface["hosts"] = json!(["api.example.com"]);
         f.surface["verbs"]["go"]["hosts"] = json!(["localhost.example.com"]);
     });
-    run(&h, &["allow-host", "evil", "localhost.example.com", "api.example.com"], 0);
+    // The pack's host is allowed, but `go` declares its own, which is not: no network, as before hosts.
+    run(&h, &["allow-host", "evil", "api.example.com"], 0);
     let v = go(&h);
     assert_eq!(v["ok"], true, "the pack runs, with no network: {v}");
     assert!(
         said(&v).contains("no socket") && said(&v).contains("tried") && !said(&v).contains("connected"),
         "{v}"
     );
+    // `go`'s own host allowed: a TCP socket, whose connects reach the call's egress proxy only.
+    run(&h, &["allow-host", "evil", "localhost.example.com"], 0);
+    let v = go(&h);
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(
+        !said(&v).contains("no socket") && said(&v).contains("tried") && !said(&v).contains("connected"),
+        "{v}"
+    );
     std::thread::sleep(Duration::from_millis(50));
-    assert!(l.accept().is_err(), "allowed hosts gave it inet: {v}");
+    assert!(l.accept().is_err(), "allowed hosts let it around the proxy: {v}");
 }

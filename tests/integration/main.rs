@@ -20,6 +20,7 @@ mod distribution_attacks;
 mod distribution_cosign;
 mod distribution_locked;
 mod docs;
+mod egress;
 mod escape;
 mod escape_gaps;
 mod escape_git;

@@ -87,6 +87,7 @@ fn run_script(
         tmpdir: &tmp,
         network: &[],
         unix_sockets: &[],
+        egress: None,
         project: false,
         timeout_ms: timeout.as_millis() as u64,
     };

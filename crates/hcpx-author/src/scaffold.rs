@@ -90,6 +90,7 @@ fn help_text(program: &Path) -> String {
         tmpdir: &tmp,
         network: &[],
         unix_sockets: &[],
+        egress: None,
         project: false,
         timeout_ms: HELP_TIMEOUT.as_millis() as u64,
     };

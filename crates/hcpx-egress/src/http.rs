@@ -33,8 +33,13 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Refusal> {
         }
         Err(e) => return Err(bad(format!("a malformed request head ({e}); send an http/1.1 proxy request"))),
     };
-    if req.version != Some(1) {
-        return Err(bad("the request is not http/1.1; the proxy speaks http/1.1 only"));
+    // CONNECT as http/1.0 too: Python's http.client (urllib, and what builds on it) sends its tunnel request so,
+    // and a tunnel's head carries nothing that version changes.
+    let connect_10 = req.version == Some(0) && req.method == Some("CONNECT");
+    if req.version != Some(1) && !connect_10 {
+        return Err(bad(
+            "the request is not http/1.1; the proxy speaks http/1.1 only (and CONNECT as http/1.0)",
+        ));
     }
     let headers = req.headers.iter().map(|h| (h.name.to_string(), h.value.to_vec())).collect();
     Ok(Some(Head {
@@ -250,6 +255,8 @@ mod tests {
     fn heads_and_statuses() {
         assert!(parse_head(b"GET http://a.test/ HTTP/1.1\r\nHost: a").unwrap().is_none());
         assert!(parse_head(b"GET http://a.test/ HTTP/1.0\r\n\r\n").is_err());
+        let h = parse_head(b"CONNECT a.test:443 HTTP/1.0\r\nHost: a.test:443\r\n\r\n").unwrap().unwrap();
+        assert_eq!((h.method.as_str(), h.target.as_str()), ("CONNECT", "a.test:443"));
         assert!(parse_head(b"\x16\x03\x01\x00").is_err());
         assert_eq!(response_status(b"HTTP/1.1 204 No Content\r\n"), Some(204));
         assert_eq!(response_status(b"HTTP/1.1 2"), None);

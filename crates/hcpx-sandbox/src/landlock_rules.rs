@@ -2,7 +2,8 @@
 //! child as a descriptor, which restricts itself with it just before exec.
 
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, ABI,
 };
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -53,7 +54,13 @@ pub fn build(c: &Confinement, abi: u8) -> Result<Option<OwnedFd>, LandlockError>
     if c.enforces(LayerName::LandlockScope) {
         rs = rs.scope(Scope::AbstractUnixSocket | Scope::Signal).map_err(err)?;
     }
-    let created: Option<OwnedFd> = rs.create().map_err(err)?.into();
+    let mut created = rs.create().map_err(err)?;
+    // TCP is handled with no rule but this one: connecting to the egress proxy's port, binding nothing. The
+    // connect supervisor makes the connect itself, to 127.0.0.1 only; this holds the port should it not.
+    if let (true, Some(port)) = (c.enforces(LayerName::LandlockNet), c.egress) {
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(err)?;
+    }
+    let created: Option<OwnedFd> = created.into();
     let Some(fd) = created else { return Ok(None) };
     for p in &c.read {
         add(fd.as_fd(), p, AccessFs::from_read(abi), abi)?;

@@ -115,6 +115,12 @@ pub struct Confinement {
     /// child can make no UNIX socket but a stream socketpair (seccomp); with some, only stream and
     /// sequenced-packet ones, whose every connect hcpx makes itself, to a granted path only (unotify.rs).
     pub unix_sockets: Vec<PathBuf>,
+    /// The port of the call's egress proxy on 127.0.0.1 (docs/egress.md), when its command's hosts are allowed
+    /// and it has no `inet`: the child may make TCP sockets only (no UDP, no raw ones), every `connect` is held
+    /// by hcpx and made only to 127.0.0.1:PORT (unotify.rs; anything else `ECONNREFUSED`), TCP Fast Open and
+    /// `listen` are refused (seccomp) and Landlock's TCP rules allow connecting to PORT only. Only with seccomp, which
+    /// holds the connects: without it the call gets no network, as before.
+    pub egress: Option<u16>,
     /// Paths kept read-only inside a writable working directory (`.git/config`, `.git/hooks`), and `.git`
     /// itself pinned so it cannot be renamed away, through a mount namespace.
     pub protect: Vec<PathBuf>,
@@ -147,6 +153,8 @@ pub struct WrapView<'a> {
     pub network: &'a [NetKind],
     /// The pathname UNIX sockets the pack declares (`wrap.unix_sockets`).
     pub unix_sockets: &'a [PathBuf],
+    /// The port of the call's egress proxy, when it has one (ignored with `inet`, which reaches anywhere).
+    pub egress: Option<u16>,
     /// Project mode: protect the project's `.git` when the working directory is writable.
     pub project: bool,
     pub timeout_ms: u64,
@@ -345,6 +353,7 @@ impl Confinement {
             write,
             network,
             unix_sockets: view.unix_sockets.to_vec(),
+            egress: view.egress.filter(|_| !view.network.contains(&NetKind::Inet)),
             protect,
             pin,
             workdir: view.workdir.to_path_buf(),
@@ -353,6 +362,11 @@ impl Confinement {
             layers: Vec::new(),
         };
         c.layers = probe.layers_for(&c, cfg);
+        if c.egress.is_some() && !c.applies(LayerName::Seccomp) {
+            // Without seccomp no connect is held: no network rather than TCP to any host on the proxy's port.
+            c.egress = None;
+            c.layers = probe.layers_for(&c, cfg);
+        }
         Ok(c)
     }
 
@@ -423,6 +437,7 @@ mod tests {
             tmpdir: Path::new("/tmp/hcpx-call-1"),
             network,
             unix_sockets: &[],
+            egress: None,
             project: true,
             timeout_ms: 1500,
         }
@@ -471,6 +486,27 @@ mod tests {
         let none = Confinement::for_wrap(&view(p, false, &[]), &cfg, &probe(7, true)).unwrap();
         assert!(none.network.is_empty());
         assert!(none.enforces(LayerName::LandlockNet));
+    }
+
+    #[test]
+    fn an_egress_port_needs_seccomp_and_gives_way_to_inet() {
+        let p = Path::new("/p");
+        let mut v = view(p, false, &[]);
+        v.egress = Some(8123);
+        let c = Confinement::for_wrap(&v, &SandboxConfig::default(), &probe(7, true)).unwrap();
+        assert_eq!(c.egress, Some(8123));
+        let net = c.layers.iter().find(|l| l.name == LayerName::LandlockNet).unwrap();
+        assert!(net.status == LayerStatus::Enforced && net.detail.contains("8123"), "{net:?}");
+        // Without seccomp no connect is held: no proxy, so no network.
+        let cfg = SandboxConfig { disable: vec![LayerName::Seccomp], ..Default::default() };
+        let c = Confinement::for_wrap(&v, &cfg, &probe(7, true)).unwrap();
+        assert_eq!(c.egress, None);
+        // `inet` granted reaches anywhere: no proxy either.
+        let mut cfg = SandboxConfig::default();
+        cfg.packs.insert("demo".into(), PackSandbox { network: vec![NetKind::Inet], ..Default::default() });
+        let mut v = view(p, false, &[NetKind::Inet]);
+        v.egress = Some(8123);
+        assert_eq!(Confinement::for_wrap(&v, &cfg, &probe(7, true)).unwrap().egress, None);
     }
 
     #[test]

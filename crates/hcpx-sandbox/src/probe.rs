@@ -105,6 +105,7 @@ impl KernelProbe {
             write: Vec::new(),
             network: Vec::new(),
             unix_sockets: Vec::new(),
+            egress: None,
             protect: vec![std::path::PathBuf::from(".git/config")],
             pin: Vec::new(),
             workdir: std::path::PathBuf::new(),
@@ -161,6 +162,12 @@ impl KernelProbe {
                     LayerStatus::Unavailable,
                     format!("{abi_note} has no TCP rules (ABI 4)"),
                 );
+            } else if let Some(port) = c.egress {
+                add(
+                    LayerName::LandlockNet,
+                    LayerStatus::Enforced,
+                    format!("TCP connect to the egress proxy's port {port} only, no bind"),
+                );
             } else {
                 add(LayerName::LandlockNet, LayerStatus::Enforced, "no TCP connect or bind".into());
             }
@@ -184,6 +191,9 @@ impl KernelProbe {
             let mut nets: Vec<&str> = c.network.iter().map(|n| n.as_str()).collect();
             if !c.unix_sockets.is_empty() {
                 nets.insert(0, "AF_UNIX (the granted socket paths)");
+            }
+            if c.egress.is_some() {
+                nets.push("TCP (connected to the egress proxy only)");
             }
             let allowed = if nets.is_empty() {
                 "no sockets but a stream socketpair".to_string()

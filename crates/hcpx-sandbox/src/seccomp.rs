@@ -77,21 +77,23 @@ const CLONE_NS: &[u64] = &[
 #[error("cannot build the seccomp filter: {0}")]
 pub struct SeccompError(#[source] seccompiler::Error);
 
-/// The programs for a call granted `network` (and UNIX sockets when `unix`), with the privileged calls too when
-/// `caps_dropped` is false; compiled once per process and setting.
+/// The programs for a call granted `network` (and UNIX sockets when `unix`, TCP sockets for its egress proxy
+/// when `egress`), with the privileged calls too when `caps_dropped` is false; compiled once per process and
+/// setting.
 pub fn programs(
     network: &[NetKind],
     unix: bool,
+    egress: bool,
     caps_dropped: bool,
 ) -> Result<Arc<Vec<BpfProgram>>, SeccompError> {
-    type Key = (Vec<NetKind>, bool, bool);
+    type Key = (Vec<NetKind>, bool, bool, bool);
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Vec<BpfProgram>>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = (network.to_vec(), unix, caps_dropped);
+    let key = (network.to_vec(), unix, egress, caps_dropped);
     if let Some(p) = cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(p);
     }
-    let built = Arc::new(build(network, unix, caps_dropped, true).map_err(SeccompError)?);
+    let built = Arc::new(build(network, unix, egress, caps_dropped, true).map_err(SeccompError)?);
     if let Ok(mut m) = cache.lock() {
         m.insert(key, built.clone());
     }
@@ -102,6 +104,7 @@ pub fn programs(
 fn build(
     network: &[NetKind],
     unix: bool,
+    egress: bool,
     caps_dropped: bool,
     merge: bool,
 ) -> Result<Vec<BpfProgram>, seccompiler::Error> {
@@ -118,7 +121,10 @@ fn build(
     if unix {
         allowed.push(libc::AF_UNIX as u64);
     }
-    if network.contains(&NetKind::Inet) {
+    // With an egress proxy, TCP sockets only (refused below: every other type and protocol): their every
+    // connect goes to the supervisor, which connects them to the proxy only (unotify.rs).
+    let inet_anywhere = network.contains(&NetKind::Inet);
+    if inet_anywhere || egress {
         allowed.extend([libc::AF_INET as u64, libc::AF_INET6 as u64]);
     }
     if network.contains(&NetKind::Netlink) {
@@ -143,6 +149,34 @@ fn build(
         for t in &datagram {
             socket_rules
                 .push(SeccompRule::new(vec![dword(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?, t.clone()])?);
+        }
+    }
+    if egress && !inet_anywhere {
+        // The type's low four bits: every value but SOCK_STREAM (1) in four masks (0, 2-3, 4-7, 8-15); the
+        // protocol: 0 or TCP only (no SCTP or MPTCP, which can send to an address without `connect`).
+        let not_stream = [(0xf, 0), (0xe, 2), (0xc, 4), (0x8, 8)];
+        for domain in [libc::AF_INET, libc::AF_INET6] {
+            let is = || dword(0, SeccompCmpOp::Eq, domain as u64);
+            for (mask, v) in not_stream {
+                socket_rules.push(SeccompRule::new(vec![is()?, dword(1, SeccompCmpOp::MaskedEq(mask), v)?])?);
+            }
+            socket_rules.push(SeccompRule::new(vec![
+                is()?,
+                dword(2, SeccompCmpOp::Ne, 0)?,
+                dword(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+            ])?);
+        }
+        // A TCP socket that listens gets a port of its own (`listen` binds one, which Landlock's bind rule does
+        // not see): nothing may wait for connections from outside. The filter cannot tell a socket's family,
+        // so no `listen` at all with an egress proxy.
+        rules.insert(libc::SYS_listen, Vec::new());
+        // TCP Fast Open connects in `sendto`/`sendmsg`, never asking `connect`.
+        let fastopen = libc::MSG_FASTOPEN as u64;
+        for (call, arg) in [(libc::SYS_sendto, 3), (libc::SYS_sendmsg, 2), (libc::SYS_sendmmsg, 3)] {
+            rules.insert(
+                call,
+                vec![SeccompRule::new(vec![dword(arg, SeccompCmpOp::MaskedEq(fastopen), fastopen)?])?],
+            );
         }
     }
     rules.insert(libc::SYS_socket, socket_rules);
@@ -330,16 +364,18 @@ mod tests {
         .collect();
         let numbers: Vec<u32> =
             (0..=470).chain([0x4000_0000 + 41, 0x4000_0000 + 56, 0x4000_0000 + 435]).collect();
-        let settings: [(&[NetKind], bool, bool); 5] = [
-            (&[], false, true),
-            (&[], false, false),
-            (&[NetKind::Inet], false, true),
-            (&[NetKind::Netlink], true, true),
-            (&[NetKind::Inet, NetKind::Netlink], true, false),
+        let settings: [(&[NetKind], bool, bool, bool); 7] = [
+            (&[], false, false, true),
+            (&[], false, false, false),
+            (&[NetKind::Inet], false, false, true),
+            (&[NetKind::Netlink], true, false, true),
+            (&[NetKind::Inet, NetKind::Netlink], true, false, false),
+            (&[], false, true, true),
+            (&[NetKind::Netlink], true, true, false),
         ];
-        for (network, unix, caps) in settings {
-            let two = build(network, unix, caps, false).unwrap();
-            let one = build(network, unix, caps, true).unwrap();
+        for (network, unix, egress, caps) in settings {
+            let two = build(network, unix, egress, caps, false).unwrap();
+            let one = build(network, unix, egress, caps, true).unwrap();
             assert_eq!((two.len(), one.len()), (2, 1));
             for nr in &numbers {
                 for a in &first {
@@ -354,7 +390,7 @@ mod tests {
                         assert_eq!(
                             decide(&one, *nr, X86_64, args),
                             decide(&two, *nr, X86_64, args),
-                            "call {nr} args {a:#x} {b:#x} for {network:?} {unix} {caps}"
+                            "call {nr} args {a:#x} {b:#x} for {network:?} {unix} {egress} {caps}"
                         );
                     }
                 }
@@ -374,5 +410,51 @@ mod tests {
                 libc::SECCOMP_RET_ERRNO | libc::EPERM as u32
             );
         }
+    }
+
+    #[test]
+    fn egress_allows_tcp_sockets_only_no_fast_open_and_no_listen() {
+        let progs = build(&[], false, true, true, true).unwrap();
+        let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        let socket = |d: i32, t: i32, p: i32| {
+            decide(&progs, libc::SYS_socket as u32, X86_64, [d as u64, t as u64, p as u64, 0, 0, 0])
+        };
+        for d in [libc::AF_INET, libc::AF_INET6] {
+            assert_eq!(socket(d, libc::SOCK_STREAM, 0), libc::SECCOMP_RET_ALLOW);
+            assert_eq!(
+                socket(d, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP),
+                libc::SECCOMP_RET_ALLOW
+            );
+            for t in [
+                0,
+                libc::SOCK_DGRAM,
+                libc::SOCK_RAW,
+                libc::SOCK_SEQPACKET,
+                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+                10,
+                15,
+            ] {
+                assert_eq!(socket(d, t, 0), eperm, "type {t}");
+            }
+            for p in [libc::IPPROTO_SCTP, 262, libc::IPPROTO_UDP] {
+                assert_eq!(socket(d, libc::SOCK_STREAM, p), eperm, "protocol {p}");
+            }
+        }
+        assert_eq!(socket(libc::AF_PACKET, libc::SOCK_RAW, 0), eperm);
+        assert_eq!(socket(libc::AF_UNIX, libc::SOCK_STREAM, 0), eperm);
+        let fastopen = libc::MSG_FASTOPEN as u64;
+        let send = |nr: libc::c_long, args: [u64; 6]| decide(&progs, nr as u32, X86_64, args);
+        assert_eq!(send(libc::SYS_sendto, [3, 0, 0, fastopen, 0, 0]), eperm);
+        assert_eq!(send(libc::SYS_sendmsg, [3, 0, fastopen | 0x40, 0, 0, 0]), eperm);
+        assert_eq!(send(libc::SYS_sendmmsg, [3, 0, 1, fastopen, 0, 0]), eperm);
+        assert_eq!(
+            send(libc::SYS_sendto, [3, 0, 0, libc::MSG_NOSIGNAL as u64, 0, 0]),
+            libc::SECCOMP_RET_ALLOW
+        );
+        assert_eq!(send(libc::SYS_listen, [3, 1, 0, 0, 0, 0]), eperm);
+        // Without egress, no network stays no inet socket at all.
+        let none = build(&[], false, false, true, true).unwrap();
+        let args = [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
+        assert_eq!(decide(&none, libc::SYS_socket as u32, X86_64, args), eperm);
     }
 }

@@ -5,7 +5,10 @@
 //! and connects the child's own socket itself (taken with `pidfd_getfd`: the same open file, so the child's
 //! socket is the one connected), to the granted path it holds, and answers with the result. The kernel never
 //! re-reads the child's address, so a thread swapping it after the check changes nothing
-//! (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, which would, is never used). Raw system calls, kept to this module.
+//! (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`, which would, is never used). With an egress proxy (docs/egress.md) the
+//! same holds for TCP: an `AF_INET` or `AF_INET6` socket is connected only when the address is exactly the
+//! proxy's, 127.0.0.1:PORT, and every other address (another host or port, IPv6, a DNS server over TCP) is
+//! answered `ECONNREFUSED`, as a port with nothing listening. Raw system calls, kept to this module.
 
 use std::ffi::OsStr;
 use std::io;
@@ -108,13 +111,21 @@ pub unsafe fn send_listener(sock: RawFd, fd: RawFd) -> bool {
 
 /// Starts the supervisor of one call: it answers the call's `connect`s until no process of the call is left
 /// (the listener then reports a hang-up). `granted` are the socket paths the call may reach; a connect is
-/// bounded by `bound` (a connect to a full backlog or a silent host waits no longer).
-pub fn supervise(listener: OwnedFd, granted: Vec<PathBuf>, bound: Duration) -> io::Result<()> {
-    std::thread::Builder::new().name("hcpx-connect".into()).spawn(move || run(listener, granted, bound))?;
+/// bounded by `bound` (a connect to a full backlog or a silent host waits no longer). `egress`: the port of the
+/// call's egress proxy on 127.0.0.1, the one address its TCP sockets may connect to.
+pub fn supervise(
+    listener: OwnedFd,
+    granted: Vec<PathBuf>,
+    egress: Option<u16>,
+    bound: Duration,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("hcpx-connect".into())
+        .spawn(move || run(listener, granted, egress, bound))?;
     Ok(())
 }
 
-fn run(listener: OwnedFd, granted: Vec<PathBuf>, bound: Duration) {
+fn run(listener: OwnedFd, granted: Vec<PathBuf>, egress: Option<u16>, bound: Duration) {
     let mut sizes = libc::seccomp_notif_sizes { seccomp_notif: 0, seccomp_notif_resp: 0, seccomp_data: 0 };
     // SAFETY: SECCOMP_GET_NOTIF_SIZES fills the struct.
     if unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_GET_NOTIF_SIZES, 0u32, &mut sizes) } != 0 {
@@ -148,7 +159,7 @@ fn run(listener: OwnedFd, granted: Vec<PathBuf>, bound: Duration) {
         }
         // SAFETY: the buffer holds a seccomp_notif (aligned, large enough).
         let notif = unsafe { std::ptr::read(buf.as_ptr() as *const libc::seccomp_notif) };
-        let error = answer(fd, &notif, &granted, bound);
+        let error = answer(fd, &notif, &granted, egress, bound);
         let mut out = vec![0u64; resp_words];
         let resp = libc::seccomp_notif_resp { id: notif.id, val: 0, error, flags: 0 };
         // SAFETY: the response is written at the start of a zeroed buffer at least the kernel's size.
@@ -171,7 +182,13 @@ fn neg_errno() -> i32 {
 }
 
 /// The answer to one `connect`: 0, or a negated errno.
-fn answer(listener: RawFd, n: &libc::seccomp_notif, granted: &[PathBuf], bound: Duration) -> i32 {
+fn answer(
+    listener: RawFd,
+    n: &libc::seccomp_notif,
+    granted: &[PathBuf],
+    egress: Option<u16>,
+    bound: Duration,
+) -> i32 {
     let (sockfd, addr_ptr, len) = (n.data.args[0] as i32, n.data.args[1], n.data.args[2] as i32);
     let mut addr = [0u8; std::mem::size_of::<libc::sockaddr_storage>()];
     if len < 0 || len as usize > addr.len() {
@@ -212,6 +229,16 @@ fn answer(listener: RawFd, n: &libc::seccomp_notif, granted: &[PathBuf], bound: 
         Ok(d) => d,
         Err(e) => return -e.raw_os_error().unwrap_or(libc::ENOTSOCK),
     };
+    if let (Some(port), libc::AF_INET | libc::AF_INET6) = (egress, domain) {
+        // TCP only reaches the proxy (seccomp makes no other inet socket; one obtained otherwise is refused).
+        if sockopt_int(&sock, libc::SO_TYPE).ok() != Some(libc::SOCK_STREAM) {
+            return -libc::EACCES;
+        }
+        return match is_proxy(&addr[..len], port) {
+            true => connect_bounded(&sock, &proxy_addr(port), bound),
+            false => -libc::ECONNREFUSED,
+        };
+    }
     if domain != libc::AF_UNIX {
         // A socket of a family the call was granted (seccomp refused making any other): connected as asked;
         // no address can name a UNIX socket through it.
@@ -284,6 +311,23 @@ fn granted_target(pid: libc::pid_t, path: &Path, granted: &[PathBuf]) -> Option<
         }
     }
     None
+}
+
+/// Whether `addr` (as the child passed it) is exactly `sockaddr_in` 127.0.0.1:`port`.
+fn is_proxy(addr: &[u8], port: u16) -> bool {
+    addr.len() >= 8
+        && u16::from_ne_bytes([addr[0], addr[1]]) == libc::AF_INET as u16
+        && addr[2..4] == port.to_be_bytes()
+        && addr[4..8] == [127, 0, 0, 1]
+}
+
+/// `sockaddr_in` 127.0.0.1:`port`, made here (not the child's copy).
+fn proxy_addr(port: u16) -> Vec<u8> {
+    let mut a = vec![0u8; std::mem::size_of::<libc::sockaddr_in>()];
+    a[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+    a[2..4].copy_from_slice(&port.to_be_bytes());
+    a[4..8].copy_from_slice(&[127, 0, 0, 1]);
+    a
 }
 
 fn sockaddr_un(path: &Path) -> Option<Vec<u8>> {
@@ -374,6 +418,18 @@ fn connect_bounded(sock: &OwnedFd, addr: &[u8], bound: Duration) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_proxys_own_address_is_the_proxy() {
+        let good = proxy_addr(8123);
+        assert!(is_proxy(&good, 8123) && !is_proxy(&good, 8124) && !is_proxy(&good[..6], 8123));
+        let mut other = good.clone();
+        other[7] = 2; // 127.0.0.2
+        assert!(!is_proxy(&other, 8123));
+        let mut v6 = good.clone();
+        v6[0..2].copy_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+        assert!(!is_proxy(&v6, 8123));
+    }
 
     #[test]
     fn memory_is_read_by_either_way_and_a_bad_address_is_efault() {

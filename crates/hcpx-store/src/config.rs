@@ -73,6 +73,81 @@ pub struct SandboxConfig {
     /// the caller is not enough (docs/security.md, Approvals a model cannot forge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_approval: Option<HumanApproval>,
+    /// How a wrap's egress proxy resolves names (docs/egress.md): fixed answers, and names that may resolve to
+    /// private addresses.
+    #[serde(default, skip_serializing_if = "Egress::is_empty")]
+    pub egress: Egress,
+}
+
+/// `sandbox.json` `egress`: the operator's answers for names a wrap's hosts reach, for every pack.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Egress {
+    /// Fixed answers used instead of DNS, like curl's `--resolve`: a DNS name and the IP addresses it
+    /// resolves to (split-horizon names, tests). An answer that is not public is still refused unless the name
+    /// is in `internal`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hosts: std::collections::BTreeMap<HostName, Vec<std::net::IpAddr>>,
+    /// DNS names that may resolve to loopback, private, link-local and shared (CGNAT) addresses; never to
+    /// cloud metadata or reserved ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub internal: Vec<HostName>,
+}
+
+impl Egress {
+    /// Nothing set.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty() && self.internal.is_empty()
+    }
+}
+
+/// A DNS name as `sandbox.json` `egress` names it: lower case, no scheme, port or wildcard, never an IP
+/// address.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostName(String);
+
+impl HostName {
+    /// Checks `name` (a bare DNS name) and lower-cases it.
+    pub fn parse(name: &str) -> Result<HostName, String> {
+        let rule = crate::pack::HostRule::parse(name).map_err(|e| e.to_string())?;
+        if rule.wildcard || name.contains(':') {
+            return Err(format!(
+                "egress name {name:?} is not a bare DNS name; write the name alone, without scheme, port or `*.` (e.g. \"api.internal.example\")"
+            ));
+        }
+        Ok(HostName(rule.host))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for HostName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for HostName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<HostName, D::Error> {
+        let s = String::deserialize(d)?;
+        HostName::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for HostName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HostName".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(g)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
 }
 
 /// Default for `human_approval.ttl_s`: how long an approval may wait and then be used.
@@ -155,7 +230,8 @@ pub struct PackSandbox {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unix_sockets: Vec<std::path::PathBuf>,
     /// Hosts the pack's commands may reach, for every tenant; each one the pack declares in `hosts`, as written
-    /// there. They grant no network yet (docs/security.md, Hosts).
+    /// there. A wrap's command reaches the ones it declares through the call's egress proxy (docs/security.md,
+    /// Hosts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::pack::HostRule>,
     /// More hosts for one tenant's calls, by tenant (`hcpx allow-host --tenant`); each one the pack declares.
@@ -363,6 +439,29 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn egress_names_are_bare_dns_names_and_addresses_are_addresses() {
+        let cfg: SandboxConfig = serde_json::from_str(
+            r#"{"egress": {"hosts": {"API.test": ["127.0.0.1", "::1"]}, "internal": ["api.test"]}}"#,
+        )
+        .unwrap();
+        let name = HostName::parse("api.test").unwrap();
+        assert_eq!(cfg.egress.hosts[&name].len(), 2);
+        assert_eq!(cfg.egress.internal, vec![name]);
+        for bad in [
+            r#"{"egress": {"internal": ["10.0.0.1"]}}"#,
+            r#"{"egress": {"internal": ["*.api.test"]}}"#,
+            r#"{"egress": {"internal": ["api.test:8443"]}}"#,
+            r#"{"egress": {"hosts": {"api.test": ["localhost"]}}}"#,
+            r#"{"egress": {"other": []}}"#,
+        ] {
+            assert!(serde_json::from_str::<SandboxConfig>(bad).is_err(), "{bad}");
+        }
+        let back = serde_json::to_value(&cfg).unwrap();
+        assert_eq!(back["egress"]["hosts"]["api.test"][1], "::1");
+        assert!(serde_json::to_value(SandboxConfig::default()).unwrap().get("egress").is_none());
+    }
 
     #[test]
     fn human_approval_covers_a_pack_or_some_of_its_commands() {

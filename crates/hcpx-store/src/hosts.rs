@@ -1,7 +1,7 @@
 //! The hosts an operator allows a pack (`sandbox.json` `packs.<id>.hosts` for every tenant,
 //! `packs.<id>.tenant_hosts.<tenant>` for one), edited only to hosts the installed pack declares; and what a
-//! pack reaches over the network (`Reach`), as `hcpx check` and `hcpx doctor` show it. Allowing a host grants
-//! no network: there is no egress proxy yet, so only the `inet` kind (`hcpx allow-network`) reaches anything.
+//! pack reaches over the network (`Reach`), as `hcpx check` and `hcpx doctor` show it. A wrap's command reaches
+//! the allowed hosts it declares through its call's egress proxy (hcpx-runtime's adapter/egress.rs).
 
 use serde::Serialize;
 
@@ -171,7 +171,7 @@ impl Reach {
                 })
                 .collect();
             out.push(format!(
-                "hosts {}; allowing a host grants no network yet (no egress proxy): only inet reaches out",
+                "hosts {}; a wrap reaches an allowed host through its call's egress proxy (https and http), a composite none yet",
                 each.join("; ")
             ));
         }

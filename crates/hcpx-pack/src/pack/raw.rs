@@ -114,7 +114,7 @@ pub struct RawManifest {
     /// The hosts the commands reach (each command without its own `hosts`): `api.example.com`,
     /// `api.example.com:8443`, `http://api.example.com`, `*.example.com` (any one name directly below it, as a TLS certificate's wildcard); https and the
     /// scheme's port unless written; DNS names only. The operator allows them per pack (`hcpx allow-host`);
-    /// they grant no network yet (docs/security.md, Hosts).
+    /// a wrap's command reaches the allowed ones through its call's egress proxy (docs/security.md, Hosts).
     #[serde(default)]
     pub hosts: Vec<String>,
     /// The commands, by name (`mail.list`: lower-case segments joined by dots).

@@ -3,6 +3,7 @@
 //! caller's tokio runtime (`run_async`, for the served faces); both do the same work.
 
 pub mod composite;
+pub mod egress;
 pub mod workspace;
 pub mod wrap;
 

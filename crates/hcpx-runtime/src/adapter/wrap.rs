@@ -45,8 +45,10 @@ impl Adapter for WrapAdapter {
         let program = resolve_bin(call.pack, wrap, call.env.sandbox)?;
         let argv = argv_for(call, wrap)?;
         let (workdir, workdir_writable) = super::workdir_words(call, wrap.workspace);
-        let env =
-            child_env(call, wrap, Path::new(""), Path::new(""), "").into_iter().map(|(k, _)| k).collect();
+        let env = child_env(call, wrap, Path::new(""), Path::new(""), "", None)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         Ok(super::Plan { program: program.display().to_string(), argv, workdir, workdir_writable, env })
     }
 
@@ -127,6 +129,9 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     if project && writable {
         crate::sandbox::ready_git_guard(&work.path);
     }
+    // The command's allowed hosts, through a proxy of this call's own (egress.rs); none: no network from hosts.
+    let proxy =
+        super::egress::start_for(call.pack, &wrap.network, call.verb_key, sandbox, &call.principal.tenant)?;
     let view = WrapView {
         pack_id: &call.pack.id,
         pack_dir: &call.pack.dir,
@@ -137,6 +142,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         tmpdir: &work.tmpdir,
         network: &wrap.network,
         unix_sockets: &wrap.unix_sockets,
+        egress: proxy.as_ref().map(|p| p.port()),
         project,
         timeout_ms: limits.timeout_ms,
     };
@@ -160,7 +166,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         call.hooks.started(call.live_title, &command_line(&program, &argv));
     }
     let run = |c: &Confinement, abi: u8| {
-        let env = child_env(call, wrap, &work.home, &work.tmpdir, c.mode().as_str());
+        let env = child_env(call, wrap, &work.home, &work.tmpdir, c.mode().as_str(), c.egress);
         spawn::run(&Spawn {
             program: &program,
             argv: &argv,
@@ -176,6 +182,8 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     let (confinement, spawned) =
         crate::sandbox::run_confined(planned, |p| plan(&view, sandbox, p), |c| run(c, abi))?;
     drop(work);
+    // The call is over: its proxy stops, and every connection it still held with it.
+    drop(proxy);
     let fin = spawned.map_err(|e| {
         let message = if e.not_runnable {
             format!(
@@ -335,13 +343,19 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
-/// The child's whole environment: built, never inherited.
+/// The variables that send a client through a proxy, each set to the call's egress proxy; `NO_PROXY` is never
+/// set, so nothing is exempt from it.
+const PROXY_VARS: &[&str] =
+    &["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"];
+
+/// The child's whole environment: built, never inherited. `egress`: the port of the call's egress proxy.
 fn child_env(
     call: &Call<'_>,
     wrap: &WrapTarget,
     home: &Path,
     tmpdir: &Path,
     mode: &str,
+    egress: Option<u16>,
 ) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), CHILD_PATH.to_string()),
@@ -357,6 +371,13 @@ fn child_env(
     }
     env.retain(|(name, _)| name != "HCP_SANDBOX");
     env.push(("HCP_SANDBOX".to_string(), mode.to_string()));
+    if let Some(port) = egress {
+        env.retain(|(name, _)| {
+            !PROXY_VARS.contains(&name.as_str()) && !name.eq_ignore_ascii_case("no_proxy")
+        });
+        let url = format!("http://127.0.0.1:{port}");
+        env.extend(PROXY_VARS.iter().map(|k| (k.to_string(), url.clone())));
+    }
     env
 }
 

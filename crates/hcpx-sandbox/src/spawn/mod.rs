@@ -154,7 +154,7 @@ struct ChildArgs {
     landlock: RawFd,
     filters: Vec<libc::sock_fprog>,
     /// The program that sends `connect` to the supervisor, and the socket the child sends its listener over
-    /// (only with a granted UNIX socket; see unotify.rs).
+    /// (only with a granted UNIX socket or an egress proxy; see unotify.rs).
     notify: Option<(libc::sock_fprog, RawFd)>,
     empty_mask: libc::sigset_t,
     /// One past the highest descriptor the runtime may hold (for kernels without close_range).
@@ -171,7 +171,7 @@ pub fn run(spec: &Spawn<'_>) -> Result<Finished, SpawnError> {
     let disk = spec.confine.map(|(c, _)| &c.disk).filter(|d| !d.dirs.is_empty());
     let (pid, listener) = start(spec, [null.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()])?;
     if let (Some(l), Some((c, _))) = (listener, spec.confine) {
-        if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), spec.timeout) {
+        if let Err(e) = super::unotify::supervise(l, c.unix_sockets.clone(), c.egress, spec.timeout) {
             kill_call(pid);
             let _ = reap(pid);
             return Err(SpawnError::new("cannot start the connect supervisor", e));

@@ -31,7 +31,7 @@ fn cstring(s: &OsStr) -> Result<CString, SpawnError> {
 }
 
 /// Prepares the child's arguments and clones it; returns its pid once it has exec'd.
-/// With a granted UNIX socket, also the listener of the child's `connect`s (unotify.rs).
+/// With a granted UNIX socket or an egress proxy, also the listener of the child's `connect`s (unotify.rs).
 pub(super) fn start(
     spec: &Spawn<'_>,
     stdio: [RawFd; 3],
@@ -138,6 +138,7 @@ pub(super) fn start(
             let p = crate::seccomp::programs(
                 &c.network,
                 !c.unix_sockets.is_empty(),
+                c.egress.is_some(),
                 c.enforces(LayerName::Capabilities),
             )
             .map_err(|e| fail("cannot prepare seccomp", io::Error::other(e)))?;
@@ -149,7 +150,7 @@ pub(super) fn start(
                 })
                 .collect();
             programs = Some(p);
-            if !c.unix_sockets.is_empty() {
+            if !c.unix_sockets.is_empty() || c.egress.is_some() {
                 let (ours, theirs) = seqpacket_pair().map_err(|e| fail("cannot make a socket pair", e))?;
                 notify_prog = crate::unotify::program();
                 args.notify = Some((

@@ -92,7 +92,7 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
     let records = rows
         .iter()
         .filter_map(|r| match r {
-            AuditRow::Record(r) => Some(r),
+            AuditRow::Record(r) => Some(r.as_ref()),
             AuditRow::Unreadable { .. } => None,
         })
         .collect();

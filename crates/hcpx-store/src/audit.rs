@@ -118,7 +118,7 @@ pub enum AuditAction {
 /// One row of the log as `hcpx audit` lists it: a record, or a line that does not parse, kept in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuditRow {
-    Record(AuditRecord),
+    Record(Box<AuditRecord>),
     /// A damaged line: where it is (file and line, or database row) and why it does not parse.
     Unreadable {
         place: String,

@@ -303,6 +303,8 @@ fn hosts_declared_but_not_allowed_give_no_network_and_no_proxy() {
         assert!(got(&r, what).starts_with("refused"), "{what}: {r}");
     }
     assert_eq!((s.tls_hits.load(Ordering::SeqCst), s.web_hits.load(Ordering::SeqCst)), (0, 0), "{r}");
+    // No proxy, so no request lines.
+    assert!(rows(&h).iter().all(|r| r.get("egress").is_none()), "{}", h.audit_log());
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! `hcpx audit [--pack ID] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit verify`: its
-//! hash chain.
+//! `hcpx audit [--pack ID] [--egress] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit
+//! verify`: its hash chain.
 
 use serde::Serialize;
 use std::time::SystemTime;
@@ -79,7 +79,9 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
     // A damaged line matches every filter: it is shown where it lies, whatever it was.
     rows.retain(|r| match r {
         AuditRow::Record(r) => {
-            a.pack.as_ref().is_none_or(|id| &r.pack_id == id) && from.is_none_or(|t| at(r) >= t)
+            a.pack.as_ref().is_none_or(|id| &r.pack_id == id)
+                && from.is_none_or(|t| at(r) >= t)
+                && (!a.egress || r.egress.is_some())
         }
         AuditRow::Unreadable { .. } => true,
     });
@@ -90,7 +92,7 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
     let records = rows
         .iter()
         .filter_map(|r| match r {
-            AuditRow::Record(r) => Some(r),
+            AuditRow::Record(r) => Some(r.as_ref()),
             AuditRow::Unreadable { .. } => None,
         })
         .collect();
@@ -109,7 +111,7 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         unreadable,
         error,
         rows: &rows,
-        filtered: a.pack.is_some() || a.since.is_some() || a.limit.is_some(),
+        filtered: a.pack.is_some() || a.since.is_some() || a.limit.is_some() || a.egress,
     }))
 }
 
@@ -130,6 +132,34 @@ struct Records<'a> {
     filtered: bool,
 }
 
+/// An outgoing request's row: who, which command, the request, what it was answered, its class, the rule that
+/// allowed it or why it was refused, and its bytes (up to the origin / down to the command).
+fn egress_line(r: &AuditRecord) -> String {
+    let Some(e) = &r.egress else { return String::new() };
+    let mut line = format!(
+        "{}  {}@{} via {}  {}.{}  egress {} {}://{}:{} {} {}",
+        r.at,
+        r.principal,
+        r.tenant,
+        r.invoker,
+        r.pack_id,
+        r.verb_key,
+        if e.method.is_empty() { "-" } else { &e.method },
+        e.scheme.as_deref().unwrap_or("-"),
+        e.host,
+        e.port,
+        e.status.map_or("-".to_string(), |s| s.to_string()),
+        e.class()
+    );
+    match (&e.refused, &e.rule, &e.reason) {
+        (None, Some(rule), _) => line.push_str(&format!(" by {rule}")),
+        (Some(_), _, Some(reason)) => line.push_str(&format!(" ({reason})")),
+        _ => {}
+    }
+    line.push_str(&format!("  {}/{} B", e.bytes_up, e.bytes_down));
+    line
+}
+
 /// A line of the log that cannot be read: where, and why.
 #[derive(Serialize)]
 struct Unreadable<'a> {
@@ -145,6 +175,7 @@ impl Report for Records<'_> {
         }
         for row in self.rows {
             match row {
+                AuditRow::Record(r) if r.egress.is_some() => out.data(&egress_line(r)),
                 AuditRow::Record(r) => {
                     let mut outcome = (match (r.ok, r.outcome) {
                         (_, Some(hcpx_store::audit::Outcome::Unknown)) => "unknown",

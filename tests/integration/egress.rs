@@ -5,6 +5,8 @@
 //! python3 script that tries each way out and prints what it got. Allowed requests go through the proxy; a
 //! connection that ignores it, UDP, raw sockets, TCP Fast Open, another host, port or tenant's host, an IP
 //! literal and a name whose address is not allowed reach nothing, and the servers count what reached them.
+//! Every request the proxy saw, allowed or refused, is an audit row of the call (#36 point 6), on both stores,
+//! and `/metrics` counts them.
 
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::escape::{evil_with, go, home_if};
+use crate::escape::{evil_with, home_if, layer};
 use crate::helpers::Home;
 
 /// What the connect supervisor answers a connect to anything but the proxy.
@@ -182,8 +184,12 @@ fn ok(h: &Home, args: &[&str]) {
 /// Installs `evil` with the script and hosts (api.test and private.test and meta.test on the TLS port,
 /// web.test on the plain port over http, other.test on the TLS port), the CA in the pack; `allow`: whether the
 /// operator allows them (all but other.test for every tenant, web.test for tenant `local` only, other.test for
-/// tenant `acme` only), with the egress map in `sandbox.json`.
+/// tenant `acme` only), with the egress map in `sandbox.json`. `op`: `go`'s operation, `read` or `write`.
 fn setup(h: &Home, s: &Servers, allow: bool) {
+    setup_op(h, s, allow, "read");
+}
+
+fn setup_op(h: &Home, s: &Servers, allow: bool, op: &str) {
     let hosts = [
         format!("api.test:{}", s.tls),
         format!("private.test:{}", s.tls),
@@ -192,7 +198,7 @@ fn setup(h: &Home, s: &Servers, allow: bool) {
         format!("http://web.test:{}", s.web),
     ];
     let (py, ca) = (script(s), s.ca_pem.clone());
-    evil_with(h, "", "read", "none", |f| {
+    evil_with(h, "", op, "none", |f| {
         f.surface["hosts"] = json!(hosts);
         f.files = vec![("bin/evil".into(), py, true), ("ca.pem".into(), ca, false)];
     });
@@ -203,9 +209,8 @@ fn setup(h: &Home, s: &Servers, allow: bool) {
     ok(h, &["allow-host", "evil", &hosts[4], "--tenant", "local"]);
     ok(h, &["principal", "add", "alice", "--tenant", "acme"]);
     ok(h, &["allow-host", "evil", &hosts[3], "--tenant", "acme"]);
-    let path = h.store().join("sandbox.json");
-    let mut cfg: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    cfg["egress"] = json!({
+    // Merged into what the operator allowed, on either store.
+    let cfg = json!({ "egress": {
         "hosts": {
             "api.test": ["127.0.0.1"],
             "web.test": ["127.0.0.1"],
@@ -214,13 +219,15 @@ fn setup(h: &Home, s: &Servers, allow: bool) {
             "meta.test": ["169.254.169.254"]
         },
         "internal": ["api.test", "web.test", "other.test", "meta.test"]
-    });
+    }});
     h.write_store("sandbox.json", &cfg.to_string());
 }
 
 /// Runs `evil go`; what each try got.
 fn tries(h: &Home) -> Value {
-    let v = go(h);
+    let out = h.run(&["exec", "evil", "go", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(v["ok"], true, "{v}");
     assert!(v["result"].is_object(), "{v}");
     v["result"].clone()
@@ -296,6 +303,8 @@ fn hosts_declared_but_not_allowed_give_no_network_and_no_proxy() {
         assert!(got(&r, what).starts_with("refused"), "{what}: {r}");
     }
     assert_eq!((s.tls_hits.load(Ordering::SeqCst), s.web_hits.load(Ordering::SeqCst)), (0, 0), "{r}");
+    // No proxy, so no request lines.
+    assert!(rows(&h).iter().all(|r| r.get("egress").is_none()), "{}", h.audit_log());
 }
 
 #[test]
@@ -315,4 +324,213 @@ fn a_served_call_reaches_its_own_tenants_hosts_through_its_own_proxy() {
     assert!(web.starts_with("refused 403") && web.contains("egress not_allowed"), "{v}");
     assert_eq!(got(r, "direct"), format!("refused {ECONNREFUSED}"), "{v}");
     assert_eq!((s.tls_hits.load(Ordering::SeqCst), s.web_hits.load(Ordering::SeqCst)), (2, 0), "{v}");
+}
+
+/// Both stores where seccomp is enforced: the file store's home, or a PostgreSQL store's.
+fn home_on(postgres: bool) -> Option<Home> {
+    if !postgres {
+        return home_if("seccomp");
+    }
+    (layer("seccomp") && !crate::pg::unavailable()).then(Home::postgres)
+}
+
+/// The audit rows, oldest first.
+fn rows(h: &Home) -> Vec<Value> {
+    h.audit_log().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn class(r: &Value) -> &str {
+    r["egress"]["refused"].as_str().unwrap_or("allowed")
+}
+
+/// `hcpx audit verify --json` (the file store's one chain, or a tenant's on PostgreSQL): it holds, with `lines`
+/// lines: the tenant's rows on PostgreSQL, every row in the file store.
+fn verified(h: &Home, postgres: bool, tenant: &str, all: &[Value]) {
+    let (args, lines) = if postgres {
+        (
+            vec!["audit", "verify", "--tenant", tenant, "--json"],
+            all.iter().filter(|r| r["tenant"] == tenant).count(),
+        )
+    } else {
+        (vec!["audit", "verify", "--json"], all.len())
+    };
+    let out = h.run(&args);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), v["lines"].as_u64()), (Some(0), Some(lines as u64)), "{v}");
+}
+
+/// The 8 rows of `tries` in a home where `local` has web.test: what each records.
+fn assert_the_requests(s: &Servers, egress: &[Value]) {
+    let all = format!("{egress:#?}");
+    assert_eq!(egress.len(), 8, "{all}");
+    let mut classes: Vec<&str> = egress.iter().map(class).collect();
+    classes.sort_unstable();
+    let want = ["allowed", "allowed", "ip_literal", "not_allowed", "not_allowed", "not_allowed"];
+    assert_eq!(classes, [&want[..], &["private_address", "private_address"]].concat(), "{all}");
+    let find = |host: &str, port: u16| {
+        egress
+            .iter()
+            .find(|r| r["egress"]["host"] == host && r["egress"]["port"] == port)
+            .unwrap_or_else(|| panic!("no row for {host}:{port}: {all}"))
+    };
+    let e = &find("api.test", s.tls)["egress"];
+    assert_eq!(
+        (e["method"].as_str(), e["status"].as_u64(), e["scheme"].as_str()),
+        (Some("CONNECT"), Some(200), Some("https"))
+    );
+    assert_eq!(e["rule"], format!("https://api.test:{}", s.tls), "{e}");
+    assert!(e["bytes_up"].as_u64() > Some(0) && e["bytes_down"].as_u64() > Some(0), "{e}");
+    assert!(e.get("refused").is_none(), "{e}");
+    let e = &find("web.test", s.web)["egress"];
+    assert_eq!(
+        (e["method"].as_str(), e["status"].as_u64(), e["scheme"].as_str()),
+        (Some("GET"), Some(200), Some("http"))
+    );
+    assert_eq!(e["rule"], format!("http://web.test:{}", s.web), "{e}");
+    // Allowed by a rule, refused after: both, so the row says by what rule and why not.
+    let e = &find("private.test", s.tls)["egress"];
+    assert_eq!((e["refused"].as_str(), e["status"].as_u64()), (Some("private_address"), Some(403)), "{e}");
+    assert_eq!(e["rule"], format!("https://private.test:{}", s.tls), "{e}");
+    assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "{e}");
+    let e = &find("other.test", s.tls)["egress"];
+    assert_eq!((e["refused"].as_str(), e.get("rule")), (Some("not_allowed"), None), "{e}");
+    let digest = &egress[0]["args_sha256"];
+    assert!(digest.as_str().is_some_and(|d| d.len() == 64), "{all}");
+    for r in egress {
+        assert_eq!((r["pack_id"].as_str(), r["verb_key"].as_str()), (Some("evil"), Some("go")), "{r}");
+        assert_eq!(r["ok"], class(r) == "allowed", "{r}");
+        assert_eq!(&r["args_sha256"], digest, "{r}");
+    }
+}
+
+fn every_request_of_a_read_is_an_audit_row(postgres: bool) {
+    let Some(h) = home_on(postgres) else { return };
+    let s = servers();
+    setup(&h, &s, true);
+    let before = rows(&h).len();
+    let r = tries(&h);
+    assert_eq!(got(&r, "https"), "ok hello over tls", "{r}");
+    let all = rows(&h);
+    let new = &all[before..];
+    // Direct, UDP and raw tries never reach the proxy; the read itself is no line.
+    assert!(new.iter().all(|r| r["egress"].is_object()), "{new:#?}");
+    assert_the_requests(&s, new);
+    for r in new {
+        assert_eq!((r["tenant"].as_str(), r["invoker"].as_str()), (Some("local"), Some("cli")), "{r}");
+        assert_eq!((r["principal"].as_str(), r["operation"].as_str()), (Some("local"), Some("read")), "{r}");
+    }
+    verified(&h, postgres, "local", &all);
+    let listed = |pack: &str| {
+        let out = h.run(&["audit", "--pack", pack, "--egress", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["records"].as_array().unwrap().len()
+    };
+    assert_eq!((listed("evil"), listed("other")), (8, 0));
+    let text = String::from_utf8_lossy(&h.run(&["audit", "--egress"]).stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "evil.go  egress CONNECT https://api.test:{0} 200 allowed by https://api.test:{0}",
+            s.tls
+        )),
+        "{text}"
+    );
+    assert!(text.contains("https://other.test:") && text.contains(" 403 not_allowed ("), "{text}");
+}
+
+#[test]
+fn every_request_of_a_read_is_an_audit_row_and_the_read_is_not() {
+    every_request_of_a_read_is_an_audit_row(false);
+}
+
+#[test]
+fn every_request_of_a_read_is_an_audit_row_and_the_read_is_not_postgres() {
+    every_request_of_a_read_is_an_audit_row(true);
+}
+
+fn a_writes_requests_come_first(postgres: bool) {
+    let Some(h) = home_on(postgres) else { return };
+    let s = servers();
+    setup_op(&h, &s, true, "write");
+    let before = rows(&h).len();
+    tries(&h);
+    let all = rows(&h);
+    let new = &all[before..];
+    assert_eq!(new.len(), 9, "{new:#?}");
+    assert_the_requests(&s, &new[..8]);
+    let last = &new[8];
+    assert!(last.get("egress").is_none(), "{last}");
+    assert_eq!((last["operation"].as_str(), &last["ok"]), (Some("write"), &json!(true)), "{last}");
+    assert!(new.iter().all(|r| r["args_sha256"] == last["args_sha256"]), "{new:#?}");
+    verified(&h, postgres, "local", &all);
+}
+
+#[test]
+fn a_writes_requests_come_before_its_own_line() {
+    a_writes_requests_come_first(false);
+}
+
+#[test]
+fn a_writes_requests_come_before_its_own_line_postgres() {
+    a_writes_requests_come_first(true);
+}
+
+/// One sample of the exposition (0 when the series is absent).
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+fn a_served_calls_requests_are_counted(postgres: bool) {
+    let Some(h) = home_on(postgres) else { return };
+    let s = servers();
+    setup(&h, &s, true);
+    let bob = crate::serve::principal(&h, "bob", "acme", crate::serve::ALL, false);
+    let ops = crate::serve::principal(&h, "ops", "local", &[], true);
+    let server = crate::serve::Server::start(&h, &[]);
+    let scrape = || {
+        let (st, _, text) = crate::serve::request_raw(&server.addr, "GET", "/metrics", Some(&ops), None, &[]);
+        assert_eq!(st, 200, "{text}");
+        text
+    };
+    let before = scrape();
+    let (status, v) = server.post("/v1/exec/evil/go", &bob, &json!({}));
+    assert_eq!(status, 200, "{v}");
+    let after = scrape();
+    let series = |scheme: &str, class: &str| {
+        format!("hcp_egress_requests_total{{pack=\"evil\",scheme=\"{scheme}\",class=\"{class}\"}}")
+    };
+    for (scheme, class, more) in [
+        ("https", "allowed", 2.0),
+        ("http", "not_allowed", 2.0),
+        ("https", "not_allowed", 1.0),
+        ("https", "ip_literal", 1.0),
+        ("https", "private_address", 2.0),
+    ] {
+        let k = series(scheme, class);
+        assert_eq!(sample(&after, &k) - sample(&before, &k), more, "{k}:\n{after}");
+    }
+    assert!(sample(&after, "hcp_egress_bytes_total{pack=\"evil\",direction=\"down\"}") > 0.0, "{after}");
+
+    let (status, v) = server.get("/v1/audit", &bob);
+    assert_eq!(status, 200, "{v}");
+    let records = v["records"].as_array().unwrap_or_else(|| panic!("{v}"));
+    let egress: Vec<&Value> = records.iter().filter(|r| r["egress"].is_object()).collect();
+    assert_eq!(egress.len(), 8, "{v}");
+    for r in egress {
+        assert_eq!((r["tenant"].as_str(), r["principal"].as_str()), (Some("acme"), Some("bob")), "{r}");
+        assert_eq!(r["invoker"], "http", "{r}");
+    }
+    verified(&h, postgres, "acme", &rows(&h));
+}
+
+#[test]
+fn a_served_calls_requests_are_its_tenants_rows_and_counted() {
+    a_served_calls_requests_are_counted(false);
+}
+
+#[test]
+fn a_served_calls_requests_are_its_tenants_rows_and_counted_postgres() {
+    a_served_calls_requests_are_counted(true);
 }

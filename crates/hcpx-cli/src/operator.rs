@@ -121,6 +121,9 @@ pub struct AuditArgs {
     /// Only calls of this pack.
     #[arg(long)]
     pub pack: Option<String>,
+    /// Only outgoing requests of wrap calls (their egress rows).
+    #[arg(long)]
+    pub egress: bool,
     /// Only calls at or after WHEN: a time (`2026-01-31`, `2026-01-31T09:00:00Z`) or an age (`90m`, `2h`, `7d`).
     #[arg(long)]
     pub since: Option<String>,

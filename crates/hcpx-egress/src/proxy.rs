@@ -64,6 +64,9 @@ pub struct EgressEvent {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub refused: Option<Refusal>,
+    /// The rule that allowed the request (`https://api.example.com:443`), even if it was refused later (a
+    /// private address, an SNI that does not match, a limit); none if no rule allowed it.
+    pub rule: Option<String>,
     pub elapsed: Duration,
 }
 
@@ -152,6 +155,7 @@ struct Record {
     up: AtomicU64,
     down: AtomicU64,
     refused: Option<Refusal>,
+    rule: Option<String>,
     finished: bool,
 }
 
@@ -168,6 +172,7 @@ impl Record {
             up: AtomicU64::new(0),
             down: AtomicU64::new(0),
             refused: None,
+            rule: None,
             finished: false,
         }
     }
@@ -188,6 +193,7 @@ impl Drop for Record {
             bytes_up: self.up.load(Ordering::Relaxed),
             bytes_down: self.down.load(Ordering::Relaxed),
             refused: self.refused.take(),
+            rule: self.rule.take(),
             elapsed: self.start.elapsed(),
         });
     }
@@ -291,7 +297,8 @@ async fn admit(
     rec.host.clone_from(&target.host);
     rec.port = target.port;
     rec.scheme = Some(target.scheme);
-    shared.policy.decide(target.scheme, &target.host, target.port).map_err(plain)?;
+    let rule = shared.policy.decide(target.scheme, &target.host, target.port).map_err(plain)?;
+    rec.rule = Some(rule.to_string());
     if target.scheme == Scheme::Http {
         http::rewrite(&head, &target).map_err(plain)?;
     }

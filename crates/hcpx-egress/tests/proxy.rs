@@ -75,6 +75,7 @@ async fn an_allowed_https_request_goes_through_connect_with_a_verified_handshake
     assert_eq!((e.host.as_str(), e.port, e.scheme), ("api.test", w.tls.port(), Some(Scheme::Https)));
     assert_eq!((e.method.as_str(), e.status, &e.refused), ("CONNECT", Some(200), &None));
     assert!(e.bytes_up > 200 && e.bytes_down > response.len() as u64, "{e:?}");
+    assert_eq!(e.rule, Some(format!("https://api.test:{}", w.tls.port())));
 }
 
 #[tokio::test]
@@ -100,6 +101,7 @@ async fn a_host_no_rule_names_is_refused() {
     assert_refused(&answer, &e, 403, RefusalKind::NotAllowed);
     assert!(answer.contains("no rule names host evil.test"), "{answer}");
     assert_eq!((e.host.as_str(), e.port, e.method.as_str()), ("evil.test", 443, "CONNECT"));
+    assert_eq!(e.rule, None);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! `GET /metrics`: what a served runtime has done, in the Prometheus text format — calls by invoker, pack,
-//! command and code, denials by code, a call latency histogram, the calls in flight and the store's pool. Every
+//! command and code, denials by code, a call latency histogram, the calls in flight, the store's pool, and the
+//! requests wraps sent through their egress proxies (by pack, scheme and class) with their bytes. Every
 //! call the async exec path answers (HTTP and MCP over HTTP) is recorded once, by `Runtime`'s observer hook,
 //! with atomics: a read lock on the label table (a write lock only the first time a label set is seen), never a
 //! lock per call.
@@ -11,7 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::model::{Code, Envelope, Principal, ResultEnvelope};
-use crate::runtime::CallObserver;
+use crate::runtime::{CallObserver, EgressRow, EGRESS_CLASSES};
 use crate::store::PoolStats;
 
 /// The latency buckets' upper bounds, in seconds: 0.5 ms to 10 s.
@@ -28,6 +29,8 @@ const OTHER: &str = "_other";
 
 /// One call's labels: invoker, pack, command, code (`ok` for a success).
 type CallKey = (&'static str, String, String, &'static str);
+/// One outgoing request's labels: pack, scheme (`https`, `http`, `none`), class (`allowed` or the refusal's kind).
+type EgressKey = (String, &'static str, &'static str);
 
 /// The counters `/metrics` reports; shared by the runtime (which records) and the handler (which renders).
 pub struct Metrics {
@@ -38,6 +41,9 @@ pub struct Metrics {
     /// is `+Inf`).
     buckets: Vec<AtomicU64>,
     sum_nanos: AtomicU64,
+    egress: RwLock<HashMap<EgressKey, Arc<AtomicU64>>>,
+    /// Per pack: bytes up (to the origin) and down.
+    egress_bytes: RwLock<HashMap<String, Arc<[AtomicU64; 2]>>>,
 }
 
 impl Default for Metrics {
@@ -60,7 +66,25 @@ impl Metrics {
             denials: Code::NAMES.iter().map(|_| AtomicU64::new(0)).collect(),
             buckets: (0..=BUCKETS.len()).map(|_| AtomicU64::new(0)).collect(),
             sum_nanos: AtomicU64::new(0),
+            egress: RwLock::new(HashMap::new()),
+            egress_bytes: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Records one outgoing request of a wrap of `pack`: its scheme (none if it was never read), its class
+    /// (`allowed` or the refusal's kind; anything else counts as `_other`) and the bytes it relayed.
+    pub fn record_egress(&self, pack: &str, scheme: Option<&str>, class: &str, up: u64, down: u64) {
+        let scheme = match scheme {
+            Some("https") => "https",
+            Some("http") => "http",
+            _ => "none",
+        };
+        let class = EGRESS_CLASSES.iter().find(|c| **c == class).copied().unwrap_or(OTHER);
+        counter(&self.egress, (pack.to_string(), scheme, class), |(_, s, c)| (OTHER.to_string(), *s, *c))
+            .fetch_add(1, Ordering::Relaxed);
+        let bytes = counter(&self.egress_bytes, pack.to_string(), |_| OTHER.to_string());
+        bytes[0].fetch_add(up, Ordering::Relaxed);
+        bytes[1].fetch_add(down, Ordering::Relaxed);
     }
 
     /// Records one call.
@@ -92,21 +116,7 @@ impl Metrics {
         code: &'static str,
     ) -> Arc<AtomicU64> {
         let key = (invoker, pack.to_string(), verb.to_string(), code);
-        if let Ok(table) = self.calls.read() {
-            if let Some(c) = table.get(&key) {
-                return c.clone();
-            }
-        }
-        let mut table = match self.calls.write() {
-            Ok(t) => t,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let key = if table.len() >= MAX_SERIES && !table.contains_key(&key) {
-            (invoker, OTHER.to_string(), OTHER.to_string(), code)
-        } else {
-            key
-        };
-        table.entry(key).or_default().clone()
+        counter(&self.calls, key, |k| (k.0, OTHER.to_string(), OTHER.to_string(), k.3))
     }
 
     /// The text exposition (format 0.0.4), with the calls in flight and the store's pool as they are now.
@@ -135,6 +145,41 @@ impl Metrics {
         out.push_str("# TYPE hcp_denials_total counter\n");
         for (name, n) in Code::NAMES.iter().zip(&self.denials) {
             let _ = writeln!(out, "hcp_denials_total{{code=\"{name}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        out.push_str(
+            "# HELP hcp_egress_requests_total Requests wraps sent through their egress proxy, by pack, scheme and \
+             class (allowed, or the refusal's kind).\n",
+        );
+        out.push_str("# TYPE hcp_egress_requests_total counter\n");
+        let mut rows: Vec<(EgressKey, u64)> = match self.egress.read() {
+            Ok(t) => t.iter().map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed))).collect(),
+            Err(_) => Vec::new(),
+        };
+        rows.sort();
+        for ((pack, scheme, class), n) in rows {
+            let _ = writeln!(
+                out,
+                "hcp_egress_requests_total{{pack=\"{}\",scheme=\"{scheme}\",class=\"{class}\"}} {n}",
+                escape(&pack)
+            );
+        }
+        out.push_str(
+            "# HELP hcp_egress_bytes_total Bytes relayed by egress proxies, by pack and direction (up: to the \
+             origin).\n",
+        );
+        out.push_str("# TYPE hcp_egress_bytes_total counter\n");
+        let mut rows: Vec<(String, u64, u64)> = match self.egress_bytes.read() {
+            Ok(t) => t
+                .iter()
+                .map(|(k, v)| (k.clone(), v[0].load(Ordering::Relaxed), v[1].load(Ordering::Relaxed)))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        rows.sort();
+        for (pack, up, down) in rows {
+            let pack = escape(&pack);
+            let _ = writeln!(out, "hcp_egress_bytes_total{{pack=\"{pack}\",direction=\"up\"}} {up}");
+            let _ = writeln!(out, "hcp_egress_bytes_total{{pack=\"{pack}\",direction=\"down\"}} {down}");
         }
         out.push_str("# HELP hcp_call_duration_seconds How long calls took, from admission to result.\n");
         out.push_str("# TYPE hcp_call_duration_seconds histogram\n");
@@ -172,6 +217,33 @@ impl CallObserver for Metrics {
     fn observed(&self, principal: &Principal, env: &Envelope, out: &ResultEnvelope, took: Duration) {
         self.record(principal.invoker.as_str(), &env.pack_id, &env.verb_key, out.code, took);
     }
+
+    fn egress(&self, _principal: &Principal, env: &Envelope, rows: &[EgressRow]) {
+        for r in rows {
+            let e = &r.egress;
+            self.record_egress(&env.pack_id, e.scheme.as_deref(), e.class(), e.bytes_up, e.bytes_down);
+        }
+    }
+}
+
+/// The counter of `key` in `table`, made the first time it is seen; past `MAX_SERIES` label sets a new one is
+/// counted under `other(key)`.
+fn counter<K, V>(table: &RwLock<HashMap<K, Arc<V>>>, key: K, other: impl Fn(&K) -> K) -> Arc<V>
+where
+    K: std::hash::Hash + Eq,
+    V: Default,
+{
+    if let Ok(t) = table.read() {
+        if let Some(c) = t.get(&key) {
+            return c.clone();
+        }
+    }
+    let mut t = match table.write() {
+        Ok(t) => t,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let key = if t.len() >= MAX_SERIES && !t.contains_key(&key) { other(&key) } else { key };
+    t.entry(key).or_default().clone()
 }
 
 /// A label value as the text format wants it: `\`, `"` and newlines escaped, and what would hide or reorder
@@ -221,6 +293,27 @@ mod tests {
         assert!(!text.contains("hcp_store_pool"), "no pool for the file store");
         let pool = PoolStats { size: 3, idle: 1, max: 16, waiting: 0 };
         assert!(m.render(0, "postgres", Some(pool)).contains("hcp_store_pool_max{store=\"postgres\"} 16"));
+    }
+
+    #[test]
+    fn egress_requests_and_bytes_by_pack_scheme_and_class() {
+        let m = Metrics::new();
+        m.record_egress("evil", Some("https"), "allowed", 100, 1000);
+        m.record_egress("evil", Some("https"), "allowed", 10, 20);
+        m.record_egress("evil", Some("http"), "not_allowed", 0, 50);
+        m.record_egress("evil", None, "made_up", 0, 0);
+        let text = m.render(0, "files", None);
+        for line in [
+            "# TYPE hcp_egress_requests_total counter",
+            "hcp_egress_requests_total{pack=\"evil\",scheme=\"https\",class=\"allowed\"} 2",
+            "hcp_egress_requests_total{pack=\"evil\",scheme=\"http\",class=\"not_allowed\"} 1",
+            "hcp_egress_requests_total{pack=\"evil\",scheme=\"none\",class=\"_other\"} 1",
+            "# TYPE hcp_egress_bytes_total counter",
+            "hcp_egress_bytes_total{pack=\"evil\",direction=\"up\"} 110",
+            "hcp_egress_bytes_total{pack=\"evil\",direction=\"down\"} 1070",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
     }
 
     #[test]

@@ -605,6 +605,7 @@ pub(crate) fn install_pulled(
             approval: None,
             decision: None,
             outcome: None,
+            egress: None,
             action: None,
             prev: None,
         };

@@ -132,6 +132,7 @@ impl Runtime {
             approval: Some(decided.id.clone()),
             decision: Some(if approve { "approved" } else { "refused" }.to_string()),
             outcome: None,
+            egress: None,
             action: None,
             prev: None,
         };

@@ -1,10 +1,12 @@
 //! Step 7 (docs/spec.md §9), after the run: the structured result (done title, scrub of minted secrets) and the
-//! audit line of a write. The same for a call run blocking and one awaited.
+//! audit line of a write, after one line per outgoing request of a wrap call (read or write) through its egress
+//! proxy. The same for a call run blocking and one awaited.
 
 use serde_json::{Map, Value};
 
 use super::pipeline::Admitted;
 use super::{scrub, Runtime};
+use crate::adapter::egress::EgressRow;
 use crate::adapter::AdapterResult;
 use crate::model::digest::args_digest;
 use crate::model::{Code, Envelope, MintedBinding, Principal, ResultEnvelope};
@@ -19,8 +21,9 @@ impl Runtime {
         principal: &Principal,
         env: &Envelope,
         admitted: Admitted<'_>,
-        ran: AdapterResult,
+        mut ran: AdapterResult,
     ) -> ResultEnvelope {
+        let egress = std::mem::take(&mut ran.egress);
         let job = &admitted.job;
         let out =
             structured_result(&job.pack.id, &job.verb, job.command(), &job.args.values, ran, &job.binding);
@@ -34,7 +37,45 @@ impl Runtime {
             args: &admitted.given,
             project: project_of(&job.pack, job.project_dir.as_deref()),
         };
+        let out = self.audit_egress(&call, &egress, out);
         self.audit(&call, out, admitted.intent)
+    }
+
+    /// Step 7 (#36 point 6): each outgoing request of the call, allowed or refused, is an audit line of its own
+    /// (`egress`), in the order they ended, before a write's line; a read's requests get lines, the read none.
+    /// The rows carry no intent: a write's intent is cleared by its own line. Rows that cannot be written fail
+    /// the call, as a write's line does: never an unrecorded request.
+    fn audit_egress(&self, call: &Audited<'_>, rows: &[EgressRow], out: ResultEnvelope) -> ResultEnvelope {
+        if rows.is_empty() {
+            return out;
+        }
+        if let Some(o) = &self.observer {
+            o.egress(call.principal, call.env, rows);
+        }
+        let base = record(call, true, None);
+        let written = blocking_section(|| {
+            rows.iter().try_for_each(|r| {
+                self.store.append_audit(&AuditRecord {
+                    at: r.at.clone(),
+                    ok: r.egress.refused.is_none(),
+                    egress: Some(r.egress.clone()),
+                    ..base.clone()
+                })
+            })
+        });
+        match written {
+            Ok(()) => out,
+            Err(e) if out.ok => {
+                let mut o = out;
+                o.ok = false;
+                o.code = Some(Code::AdapterFailed);
+                o.error = Some(format!(
+                    "the command ran but the audit rows of its outgoing requests could not be written: {e}"
+                ));
+                o
+            }
+            Err(_) => out,
+        }
     }
 
     /// Before step 6 of a write: the store records what is about to run (the PostgreSQL store; the file store

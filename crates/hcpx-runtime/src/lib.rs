@@ -35,6 +35,7 @@ pub mod scrub;
 pub mod sense;
 pub mod visible;
 
+pub use adapter::egress::{EgressRow, CLASSES as EGRESS_CLASSES};
 pub use approval::{DecidedThrough, DecisionRefused, Refusal};
 pub use availability::{Availability, Notes};
 pub use binding::{mint, required_fields, MintError};
@@ -86,6 +87,10 @@ pub trait CallObserver: Send + Sync {
         out: &ResultEnvelope,
         took: std::time::Duration,
     );
+
+    /// The outgoing requests of a call through its egress proxy, before step 7 audits them. A served call whose
+    /// client left is dropped before step 7: its requests are neither audited nor observed.
+    fn egress(&self, _principal: &Principal, _env: &Envelope, _rows: &[EgressRow]) {}
 }
 
 /// What one call brings with it beyond its envelope. A served runtime serves many projects, or none: the

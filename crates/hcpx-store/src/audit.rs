@@ -1,5 +1,6 @@
 //! The audit log (docs/spec.md §18): one JSON line per write that reached the adapter and per denied write, and
-//! one per Sense push (recorded or refused) and per refused Sense watch (`action`),
+//! one per Sense push (recorded or refused) and per refused Sense watch (`action`), and one per outgoing request of
+//! a wrap call (`egress`),
 //! each carrying the SHA-256 of the line before it, so an edited, deleted, inserted or reordered line, a cut
 //! tail or an emptied log is found by `hcpx audit verify` (docs/security.md, The audit chain).
 //!
@@ -48,9 +49,51 @@ pub struct AuditRecord {
     /// ran (a payment may have been made) cannot be said; never `cancelled`, which says it was stopped (#34).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// One outgoing request of the command (not the command itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<AuditEgress>,
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
+}
+
+/// One outgoing request of a wrap call through its egress proxy (#36 point 6, docs/egress.md, Events). No
+/// `deny_unknown_fields`, so fields added later still read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEgress {
+    /// The host the request named, as sent (empty if no head was read).
+    pub host: String,
+    /// Its port (0 if no head was read).
+    pub port: u16,
+    /// `CONNECT`, `GET`, … (empty if no head was read).
+    pub method: String,
+    /// Bytes sent to the origin.
+    pub bytes_up: u64,
+    /// Bytes sent back to the client.
+    pub bytes_down: u64,
+    pub elapsed_ms: u64,
+    /// `https` (CONNECT) or `http` (an absolute-form request); none if the request was never read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    /// What the client was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The rule that allowed it (`https://api.example.com:443`), set even when it was refused later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The refusal's kind (`not_allowed`, `private_address`, …); none if the request went through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The refusal's one-line reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl AuditEgress {
+    /// `allowed`, or the refusal's kind.
+    pub fn class(&self) -> &str {
+        self.refused.as_deref().unwrap_or("allowed")
+    }
 }
 
 /// What is known of a write's outcome when its line was not written by the replica that ran it.
@@ -75,7 +118,7 @@ pub enum AuditAction {
 /// One row of the log as `hcpx audit` lists it: a record, or a line that does not parse, kept in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuditRow {
-    Record(AuditRecord),
+    Record(Box<AuditRecord>),
     /// A damaged line: where it is (file and line, or database row) and why it does not parse.
     Unreadable {
         place: String,
@@ -127,6 +170,7 @@ impl AuditRecord {
             decision: None,
             outcome: None,
             action: None,
+            egress: None,
             prev: None,
         }
     }
@@ -197,4 +241,43 @@ pub(crate) fn log_files(home: &Path, head: Option<&AuditHead>) -> Vec<String> {
 pub(crate) fn chained_files(head: Option<&AuditHead>) -> Vec<String> {
     let rotated = head.map_or(0, |h| h.rotated);
     (1..=rotated).map(|n| format!("{AUDIT}.{n}")).chain(std::iter::once(AUDIT.to_string())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_line_reads_and_an_egress_row_round_trips() {
+        let older = r#"{"at":"2026-12-03T00:00:00.000Z","principal":"ana","tenant":"local","invoker":"cli","pack_id":"ledger","verb_key":"transfer","operation":"write","ok":true,"args_sha256":"ab","prev":"cd"}"#;
+        let rec: AuditRecord = serde_json::from_str(older).unwrap();
+        assert_eq!(rec.egress, None);
+        assert_eq!(serde_json::to_string(&rec).unwrap(), older);
+
+        let egress = AuditEgress {
+            host: "api.test".into(),
+            port: 443,
+            method: "CONNECT".into(),
+            bytes_up: 10,
+            bytes_down: 20,
+            elapsed_ms: 3,
+            scheme: Some("https".into()),
+            status: Some(403),
+            rule: None,
+            refused: Some("not_allowed".into()),
+            reason: Some("no rule names host api.test".into()),
+        };
+        assert_eq!(egress.class(), "not_allowed");
+        let row = AuditRecord { egress: Some(egress.clone()), ok: false, ..rec };
+        let text = serde_json::to_string(&row).unwrap();
+        assert!(!text.contains("\"rule\""), "{text}");
+        assert_eq!(serde_json::from_str::<AuditRecord>(&text).unwrap(), row);
+
+        let allowed =
+            AuditEgress { refused: None, reason: None, rule: Some("https://api.test:443".into()), ..egress };
+        assert_eq!(allowed.class(), "allowed");
+        let text = serde_json::to_string(&allowed).unwrap();
+        assert!(!text.contains("refused") && text.contains("\"rule\""), "{text}");
+        assert_eq!(serde_json::from_str::<AuditEgress>(&text).unwrap(), allowed);
+    }
 }

@@ -482,6 +482,7 @@ mod tests {
             approval: None,
             decision: None,
             outcome: None,
+            egress: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

@@ -5,29 +5,74 @@
 //!
 //! The proxy runs on the caller's tokio runtime when there is a multi-threaded one (`hcpx serve`, whose wrap
 //! calls block a thread of its blocking pool), else on a runtime of one worker thread owned by the call (the
-//! CLI's one-shot call), so the call's thread may block on the child while the proxy serves it. Egress events
-//! are counted only; the audit log does not record them yet (#36 point 6).
+//! CLI's one-shot call), so the call's thread may block on the child while the proxy serves it. Each request
+//! it sees end comes back as an `EgressRow`, which step 7 appends to the audit log (#36 point 6).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use hcpx_egress::{Limits, Policy, Proxy, ProxyHandle, Rule, Scheme};
+use hcpx_egress::{EgressEvent, Limits, Policy, Proxy, ProxyHandle, Rule, Scheme};
 
 use crate::model::{Code, Denial};
 use crate::pack::hosts::{HostRule, Scheme as PackScheme};
 use crate::pack::{NetKind, Pack};
+use crate::store::audit::AuditEgress;
 use crate::store::config::SandboxConfig;
 
 /// How long starting the proxy may take (binding a loopback port) before the call is refused.
 const START_WITHIN: Duration = Duration::from_secs(5);
+/// How long a stopped proxy's last requests may take to report (each connection's guard, as it is dropped).
+const STOP_WITHIN: Duration = Duration::from_secs(2);
 
-/// A running egress proxy; it stops, with every connection it holds, when dropped.
+/// The classes of an outgoing request: `allowed`, then every refusal's kind (`/metrics` counts by them).
+pub const CLASSES: [&str; 9] = [
+    "allowed",
+    "not_allowed",
+    "ip_literal",
+    "private_address",
+    "sni_mismatch",
+    "bad_request",
+    "limit",
+    "resolve_failed",
+    "connect_failed",
+];
+
+/// One outgoing request of a call, as its audit row records it: when it ended, and what it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressRow {
+    pub at: String,
+    pub egress: AuditEgress,
+}
+
+fn row(e: EgressEvent) -> EgressRow {
+    let (refused, reason) = match e.refused {
+        Some(r) => (Some(r.kind.as_str().to_string()), Some(r.reason)),
+        None => (None, None),
+    };
+    EgressRow {
+        at: crate::model::clock::now_rfc3339(),
+        egress: AuditEgress {
+            host: e.host,
+            port: e.port,
+            method: e.method,
+            bytes_up: e.bytes_up,
+            bytes_down: e.bytes_down,
+            elapsed_ms: u64::try_from(e.elapsed.as_millis()).unwrap_or(u64::MAX),
+            scheme: e.scheme.map(|s| s.as_str().to_string()),
+            status: e.status,
+            rule: e.rule,
+            refused,
+            reason,
+        },
+    }
+}
+
+/// A running egress proxy; it stops, with every connection it holds, when dropped or finished.
 pub struct CallProxy {
     handle: Option<ProxyHandle>,
     runtime: Option<tokio::runtime::Runtime>,
     port: u16,
-    events: Arc<AtomicU64>,
+    rows: Option<mpsc::Receiver<EgressRow>>,
 }
 
 impl CallProxy {
@@ -36,9 +81,26 @@ impl CallProxy {
         self.port
     }
 
-    /// Requests it has seen end, allowed or refused.
-    pub fn events(&self) -> u64 {
-        self.events.load(Ordering::Relaxed)
+    /// Stops the proxy, every connection it still holds with it, and hands back every request it saw end, in
+    /// the order they ended. Each connection's guard reports as it is dropped; the sender lives in the sink every
+    /// guard and the proxy hold, so a closed channel means every report arrived. Waits at most `STOP_WITHIN`.
+    pub fn finish(mut self) -> Vec<EgressRow> {
+        drop(self.handle.take());
+        if let Some(rt) = self.runtime.take() {
+            // Not `shutdown_timeout`: this may run on a blocking thread of the caller's runtime.
+            rt.shutdown_background();
+        }
+        let Some(rx) = self.rows.take() else { return Vec::new() };
+        let until = Instant::now() + STOP_WITHIN;
+        let mut out = Vec::new();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(r) => out.push(r),
+                Err(mpsc::RecvTimeoutError::Disconnected | mpsc::RecvTimeoutError::Timeout) => break,
+            }
+        }
+        out
     }
 }
 
@@ -142,20 +204,57 @@ fn start(policy: Policy) -> Result<CallProxy, Denial> {
             (rt.handle().clone(), Some(rt))
         }
     };
-    let events = Arc::new(AtomicU64::new(0));
-    let counted = events.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let (etx, erx) = mpsc::channel();
+    let (tx, rx) = mpsc::channel();
     handle.spawn(async move {
-        let started = Proxy::start(policy, Limits::default(), move |_event| {
-            counted.fetch_add(1, Ordering::Relaxed);
+        let started = Proxy::start(policy, Limits::default(), move |e| {
+            let _ = etx.send(row(e));
         })
         .await;
         let _ = tx.send(started);
     });
-    let mut call = CallProxy { handle: None, runtime, port: 0, events };
+    let mut call = CallProxy { handle: None, runtime, port: 0, rows: Some(erx) };
     let started = rx.recv_timeout(START_WITHIN).map_err(|_| refuse("it did not start in time".into()))?;
     let proxy = started.map_err(|e| refuse(e.to_string()))?;
     call.port = proxy.addr().port();
     call.handle = Some(proxy);
     Ok(call)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcpx_egress::RefusalKind;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    #[test]
+    fn a_finished_proxy_hands_back_every_request() {
+        let rule = Rule::new(Scheme::Https, "api.test", 443).unwrap();
+        let proxy = start(Policy::new(vec![rule])).unwrap();
+        let mut refused = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+        refused.write_all(b"CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        refused.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 403 "), "{answer}");
+        let silent = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let rows = proxy.finish();
+        drop(silent);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        let mut classes: Vec<&str> = rows.iter().map(|r| r.egress.class()).collect();
+        classes.sort_unstable();
+        assert_eq!(classes, ["limit", "not_allowed"]);
+        let e = &rows[0].egress;
+        assert_eq!((e.method.as_str(), e.status, e.rule.as_deref()), ("CONNECT", Some(403), None));
+        assert_eq!((e.host.as_str(), e.port, e.scheme.as_deref()), ("evil.test", 443, Some("https")));
+        assert!(e.reason.as_deref().is_some_and(|r| r.contains("no rule names host evil.test")), "{e:?}");
+    }
+
+    #[test]
+    fn classes_are_allowed_then_every_refusal_kind() {
+        let kinds: Vec<&str> = RefusalKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(CLASSES[0], "allowed");
+        assert_eq!(CLASSES[1..], kinds[..]);
+    }
 }

@@ -68,6 +68,8 @@ pub struct AdapterResult {
     pub sandbox: Option<SandboxReport>,
     /// A built-in pack's write that changes nothing here: the hint naming the `hcpx` line to run instead.
     pub deferred_to_cli: Option<String>,
+    /// A wrap's outgoing requests through its egress proxy, in the order they ended (step 7 audits each).
+    pub egress: Vec<egress::EgressRow>,
 }
 
 impl AdapterResult {

@@ -182,8 +182,8 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     let (confinement, spawned) =
         crate::sandbox::run_confined(planned, |p| plan(&view, sandbox, p), |c| run(c, abi))?;
     drop(work);
-    // The call is over: its proxy stops, and every connection it still held with it.
-    drop(proxy);
+    // The call is over: its proxy stops, every connection it still held with it, and hands back its requests.
+    let egress = proxy.map(super::egress::CallProxy::finish).unwrap_or_default();
     let fin = spawned.map_err(|e| {
         let message = if e.not_runnable {
             format!(
@@ -217,6 +217,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         stderr: Some(stderr.clone()),
         truncated: Some(fin.truncated),
         exit_code: fin.status.code(),
+        egress,
         ..AdapterResult::default()
     };
     if fin.cancelled {

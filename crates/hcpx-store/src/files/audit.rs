@@ -91,7 +91,7 @@ impl Files {
             .file_lines()?
             .into_iter()
             .map(|(place, l)| match serde_json::from_str::<AuditRecord>(&l) {
-                Ok(r) => AuditRow::Record(r),
+                Ok(r) => AuditRow::Record(Box::new(r)),
                 Err(e) => AuditRow::Unreadable { place, reason: e.to_string() },
             })
             .collect();

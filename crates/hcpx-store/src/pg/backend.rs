@@ -181,7 +181,7 @@ impl Backend for Postgres {
             .into_iter()
             .enumerate()
             .map(|(i, l)| match serde_json::from_str::<AuditRecord>(&l) {
-                Ok(r) => AuditRow::Record(r),
+                Ok(r) => AuditRow::Record(Box::new(r)),
                 Err(e) => AuditRow::Unreadable { place: Postgres::row_place(i + 1), reason: e.to_string() },
             })
             .collect())

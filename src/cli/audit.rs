@@ -137,13 +137,8 @@ struct Records<'a> {
 fn egress_line(r: &AuditRecord) -> String {
     let Some(e) = &r.egress else { return String::new() };
     let mut line = format!(
-        "{}  {}@{} via {}  {}.{}  egress {} {}://{}:{} {} {}",
-        r.at,
-        r.principal,
-        r.tenant,
-        r.invoker,
-        r.pack_id,
-        r.verb_key,
+        "{}  egress {} {}://{}:{} {} {}",
+        who_and_what(r),
         if e.method.is_empty() { "-" } else { &e.method },
         e.scheme.as_deref().unwrap_or("-"),
         e.host,
@@ -158,6 +153,11 @@ fn egress_line(r: &AuditRecord) -> String {
     }
     line.push_str(&format!("  {}/{} B", e.bytes_up, e.bytes_down));
     line
+}
+
+/// When, who through which face, and which command: how every line of `hcpx audit` starts.
+fn who_and_what(r: &AuditRecord) -> String {
+    format!("{}  {}@{} via {}  {}.{}", r.at, r.principal, r.tenant, r.invoker, r.pack_id, r.verb_key)
 }
 
 /// A line of the log that cannot be read: where, and why.
@@ -190,13 +190,8 @@ impl Report for Records<'_> {
                         _ => {}
                     }
                     out.data(&format!(
-                        "{}  {}@{} via {}  {}.{}  {outcome}  args {}",
-                        r.at,
-                        r.principal,
-                        r.tenant,
-                        r.invoker,
-                        r.pack_id,
-                        r.verb_key,
+                        "{}  {outcome}  args {}",
+                        who_and_what(r),
                         r.args_sha256.get(..12).unwrap_or(&r.args_sha256)
                     ));
                 }

@@ -415,9 +415,16 @@ fn every_request_of_a_read_is_an_audit_row(postgres: bool) {
     // Direct, UDP and raw tries never reach the proxy; the read itself is no line.
     assert!(new.iter().all(|r| r["egress"].is_object()), "{new:#?}");
     assert_the_requests(&s, new);
+    // The CLI's Principal is the user who runs it (`local` as root in CI, the unprivileged user's name there).
+    let who = new[0]["principal"].as_str().unwrap_or_default().to_string();
+    assert!(!who.is_empty(), "{new:#?}");
     for r in new {
         assert_eq!((r["tenant"].as_str(), r["invoker"].as_str()), (Some("local"), Some("cli")), "{r}");
-        assert_eq!((r["principal"].as_str(), r["operation"].as_str()), (Some("local"), Some("read")), "{r}");
+        assert_eq!(
+            (r["principal"].as_str(), r["operation"].as_str()),
+            (Some(who.as_str()), Some("read")),
+            "{r}"
+        );
     }
     verified(&h, postgres, "local", &all);
     let listed = |pack: &str| {

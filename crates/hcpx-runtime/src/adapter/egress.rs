@@ -85,11 +85,7 @@ impl CallProxy {
     /// the order they ended. Each connection's guard reports as it is dropped; the sender lives in the sink every
     /// guard and the proxy hold, so a closed channel means every report arrived. Waits at most `STOP_WITHIN`.
     pub fn finish(mut self) -> Vec<EgressRow> {
-        drop(self.handle.take());
-        if let Some(rt) = self.runtime.take() {
-            // Not `shutdown_timeout`: this may run on a blocking thread of the caller's runtime.
-            rt.shutdown_background();
-        }
+        self.stop();
         let Some(rx) = self.rows.take() else { return Vec::new() };
         let until = Instant::now() + STOP_WITHIN;
         let mut out = Vec::new();
@@ -104,8 +100,10 @@ impl CallProxy {
     }
 }
 
-impl Drop for CallProxy {
-    fn drop(&mut self) {
+impl CallProxy {
+    /// Stops the proxy and every connection it holds; its runtime, when it owns one, is shut down without
+    /// waiting (not `shutdown_timeout`: this may run on a blocking thread of the caller's runtime).
+    fn stop(&mut self) {
         drop(self.handle.take());
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
@@ -113,17 +111,19 @@ impl Drop for CallProxy {
     }
 }
 
+impl Drop for CallProxy {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// The hosts a call of `verb_key` for `tenant` may reach: the command's declared hosts that the operator
 /// allowed the pack for every tenant or for this one.
 pub fn allowed_hosts(pack: &Pack, verb_key: &str, cfg: &SandboxConfig, tenant: &str) -> Vec<HostRule> {
     let Some(entry) = cfg.for_pack(&pack.id) else { return Vec::new() };
-    let tenant_own = entry.tenant_hosts.get(tenant).map(Vec::as_slice).unwrap_or_default();
-    let mut out: Vec<HostRule> = pack
-        .hosts_of(verb_key)
-        .iter()
-        .filter(|h| entry.hosts.contains(h) || tenant_own.contains(h))
-        .cloned()
-        .collect();
+    let allowed = entry.hosts_for(tenant);
+    let mut out: Vec<HostRule> =
+        pack.hosts_of(verb_key).iter().filter(|h| allowed.contains(h)).cloned().collect();
     out.sort();
     out.dedup();
     out

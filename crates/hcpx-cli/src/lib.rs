@@ -227,8 +227,8 @@ pub enum Command {
     /// Take network kinds back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_NETWORK)]
     DisallowNetwork(NetworkArgs),
-    /// Allow hosts a pack declares (`hosts`), for every tenant or one (sandbox.json packs.<id>.hosts); they
-    /// grant no network until the egress proxy exists.
+    /// Allow hosts a pack declares (`hosts`), for every tenant or one (sandbox.json packs.<id>.hosts); a wrap's
+    /// command reaches them only through its call's egress proxy.
     #[command(after_help = examples::ALLOW_HOST)]
     AllowHost(HostArgs),
     /// Take allowed hosts back from a pack (all of them, for every tenant or the one named, when none is named).

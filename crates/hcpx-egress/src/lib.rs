@@ -18,6 +18,7 @@ pub mod refusal;
 pub mod rules;
 pub mod sni;
 mod splice;
+pub mod upstream;
 
 pub use addr::{classify, resolve, AddrClass};
 pub use proxy::{EgressEvent, Limits, Proxy, ProxyHandle, StartError};

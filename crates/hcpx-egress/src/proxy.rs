@@ -303,26 +303,11 @@ async fn admit(
         http::rewrite(&head, &target).map_err(plain)?;
     }
     let addrs = resolve(&shared.policy, &target.host, target.port).await.map_err(plain)?;
-    let origin = connect(&addrs, &target, shared.limits.connect_timeout).await.map_err(plain)?;
+    let origin = crate::upstream::connect(&addrs, &target.host, target.port, shared.limits.connect_timeout)
+        .await
+        .map_err(plain)?;
     let rest = buf.split_off(head.len);
     Ok((head, target, origin, rest))
-}
-
-/// Connects to the first of the pinned addresses that answers.
-async fn connect(addrs: &[SocketAddr], t: &Target, each: Duration) -> Result<TcpStream, Refusal> {
-    let mut last = String::from("no address");
-    for addr in addrs {
-        match tokio::time::timeout(each, TcpStream::connect(addr)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                return Ok(stream);
-            }
-            Ok(Err(e)) => last = format!("{addr}: {e}"),
-            Err(_) => last = format!("{addr}: no answer in {}s", each.as_secs_f64()),
-        }
-    }
-    let reason = format!("{}:{} did not accept a connection ({last}); check that it is up", t.host, t.port);
-    Err(Refusal::new(RefusalKind::ConnectFailed, reason))
 }
 
 fn io_refusal(what: &str, e: &std::io::Error) -> Refusal {

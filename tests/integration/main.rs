@@ -22,6 +22,7 @@ mod distribution_locked;
 mod docs;
 mod egress;
 mod escape;
+mod escape_egress;
 mod escape_gaps;
 mod escape_git;
 mod escape_view;

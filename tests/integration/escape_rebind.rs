@@ -4,7 +4,7 @@
 //! loopback (dns.rs), so no packet leaves the machine, as root and as the unprivileged user.
 
 use serde_json::{json, Value};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, TcpListener, ToSocketAddrs};
 
 use crate::dns::{isolated, Responder};
 use crate::escape::home_if;
@@ -27,6 +27,9 @@ const LOOPBACK: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 /// - Through the same resolver, `loop.test` answers 127.0.0.1 (not internal) and `meta.test` the cloud
 ///   metadata address (internal, which never allows it): both refused, nothing connected.
 ///
+/// - The call's own lookup of `own.test` (python's `getaddrinfo`) reaches no DNS server (a UDP socket is refused
+///   to it), where the test's own lookup, outside the call, gets its answer.
+///
 /// Each name is looked up exactly once per request (the DNS server counts `A` queries): no second lookup.
 #[test]
 fn a_name_that_rebinds_after_its_check_reaches_only_the_checked_address() {
@@ -45,6 +48,7 @@ fn a_name_that_rebinds_after_its_check_reaches_only_the_checked_address() {
         ("pin.test", &[&[Ipv4Addr::new(127, 0, 0, 2)], &[LOOPBACK]]),
         ("loop.test", &[&[LOOPBACK]]),
         ("meta.test", &[&[Ipv4Addr::new(169, 254, 169, 254)]]),
+        ("own.test", &[&[LOOPBACK]]),
     ]);
     let hosts = [
         format!("rebind.test:{port}"),
@@ -52,8 +56,11 @@ fn a_name_that_rebinds_after_its_check_reaches_only_the_checked_address() {
         format!("loop.test:{port}"),
         format!("http://meta.test:{port}"),
     ];
+    // The call's own lookup, with a resolver on loopback that would answer it: UDP (and TCP to port 53) is
+    // refused to the call, so only the proxy's lookups reach the DNS server.
+    let lookup = "def lookup(name):\n    try:\n        return \"resolved %s\" % socket.getaddrinfo(name, 80)[0][4][0]\n    except Exception as e:\n        return \"refused \" + repr(e)\n";
     let tries_py = format!(
-        "print(json.dumps({{ \"first\": get(\"https://rebind.test:{port}/\"), \"second\": get(\"https://rebind.test:{port}/\"), \"pin\": get(\"http://pin.test:{port}/\"), \"loop\": get(\"https://loop.test:{port}/\"), \"meta\": get(\"http://meta.test:{port}/\") }}))\n"
+        "{lookup}print(json.dumps({{ \"own\": lookup(\"own.test\"), \"first\": get(\"https://rebind.test:{port}/\"), \"second\": get(\"https://rebind.test:{port}/\"), \"pin\": get(\"http://pin.test:{port}/\"), \"loop\": get(\"https://loop.test:{port}/\"), \"meta\": get(\"http://meta.test:{port}/\") }}))\n"
     );
     // No CA is needed: no TLS handshake can happen.
     install(&h, &tries_py, "", &hosts, &hosts);
@@ -72,6 +79,11 @@ fn a_name_that_rebinds_after_its_check_reaches_only_the_checked_address() {
     );
     assert!(got(&r, "loop").contains("403"), "{seen}");
     assert!(got(&r, "meta").starts_with("refused 403 egress private_address"), "{seen}");
+    assert!(got(&r, "own").starts_with("refused"), "{seen}");
+    assert_eq!(dns.asked("own.test", "A") + dns.asked("own.test", "AAAA"), 0, "{seen}");
+    // Which a process outside the call, here, resolves.
+    let here: Vec<_> = ("own.test", 80).to_socket_addrs().unwrap().collect();
+    assert_eq!((here[0].ip(), dns.asked("own.test", "A")), (LOOPBACK.into(), 1), "{seen}");
     // The rebound address saw nothing; the pinned one, the one request.
     assert_eq!(entries(&target), Vec::<String>::new(), "{seen}");
     assert_eq!(entries(&pinned), ["accept", "- GET /"], "{seen}");

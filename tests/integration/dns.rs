@@ -25,7 +25,7 @@ pub struct Netns {
 /// namespace (`unshare --net --mount`; a user namespace first when not root, `--map-root-user`), and returns
 /// `None`: the test is then done, passed or panicked with what the run inside printed. Inside that run it sets
 /// the namespaces up (`lo` up, `/etc/resolv.conf` naming `127.0.0.1`, `/etc/nsswitch.conf` asking files then
-/// DNS, `/etc/hosts` naming only localhost) and returns them, and the test goes on. `None` too, with a printed
+/// DNS, `/etc/hosts` naming only localhost, no nscd socket) and returns them, and the test goes on. `None` too, with a printed
 /// reason, where the namespaces cannot be made.
 pub fn isolated(name: &str) -> Option<Netns> {
     if std::env::var_os(INSIDE).is_some() {
@@ -88,6 +88,20 @@ fn set_up() -> Netns {
             libc::mount(src.as_ptr(), dst.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null())
         };
         assert_eq!(rc, 0, "bind {etc}: {}", std::io::Error::last_os_error());
+    }
+    // glibc asks a running nscd first, over its UNIX socket, which is no network's: nscd, outside, would send the
+    // query off the machine. An empty directory over its socket's keeps every lookup here.
+    let empty = files.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for dir in ["/var/run/nscd", "/run/nscd"] {
+        if std::path::Path::new(dir).is_dir() {
+            let (src, dst) = (cstr(empty.to_str().unwrap()), cstr(dir));
+            // SAFETY: as above.
+            let rc = unsafe {
+                libc::mount(src.as_ptr(), dst.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null())
+            };
+            assert_eq!(rc, 0, "bind over {dir}: {}", std::io::Error::last_os_error());
+        }
     }
     Netns { _files: files }
 }

@@ -26,7 +26,6 @@ const LOOPBACK: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 ///   pinning shown where the connect succeeds.
 /// - Through the same resolver, `loop.test` answers 127.0.0.1 (not internal) and `meta.test` the cloud
 ///   metadata address (internal, which never allows it): both refused, nothing connected.
-///
 /// - The call's own lookup of `own.test` (python's `getaddrinfo`) reaches no DNS server (a UDP socket is refused
 ///   to it), where the test's own lookup, outside the call, gets its answer.
 ///

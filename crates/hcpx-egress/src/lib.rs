@@ -12,15 +12,21 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+mod body;
+pub mod ca;
 mod http;
 pub mod proxy;
 pub mod refusal;
 pub mod rules;
+pub mod secrets;
 pub mod sni;
 mod splice;
+mod terminate;
 pub mod upstream;
 
 pub use addr::{classify, resolve, AddrClass};
+pub use ca::CallCa;
 pub use proxy::{EgressEvent, Limits, Proxy, ProxyHandle, StartError};
 pub use refusal::{Refusal, RefusalKind};
 pub use rules::{Policy, Rule, RuleError, Scheme};
+pub use secrets::{placeholder, Secret, Secrets, Slot};

@@ -44,7 +44,12 @@ pub fn client_config(alpn: &[&[u8]]) -> Result<Arc<ClientConfig>, Refusal> {
 
 /// Connects to the first of the pinned addresses that answers within `each`, trying them in order. `host` and
 /// `port` only name the origin in the refusal.
-pub async fn connect(addrs: &[SocketAddr], host: &str, port: u16, each: Duration) -> Result<TcpStream, Refusal> {
+pub async fn connect(
+    addrs: &[SocketAddr],
+    host: &str,
+    port: u16,
+    each: Duration,
+) -> Result<TcpStream, Refusal> {
     let mut last = String::from("no address");
     for addr in addrs {
         match tokio::time::timeout(each, TcpStream::connect(addr)).await {

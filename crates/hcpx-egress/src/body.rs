@@ -1,0 +1,169 @@
+//! The bodies of a request relayed through a terminated tunnel: the child's request body on its way to the
+//! origin (counted, cut at the connection's limit, scanned for a placeholder, never rewritten) and the origin's
+//! response on its way back (counted and cut likewise); the response's body carries the request's event and
+//! reports it when the body ends or is dropped, so every request is one event however it ends.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::proxy::Record;
+use crate::refusal::{Refusal, RefusalKind};
+use crate::secrets::BodyScan;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A byte count shared by a request and its connection: what the request moved, and what the connection did,
+/// which the limit is checked against.
+#[derive(Clone)]
+pub struct Meter {
+    pub request: Arc<AtomicU64>,
+    pub connection: Arc<AtomicU64>,
+    pub cap: u64,
+    pub name: &'static str,
+}
+
+impl Meter {
+    /// Counts `n` bytes; a refusal once the connection is past its cap.
+    pub fn count(&self, n: usize) -> Result<(), Refusal> {
+        self.request.fetch_add(n as u64, Ordering::Relaxed);
+        let total = self.connection.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        if total > self.cap {
+            return Err(Refusal::new(
+                RefusalKind::Limit,
+                format!("more than {} bytes {}; the connection was cut at the limit", self.cap, self.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where a request body's refusal is left for the request's handler to report (the client's error is hyper's).
+pub type Verdict = Arc<Mutex<Option<Refusal>>>;
+
+/// The child's request body, on its way to the origin.
+pub struct Upload<B> {
+    pub inner: B,
+    pub scan: BodyScan,
+    pub host: String,
+    pub port: u16,
+    pub meter: Meter,
+    pub verdict: Verdict,
+}
+
+impl<B> Body for Upload<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let checked = this
+                        .scan
+                        .chunk(data, &this.host, this.port)
+                        .and_then(|()| this.meter.count(data.len()));
+                    if let Err(r) = checked {
+                        if let Ok(mut v) = this.verdict.lock() {
+                            v.get_or_insert(r.clone());
+                        }
+                        return Poll::Ready(Some(Err(Box::new(r))));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// What the child is answered: the origin's response relayed, or the proxy's own one-line refusal.
+pub enum Answer<B> {
+    Relay { inner: B, meter: Meter, record: Option<Record> },
+    Text(Option<Bytes>),
+}
+
+impl<B> Body for Answer<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut *self {
+            Answer::Text(text) => Poll::Ready(text.take().map(|b| Ok(Frame::data(b)))),
+            Answer::Relay { inner, meter, record } => match Pin::new(inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some(data) = frame.data_ref() {
+                        if let Err(r) = meter.count(data.len()) {
+                            if let Some(rec) = record.as_mut() {
+                                rec.refused = Some(r.clone());
+                                rec.finished = true;
+                            }
+                            *record = None;
+                            return Poll::Ready(Some(Err(Box::new(r))));
+                        }
+                    }
+                    Poll::Ready(Some(Ok(frame)))
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    if let Some(rec) = record.as_mut() {
+                        rec.finished = true;
+                    }
+                    *record = None;
+                    Poll::Ready(Some(Err(e.into())))
+                }
+                Poll::Ready(None) => {
+                    if let Some(rec) = record.as_mut() {
+                        rec.finished = true;
+                    }
+                    *record = None;
+                    Poll::Ready(None)
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Answer::Text(t) => t.is_none(),
+            Answer::Relay { inner, .. } => inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Answer::Text(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Answer::Text(None) => SizeHint::with_exact(0),
+            Answer::Relay { inner, .. } => inner.size_hint(),
+        }
+    }
+}

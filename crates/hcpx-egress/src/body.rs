@@ -45,8 +45,10 @@ impl Meter {
 /// Where a request body's refusal is left for the request's handler to report (the client's error is hyper's).
 pub type Verdict = Arc<Mutex<Option<Refusal>>>;
 
-/// The child's request body, on its way to the origin.
+/// The child's request body, on its way to the origin: first what was read (scanned and counted) before the head
+/// was sent, then the rest as it streams.
 pub struct Upload<B> {
+    pub read: std::collections::VecDeque<Frame<Bytes>>,
     pub inner: B,
     pub scan: BodyScan,
     pub host: String,
@@ -68,6 +70,9 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        if let Some(frame) = this.read.pop_front() {
+            return Poll::Ready(Some(Ok(frame)));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
@@ -91,11 +96,44 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.read.is_empty() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let read: u64 = self.read.iter().filter_map(|f| f.data_ref()).map(|d| d.len() as u64).sum();
+        let rest = self.inner.size_hint();
+        let mut hint = SizeHint::new();
+        hint.set_lower(rest.lower() + read);
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper + read);
+        }
+        hint
+    }
+}
+
+impl<B> Upload<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    /// Reads (scans and counts) up to `max` bytes of the body before its head goes to the origin, so a small body
+    /// with a placeholder is refused before anything of the request leaves; a larger one is scanned as it streams.
+    pub async fn read_ahead(&mut self, max: usize) -> Result<(), Refusal> {
+        let mut held = 0;
+        while held < max && !self.inner.is_end_stream() {
+            let next = std::future::poll_fn(|cx| Pin::new(&mut self.inner).poll_frame(cx)).await;
+            let Some(frame) = next else { break };
+            let frame = frame.map_err(|e| {
+                Refusal::new(RefusalKind::BadRequest, format!("reading the request body: {}", e.into()))
+            })?;
+            if let Some(data) = frame.data_ref() {
+                self.scan.chunk(data, &self.host, self.port)?;
+                self.meter.count(data.len())?;
+                held += data.len();
+            }
+            self.read.push_back(frame);
+        }
+        Ok(())
     }
 }
 

@@ -28,6 +28,9 @@ use crate::rules::Scheme;
 
 type Upstream = SendRequest<Upload<Incoming>>;
 
+/// A request body up to this size is read (and scanned) whole before its head goes to the origin.
+const READ_AHEAD: usize = 1 << 20;
+
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own, dropped both ways; hyper frames each side itself.
 const HOP: [&str; 9] = [
     "connection",
@@ -214,7 +217,8 @@ async fn request(req: hyper::Request<Incoming>, ctx: Arc<Ctx>) -> hyper::Respons
         return refuse(rec, r);
     }
     let verdict: Verdict = Arc::new(Mutex::new(None));
-    let upload = Upload {
+    let mut upload = Upload {
+        read: std::collections::VecDeque::new(),
         inner: body,
         scan: ctx.shared.secrets.body_scan(),
         host: t.host.clone(),
@@ -222,6 +226,9 @@ async fn request(req: hyper::Request<Incoming>, ctx: Arc<Ctx>) -> hyper::Respons
         meter: meter_up,
         verdict: verdict.clone(),
     };
+    if let Err(r) = upload.read_ahead(READ_AHEAD).await {
+        return refuse(rec, r);
+    }
     let sent = {
         let mut origin = ctx.origin.lock().await;
         match sender(&mut origin, &ctx).await {

@@ -23,6 +23,7 @@ pub(super) fn check_meta(
             hub: binding.hub,
             family: None,
             connect_provider_id: None,
+            inject: Vec::new(),
         }),
         wrap: m.wrap.as_ref().and_then(|w| w.bin.clone()).map(|bin| RawMetaWrap { bin }),
         component: m.component.clone(),

@@ -332,3 +332,78 @@ fn without_a_host_bound_field_the_tunnel_stays_blind() {
     assert_eq!(r["environ"], 1, "{r}");
     assert!(!got(r, "memory").starts_with("0 found"), "{r}");
 }
+
+/// A wrap with `token` in `API_TOKEN`, the hosts `api.example.com` and `maps.example.com`, and `inject`.
+fn bound(inject: Value) -> crate::helpers::Fixture {
+    let mut f = crate::helpers::Fixture::wrap();
+    f.surface["hosts"] = json!(["api.example.com", "maps.example.com"]);
+    f.surface["binding"] = json!({ "mode": "local", "inject": inject });
+    f.surface["wrap"]["agent_env"] =
+        json!({ "API_TOKEN": "Bearer {{binding.token}}", "KEY": "{{binding.key}}" });
+    f
+}
+
+#[test]
+fn lint_refuses_each_bad_inject_entry_and_check_names_the_host_each_credential_goes_to() {
+    let h = Home::new();
+    let f = bound(json!([
+        { "field": "token", "host": "api.example.com", "header": "authorization" },
+        { "field": "token", "host": "evil.example.com", "header": "authorization" },
+        { "field": "token", "host": "maps.example.com" },
+        { "field": "token", "host": "maps.example.com", "header": "authorization", "query": "k" },
+        { "field": "token", "host": "maps.example.com", "header": "content-length" },
+        { "field": "token", "host": "maps.example.com", "header": "bad header" },
+        { "field": "unused", "host": "maps.example.com", "query": "k" },
+        { "field": "token", "host": "api.example.com", "header": "x-token" },
+        { "field": "key", "host": "10.0.0.1", "query": "api_key" }
+    ]));
+    let dir = f.write(h.t.path());
+    let out = h.run(&["lint", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = crate::helpers::stdout_json(&out);
+    let got: Vec<(String, String)> = v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["kind"].as_str().unwrap().to_string(), i["pointer"].as_str().unwrap().to_string()))
+        .collect();
+    let want = [
+        ("inject_host_undeclared", "/binding/inject/1/host"),
+        ("inject_invalid", "/binding/inject/2"),
+        ("inject_invalid", "/binding/inject/3"),
+        ("inject_invalid", "/binding/inject/4/header"),
+        ("inject_invalid", "/binding/inject/5/header"),
+        ("inject_invalid", "/binding/inject/6/field"),
+        ("inject_invalid", "/binding/inject/7"),
+        ("host_ip_literal", "/binding/inject/8/host/0"),
+    ];
+    for (kind, ptr) in want {
+        assert!(got.iter().any(|(k, p)| k == kind && p == ptr), "no {kind} at {ptr}: {got:?}");
+    }
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    // An unknown key in an entry is refused like any other unknown field.
+    let f =
+        bound(json!([{ "field": "token", "host": "api.example.com", "header": "authorization", "to": "x" }]));
+    let dir = f.write(&h.t.join("unknown"));
+    assert_eq!(h.run(&["lint", dir.to_str().unwrap()]).status.code(), Some(1));
+    // The good entries lint clean, and check says which field goes to which host, and where.
+    let f = bound(json!([
+        { "field": "token", "host": "api.example.com", "header": "Authorization" },
+        { "field": "key", "host": "maps.example.com", "query": "api_key" }
+    ]));
+    let dir = f.write(&h.t.join("good"));
+    assert_eq!(h.run(&["lint", dir.to_str().unwrap()]).status.code(), Some(0));
+    let out = h.run(&["check", dir.to_str().unwrap(), "--no-eval", "--json"]);
+    let hosts = crate::helpers::stdout_json(&out)["network"]["hosts"].clone();
+    let creds: Vec<(String, Value)> = hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap().to_string(), h["credentials"].clone()))
+        .collect();
+    assert!(creds.contains(&("api.example.com".into(), json!(["token in header authorization"]))), "{hosts}");
+    assert!(creds.contains(&("maps.example.com".into(), json!(["key in query api_key"]))), "{hosts}");
+    let text =
+        String::from_utf8_lossy(&h.run(&["check", dir.to_str().unwrap(), "--no-eval"]).stdout).into_owned();
+    assert!(text.contains("credential token in header authorization"), "{text}");
+}

@@ -342,7 +342,7 @@ pub struct RawMeta {
     pub adapter_kind: Option<AdapterKind>,
     /// Agrees with `binding`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub binding: Option<RawBinding>,
+    pub binding: Option<RawMetaBinding>,
     /// Agrees with `wrap.bin`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wrap: Option<RawMetaWrap>,
@@ -355,6 +355,23 @@ pub struct RawMeta {
     /// Equal to `transports`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transports: Option<Vec<Transport>>,
+}
+
+/// `hcp.binding`: `binding` without `inject`, which is the runtime's, not the protocol metadata's.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetaBinding {
+    /// Where the credential comes from.
+    pub mode: BindingMode,
+    /// The hub that holds the credential.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hub: Option<Hub>,
+    /// The credential family, named like a pack id; it names the credential file. Default: the pack id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The provider a `connect` links, for hosts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_provider_id: Option<String>,
 }
 
 /// `hcp.wrap`: the bin only.

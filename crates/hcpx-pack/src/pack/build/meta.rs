@@ -18,12 +18,11 @@ pub(super) fn check_meta(
         hcp: 1,
         pack_id: m.id.clone(),
         adapter_kind: Some(kind),
-        binding: Some(RawBinding {
+        binding: Some(RawMetaBinding {
             mode: binding.mode,
             hub: binding.hub,
             family: None,
             connect_provider_id: None,
-            inject: Vec::new(),
         }),
         wrap: m.wrap.as_ref().and_then(|w| w.bin.clone()).map(|bin| RawMetaWrap { bin }),
         component: m.component.clone(),

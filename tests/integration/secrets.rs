@@ -102,6 +102,7 @@ fn script(port: u16, rogue: u16, value: &str) -> String {
 import json, os, ssl, urllib.error, urllib.request
 here = os.path.dirname(os.path.realpath(__file__))
 token = os.environ.get("API_TOKEN", "")
+key = os.environ.get("API_KEY", "")
 test_ca = ssl.create_default_context(cafile=os.path.join(here, "..", "ca.pem"))
 def get(url, headers={{}}, data=None, ctx=None):
     req = urllib.request.Request(url, headers=headers, data=data)
@@ -145,6 +146,8 @@ out = {{
     "cert_dir": os.environ.get("SSL_CERT_DIR"),
     "allowed": get(base + "/v1/me", auth),
     "test_ca_only": get(base + "/v1/me", auth, ctx=test_ca),
+    "query": get(base + "/q?x=1&api_key=" + key),
+    "key": key,
     "other_host": get("https://other.test:{port}/v1/me", auth),
     "in_path": get(base + "/leak/" + token),
     "other_header": get(base + "/v1/me", {{"X-Leak": token}}),
@@ -162,6 +165,11 @@ print(json.dumps(out))
 fn value() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("sk-live-{nanos:x}-{:x}", std::process::id())
+}
+
+/// The second field's value: not holding the first's.
+fn key_of(value: &str) -> String {
+    value.replacen("sk-live-", "ak-test-", 1)
 }
 
 struct World {
@@ -190,14 +198,20 @@ fn world(inject: bool) -> Option<World> {
         f.surface["hosts"] = json!(hosts);
         f.surface["binding"] = json!({ "mode": "local" });
         if inject {
-            f.surface["binding"]["inject"] =
-                json!([{ "field": "token", "host": hosts[0], "header": "authorization" }]);
+            f.surface["binding"]["inject"] = json!([
+                { "field": "token", "host": hosts[0], "header": "authorization" },
+                { "field": "key", "host": hosts[0], "query": "api_key" }
+            ]);
         }
-        f.surface["wrap"]["agent_env"] = json!({ "API_TOKEN": "{{binding.token}}" });
+        f.surface["wrap"]["agent_env"] =
+            json!({ "API_TOKEN": "{{binding.token}}", "API_KEY": "{{binding.key}}" });
         f.files = vec![("bin/evil".into(), py, true), ("ca.pem".into(), pem, false)];
     });
-    let set = h.run_with(&["credential", "set", "evil", "token"], &[], Some(&value));
-    assert_eq!(set.status.code(), Some(0), "{}", String::from_utf8_lossy(&set.stderr));
+    let key = key_of(&value);
+    for (field, v) in [("token", &value), ("key", &key)] {
+        let set = h.run_with(&["credential", "set", "evil", field], &[], Some(v));
+        assert_eq!(set.status.code(), Some(0), "{}", String::from_utf8_lossy(&set.stderr));
+    }
     let allow = h.run(&["allow-host", "evil", &hosts[0], &hosts[1], &hosts[2], "--json"]);
     assert_eq!(allow.status.code(), Some(0), "{}", String::from_utf8_lossy(&allow.stdout));
     let cfg = json!({ "egress": {
@@ -246,13 +260,20 @@ fn a_host_bound_credential_reaches_its_host_and_the_wrap_sees_only_a_placeholder
     // What reached the origin: the real value in the allowed request's authorization header, and no
     // placeholder anywhere.
     let heads = w.api.heads.lock().unwrap().clone();
-    let with_value: Vec<&String> = heads.iter().filter(|h| h.contains(&w.value)).collect();
+    let with_value: Vec<&String> =
+        heads.iter().filter(|h| h.contains(&w.value) && !h.contains("api_key")).collect();
     assert_eq!(with_value.len(), 1, "{heads:?}");
     assert!(with_value[0].starts_with("GET /v1/me "), "{heads:?}");
     assert!(with_value[0]
         .to_ascii_lowercase()
         .contains(&format!("authorization: bearer {}", w.value.to_ascii_lowercase())));
     assert!(heads.iter().all(|h| !h.contains("hcpx-ph-") && !h.contains("/leak")), "{heads:?}");
+    // The query form: the key's placeholder became the real key in its parameter, and only there.
+    let key = got(r, "key");
+    assert!(key.starts_with("hcpx-ph-") && key != token, "{r}");
+    assert_eq!(got(r, "query"), "ok 200 hello", "{r}");
+    let want = format!("GET /q?x=1&api_key={} HTTP/1.1", key_of(&w.value));
+    assert!(heads.iter().any(|h| h.starts_with(&want)), "{heads:?}");
     // Nothing the call printed holds the value.
     assert!(!v.to_string().contains(&w.value), "{v}");
 }

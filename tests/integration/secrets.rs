@@ -304,7 +304,9 @@ fn a_placeholder_sent_anywhere_else_is_refused_and_audited() {
     assert!(
         rows.iter().any(|r| r["egress"]["host"] == "api.test"
             && r["egress"]["status"] == 200
-            && r["egress"]["method"] == "GET"),
+            && r["egress"]["method"] == "GET"
+            && r["egress"].get("refused").is_none()
+            && r["ok"] == true),
         "{rows:?}"
     );
     assert!(!w.h.audit_log().contains(&w.value), "the value is never audited");

@@ -157,7 +157,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match &mut *self {
             Answer::Text(text) => Poll::Ready(text.take().map(|b| Ok(Frame::data(b)))),
-            Answer::Relay { inner, meter, record } => match Pin::new(inner).poll_frame(cx) {
+            Answer::Relay { inner, meter, record } => match Pin::new(&mut *inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
                     if let Some(data) = frame.data_ref() {
                         if let Err(r) = meter.count(data.len()) {
@@ -168,6 +168,13 @@ where
                             *record = None;
                             return Poll::Ready(Some(Err(Box::new(r))));
                         }
+                    }
+                    // hyper stops polling a body once its length is relayed: the request ends with its last byte.
+                    if inner.is_end_stream() {
+                        if let Some(rec) = record.as_mut() {
+                            rec.finished = true;
+                        }
+                        *record = None;
                     }
                     Poll::Ready(Some(Ok(frame)))
                 }

@@ -1,0 +1,185 @@
+//! The proxy with host-bound credentials, end to end with real parts: HTTPS tunnels terminated with a call CA
+//! (the client trusts that CA alone; the proxy trusts the test CA through this process's `SSL_CERT_FILE`), each
+//! request's head rewritten by `Secrets` and reported as one event, several requests on one tunnel, and the plain
+//! HTTP path rewritten the same way.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
+
+mod support;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+
+use hcpx_egress::{
+    placeholder, CallCa, Limits, Policy, Proxy, ProxyHandle, RefusalKind, Scheme, Secret, Secrets, Slot,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use support::{connect_via, events, http_server, raw, tls_server, Events, Pki};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const VALUE: &str = "real-value-0123456789";
+
+/// One test CA for the whole process, trusted through `SSL_CERT_FILE` before the proxy first reads its roots.
+fn shared_pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(|| {
+        let pki = support::pki();
+        let file = std::env::temp_dir().join(format!("hcpx-egress-terminate-{}.pem", std::process::id()));
+        std::fs::write(&file, &pki.ca_pem).unwrap();
+        std::env::set_var("SSL_CERT_FILE", &file);
+        pki
+    })
+}
+
+struct World {
+    tls: SocketAddr,
+    web: SocketAddr,
+    proxy: ProxyHandle,
+    events: Events,
+    ca: Arc<CallCa>,
+    token: String,
+}
+
+async fn world() -> World {
+    let pki = shared_pki();
+    let tls = tls_server(pki.acceptor.clone()).await;
+    let web = http_server().await;
+    let lo = vec![IpAddr::from([127, 0, 0, 1])];
+    let policy = Policy::new(vec![
+        format!("https://api.test:{}", tls.port()).parse().unwrap(),
+        format!("https://other.test:{}", tls.port()).parse().unwrap(),
+        format!("http://web.test:{}", web.port()).parse().unwrap(),
+    ])
+    .with_host("api.test", lo.clone())
+    .with_host("other.test", lo.clone())
+    .with_host("web.test", lo)
+    .allow_internal("api.test")
+    .allow_internal("other.test")
+    .allow_internal("web.test");
+    let token = placeholder().unwrap();
+    let secret = |rule: String| Secret {
+        field: "token".into(),
+        placeholder: token.clone(),
+        value: VALUE.into(),
+        rule: rule.parse().unwrap(),
+        slot: Slot::Header("authorization".into()),
+    };
+    let secrets = Secrets::new(vec![
+        secret(format!("https://api.test:{}", tls.port())),
+        secret(format!("http://web.test:{}", web.port())),
+    ]);
+    let ca = Arc::new(CallCa::new().unwrap());
+    let (sink, events) = events();
+    let proxy =
+        Proxy::start_terminating(policy, Limits::default(), secrets, Some(ca.clone()), sink).await.unwrap();
+    World { tls, web, proxy, events, ca, token }
+}
+
+/// A TLS client that trusts the call's CA alone.
+fn client(ca: &CallCa) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap()).unwrap();
+    let config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// Reads one response with a Content-Length body; its head and body.
+async fn response<S: tokio::io::AsyncRead + Unpin>(s: &mut S) -> (String, String) {
+    let head = support::read_head(s).await;
+    let len = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(|n| n.trim().parse::<usize>().unwrap())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await.unwrap();
+    (head, String::from_utf8(body).unwrap())
+}
+
+#[tokio::test]
+async fn several_requests_on_one_terminated_tunnel_each_get_the_value_and_an_event() {
+    let mut w = world().await;
+    let target = format!("api.test:{}", w.tls.port());
+    let (tcp, answer) = connect_via(w.proxy.addr(), &target).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut tls = client(&w.ca).connect(ServerName::try_from("api.test").unwrap(), tcp).await.unwrap();
+    // The origin closes after each answer: the second request goes over a new origin connection, same tunnel.
+    for _ in 0..2 {
+        let req =
+            format!("GET /echo HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
+        tls.write_all(req.as_bytes()).await.unwrap();
+        let (head, echoed) = response(&mut tls).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(echoed.contains(&format!("authorization: Bearer {VALUE}")), "{echoed}");
+        assert!(!echoed.contains("hcpx-ph-"), "{echoed}");
+    }
+    // A placeholder in another header of the same tunnel: refused inside it, the tunnel stays usable.
+    let req = format!("GET /echo HTTP/1.1\r\nHost: {target}\r\nX-Leak: {}\r\n\r\n", w.token);
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let (head, body) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    assert!(body.starts_with("egress placeholder: ") && !body.contains(VALUE), "{body}");
+    drop(tls);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = w.events.next().await;
+        seen.push((e.method.clone(), e.status, e.refused.map(|r| r.kind), e.scheme));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            ("GET".to_string(), Some(200), None, Some(Scheme::Https)),
+            ("GET".to_string(), Some(200), None, Some(Scheme::Https)),
+            ("GET".to_string(), Some(403), Some(RefusalKind::Placeholder), Some(Scheme::Https)),
+        ]
+    );
+    // No event for the tunnel itself: its requests were the events.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(w.events.try_next(), None);
+}
+
+#[tokio::test]
+async fn a_tunnel_to_a_host_without_a_rule_for_the_placeholder_refuses_it() {
+    let mut w = world().await;
+    let target = format!("other.test:{}", w.tls.port());
+    let (tcp, _) = connect_via(w.proxy.addr(), &target).await;
+    let mut tls = client(&w.ca).connect(ServerName::try_from("other.test").unwrap(), tcp).await.unwrap();
+    let req = format!("GET /echo HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let (head, body) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 403") && body.contains("other.test"), "{head}{body}");
+    let e = w.events.next().await;
+    assert_eq!((e.host.as_str(), e.refused.map(|r| r.kind)), ("other.test", Some(RefusalKind::Placeholder)));
+    // A request whose host header names another host than the tunnel's is refused too.
+    let req = "GET /echo HTTP/1.1\r\nHost: api.test\r\n\r\n";
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let (head, _) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+}
+
+#[tokio::test]
+async fn a_plain_http_request_is_rewritten_by_the_same_rules() {
+    let mut w = world().await;
+    let port = w.web.port();
+    let request = format!(
+        "GET http://web.test:{port}/echo HTTP/1.1\r\nHost: web.test:{port}\r\nAuthorization: Bearer {}\r\n\r\n",
+        w.token
+    );
+    let answer = String::from_utf8(raw(w.proxy.addr(), &request).await).unwrap();
+    assert!(answer.contains(&format!("Authorization: Bearer {VALUE}")), "{answer}");
+    assert_eq!(w.events.next().await.status, Some(200));
+    let request =
+        format!("GET http://web.test:{port}/echo?t={} HTTP/1.1\r\nHost: web.test:{port}\r\n\r\n", w.token);
+    let answer = String::from_utf8(raw(w.proxy.addr(), &request).await).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("egress placeholder"), "{answer}");
+    assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::Placeholder));
+}

@@ -185,8 +185,9 @@ pub fn placeholders(pack: &Pack, binding: &MintedBinding) -> Result<BTreeMap<Str
     Ok(out)
 }
 
-/// The call's secrets: each `binding.inject` entry whose field has a placeholder, with its real value.
-fn secrets(
+/// The call's secrets: each `binding.inject` entry whose field has a placeholder, with its real value. A wrap's
+/// proxy applies them; a composite's outgoing-HTTP hook is meant to call `Secrets::apply` with the same list.
+pub fn secrets(
     pack: &Pack,
     binding: &MintedBinding,
     placeholders: &BTreeMap<String, String>,

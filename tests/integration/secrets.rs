@@ -430,3 +430,34 @@ fn lint_refuses_each_bad_inject_entry_and_check_names_the_host_each_credential_g
         String::from_utf8_lossy(&h.run(&["check", dir.to_str().unwrap(), "--no-eval"]).stdout).into_owned();
     assert!(text.contains("credential token in header authorization"), "{text}");
 }
+
+#[test]
+fn a_served_call_of_another_tenant_gets_its_own_credential_behind_a_placeholder() {
+    let Some(w) = world(true) else { return };
+    let bob = crate::serve::principal(&w.h, "bob", "acme", crate::serve::ALL, false);
+    let tenant_value = format!("{}-acme", w.value.replacen("sk-live-", "sk-acme-", 1));
+    for (field, v) in [("token", tenant_value.as_str()), ("key", "acme-key")] {
+        let set = w.h.run_with(&["credential", "set", "evil", field, "--tenant", "acme"], &[], Some(v));
+        assert_eq!(set.status.code(), Some(0), "{}", String::from_utf8_lossy(&set.stderr));
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hcpx"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env("HCP_HOME", w.h.store())
+        .envs(w.h.store_env())
+        .env("SSL_CERT_FILE", &w.ca_file)
+        .current_dir(w.h.t.path());
+    let server = crate::serve::Server::launch(cmd);
+    let (status, v) = server.post("/v1/exec/evil/go", &bob, &json!({}));
+    assert_eq!(status, 200, "{v}");
+    let r = &v["result"];
+    assert!(got(r, "token").starts_with("hcpx-ph-"), "{v}");
+    assert_eq!(got(r, "allowed"), "ok 200 hello", "{v}");
+    assert!(got(r, "other_host").starts_with("refused 403 egress placeholder"), "{v}");
+    assert_eq!(r["environ"], 0, "{v}");
+    let heads = w.api.heads.lock().unwrap().clone();
+    assert!(
+        heads.iter().any(|h| h.contains(&format!("Bearer {tenant_value}"))),
+        "acme's own value: {heads:?}"
+    );
+    assert!(heads.iter().all(|h| !h.contains(&format!("Bearer {}\r", w.value))), "not local's: {heads:?}");
+}

@@ -172,12 +172,11 @@ pub(crate) async fn serve(
     if ctx.requests.load(Ordering::Relaxed) > 0 {
         rec.silent = true;
     }
+    // A connection that ends badly after its requests (the client reset it) refuses nothing: each request
+    // already reported how it ended.
     match served {
         Ok(()) => Ok(()),
-        Err(e) if ctx.requests.load(Ordering::Relaxed) > 0 => {
-            let _ = e;
-            Ok(())
-        }
+        Err(_) if ctx.requests.load(Ordering::Relaxed) > 0 => Ok(()),
         Err(e) => Err(Refusal::new(
             RefusalKind::BadRequest,
             format!("no http/1.1 request in the tunnel to {host}: {e}"),

@@ -312,6 +312,10 @@ fn check_head(parts: &mut http::request::Parts, t: &Target) -> Result<(), Refusa
             t.host, t.port
         )));
     }
+    // A chunked body is framed again by hyper on the way out; a Content-Length beside it would frame it twice.
+    if parts.headers.contains_key(http::header::TRANSFER_ENCODING) {
+        parts.headers.remove(http::header::CONTENT_LENGTH);
+    }
     drop_hop(&mut parts.headers);
     Ok(())
 }

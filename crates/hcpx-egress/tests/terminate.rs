@@ -183,3 +183,98 @@ async fn a_plain_http_request_is_rewritten_by_the_same_rules() {
     assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("egress placeholder"), "{answer}");
     assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::Placeholder));
 }
+
+/// An HTTPS origin (hyper) that answers each request with its method, path, the headers it got and its body,
+/// keeping the connection open.
+async fn echo_origin() -> SocketAddr {
+    use hyper::body::Body as _;
+    let acceptor = shared_pki().acceptor.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let service =
+                    hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                        let (parts, mut body) = req.into_parts();
+                        let mut got = Vec::new();
+                        while let Some(frame) =
+                            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+                        {
+                            if let Ok(data) = frame.unwrap().into_data() {
+                                got.extend_from_slice(&data);
+                            }
+                        }
+                        let mut text = format!("{} {}\n", parts.method, parts.uri);
+                        for (k, v) in &parts.headers {
+                            text.push_str(&format!("{k}: {}\n", v.to_str().unwrap()));
+                        }
+                        text.push_str(&format!("body {}", String::from_utf8_lossy(&got)));
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(text))
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn request_bodies_are_relayed_chunked_or_by_length_on_one_tunnel() {
+    let origin = echo_origin().await;
+    let lo = vec![IpAddr::from([127, 0, 0, 1])];
+    let policy = Policy::new(vec![format!("https://api.test:{}", origin.port()).parse().unwrap()])
+        .with_host("api.test", lo)
+        .allow_internal("api.test");
+    let token = placeholder().unwrap();
+    let secrets = Secrets::new(vec![Secret {
+        field: "token".into(),
+        placeholder: token.clone(),
+        value: VALUE.into(),
+        rule: format!("https://api.test:{}", origin.port()).parse().unwrap(),
+        slot: Slot::Header("authorization".into()),
+    }]);
+    let ca = Arc::new(CallCa::new().unwrap());
+    let (sink, mut events) = events();
+    let proxy =
+        Proxy::start_terminating(policy, Limits::default(), secrets, Some(ca.clone()), sink).await.unwrap();
+    let target = format!("api.test:{}", origin.port());
+    let (tcp, _) = connect_via(proxy.addr(), &target).await;
+    let mut tls = client(&ca).connect(ServerName::try_from("api.test").unwrap(), tcp).await.unwrap();
+    let chunked = format!(
+        "POST /a HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    );
+    tls.write_all(chunked.as_bytes()).await.unwrap();
+    let (head, echoed) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(echoed.starts_with("POST /a\n") && echoed.ends_with("body hello world"), "{echoed}");
+    assert!(echoed.contains(&format!("authorization: Bearer {VALUE}")), "{echoed}");
+    let sized = format!("PUT /b HTTP/1.1\r\nHost: {target}\r\nContent-Length: 3\r\n\r\nabc");
+    tls.write_all(sized.as_bytes()).await.unwrap();
+    let (_, echoed) = response(&mut tls).await;
+    assert!(echoed.starts_with("PUT /b\n") && echoed.ends_with("body abc"), "{echoed}");
+    assert!(echoed.contains("content-length: 3"), "{echoed}");
+    // A body that carries the placeholder is refused before its head leaves.
+    let leak =
+        format!("POST /c HTTP/1.1\r\nHost: {target}\r\nContent-Length: {}\r\n\r\n{token}", token.len());
+    tls.write_all(leak.as_bytes()).await.unwrap();
+    let (head, body) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 403") && body.contains("in the body"), "{head}{body}");
+    let kinds: Vec<_> = [events.next().await, events.next().await, events.next().await]
+        .into_iter()
+        .map(|e| (e.method, e.status, e.refused.map(|r| r.kind), e.bytes_up > 0))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("POST".to_string(), Some(200), None, true),
+            ("PUT".to_string(), Some(200), None, true),
+            ("POST".to_string(), Some(403), Some(RefusalKind::Placeholder), true),
+        ]
+    );
+}

@@ -13,7 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::proxy::Record;
 use crate::refusal::{Refusal, RefusalKind};
-use crate::secrets::BodyScan;
+use crate::secrets::{BodyScan, EchoGuard};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -137,10 +137,36 @@ where
     }
 }
 
-/// What the child is answered: the origin's response relayed, or the proxy's own one-line refusal.
+/// What the child is answered: the origin's response relayed (the real values kept out of it), or the proxy's
+/// own one-line refusal.
 pub enum Answer<B> {
-    Relay { inner: B, meter: Meter, record: Option<Record> },
+    Relay(Box<Relay<B>>),
     Text(Option<Bytes>),
+}
+
+/// A relayed response body and the request's event, which it reports when it ends.
+pub struct Relay<B> {
+    pub inner: B,
+    pub meter: Meter,
+    pub record: Option<Record>,
+    pub guard: EchoGuard,
+    pub host: String,
+    pub port: u16,
+    /// The held-back tail was released after the origin's body ended: the next poll ends this one.
+    pub done: bool,
+}
+
+impl<B> Relay<B> {
+    /// The request ended (`refused`: how it was cut); its event is reported now.
+    fn end(&mut self, refused: Option<Refusal>) {
+        if let Some(rec) = self.record.as_mut() {
+            if refused.is_some() {
+                rec.refused = refused;
+            }
+            rec.finished = true;
+        }
+        self.record = None;
+    }
 }
 
 impl<B> Body for Answer<B>
@@ -155,52 +181,63 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match &mut *self {
-            Answer::Text(text) => Poll::Ready(text.take().map(|b| Ok(Frame::data(b)))),
-            Answer::Relay { inner, meter, record } => match Pin::new(&mut *inner).poll_frame(cx) {
+        let r = match &mut *self {
+            Answer::Text(text) => return Poll::Ready(text.take().map(|b| Ok(Frame::data(b)))),
+            Answer::Relay(r) => r,
+        };
+        if r.done {
+            return Poll::Ready(None);
+        }
+        loop {
+            match Pin::new(&mut r.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    if let Some(data) = frame.data_ref() {
-                        if let Err(r) = meter.count(data.len()) {
-                            if let Some(rec) = record.as_mut() {
-                                rec.refused = Some(r.clone());
-                                rec.finished = true;
-                            }
-                            *record = None;
-                            return Poll::Ready(Some(Err(Box::new(r))));
+                    let frame = match frame.into_data() {
+                        Ok(data) => data,
+                        // Trailers pass as they are.
+                        Err(other) => return Poll::Ready(Some(Ok(other))),
+                    };
+                    let checked =
+                        r.meter.count(frame.len()).and_then(|()| r.guard.pass(&frame, &r.host, r.port));
+                    let mut out = match checked {
+                        Ok(out) => out,
+                        Err(refusal) => {
+                            r.end(Some(refusal.clone()));
+                            return Poll::Ready(Some(Err(Box::new(refusal))));
                         }
-                    }
+                    };
                     // hyper stops polling a body once its length is relayed: the request ends with its last byte.
-                    if inner.is_end_stream() {
-                        if let Some(rec) = record.as_mut() {
-                            rec.finished = true;
-                        }
-                        *record = None;
+                    if r.inner.is_end_stream() {
+                        out.extend(r.guard.finish());
+                        r.end(None);
+                        r.done = true;
                     }
-                    Poll::Ready(Some(Ok(frame)))
+                    if out.is_empty() && !r.done {
+                        continue;
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    if let Some(rec) = record.as_mut() {
-                        rec.finished = true;
-                    }
-                    *record = None;
-                    Poll::Ready(Some(Err(e.into())))
+                    r.end(None);
+                    return Poll::Ready(Some(Err(e.into())));
                 }
                 Poll::Ready(None) => {
-                    if let Some(rec) = record.as_mut() {
-                        rec.finished = true;
+                    let held = r.guard.finish();
+                    r.end(None);
+                    r.done = true;
+                    if held.is_empty() {
+                        return Poll::Ready(None);
                     }
-                    *record = None;
-                    Poll::Ready(None)
+                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from(held)))));
                 }
-                Poll::Pending => Poll::Pending,
-            },
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match self {
             Answer::Text(t) => t.is_none(),
-            Answer::Relay { inner, .. } => inner.is_end_stream(),
+            Answer::Relay(r) => r.done || (r.inner.is_end_stream() && !r.guard.holds()),
         }
     }
 
@@ -208,7 +245,8 @@ where
         match self {
             Answer::Text(Some(b)) => SizeHint::with_exact(b.len() as u64),
             Answer::Text(None) => SizeHint::with_exact(0),
-            Answer::Relay { inner, .. } => inner.size_hint(),
+            Answer::Relay(r) if r.done => SizeHint::with_exact(0),
+            Answer::Relay(r) => r.inner.size_hint(),
         }
     }
 }

@@ -404,9 +404,10 @@ async fn forward(
     let (mut or, mut ow) = origin.split();
     let mut cr = cr.take(remaining);
     let mut unused = Vec::new();
+    let mut guard = shared.secrets.echo_guard();
     let relayed = both(
         up.copy(&mut cr, &mut ow, false, &mut unused),
-        down.copy(&mut or, &mut cw, true, &mut first),
+        down.copy_guarded(&mut or, &mut cw, &mut first, &mut guard, (&t.host, t.port)),
         true,
     )
     .await;

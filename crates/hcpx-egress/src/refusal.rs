@@ -27,10 +27,12 @@ pub enum RefusalKind {
     /// The origin's TLS certificate did not verify for its host against the system's roots (a terminated
     /// tunnel, where hcpx is the client).
     UpstreamTls,
+    /// A response holds the real value of a host-bound credential (an origin that echoes it); it was cut.
+    CredentialEcho,
 }
 
 impl RefusalKind {
-    pub const ALL: [RefusalKind; 10] = [
+    pub const ALL: [RefusalKind; 11] = [
         Self::NotAllowed,
         Self::IpLiteral,
         Self::PrivateAddress,
@@ -41,6 +43,7 @@ impl RefusalKind {
         Self::ConnectFailed,
         Self::Placeholder,
         Self::UpstreamTls,
+        Self::CredentialEcho,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +58,7 @@ impl RefusalKind {
             Self::ConnectFailed => "connect_failed",
             Self::Placeholder => "placeholder",
             Self::UpstreamTls => "upstream_tls",
+            Self::CredentialEcho => "credential_echo",
         }
     }
 
@@ -68,7 +72,7 @@ impl RefusalKind {
             | Self::Placeholder => 403,
             Self::BadRequest => 400,
             Self::Limit => 503,
-            Self::ResolveFailed | Self::ConnectFailed | Self::UpstreamTls => 502,
+            Self::ResolveFailed | Self::ConnectFailed | Self::UpstreamTls | Self::CredentialEcho => 502,
         }
     }
 }

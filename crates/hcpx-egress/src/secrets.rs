@@ -241,10 +241,75 @@ impl Secrets {
         Ok(made)
     }
 
+    /// A guard for one response: the real values must not reach the child in it.
+    pub fn echo_guard(&self) -> EchoGuard {
+        let mut values: Vec<(String, Vec<u8>)> = Vec::new();
+        for s in self.items.iter().filter(|s| !s.value.is_empty()) {
+            if !values.iter().any(|(_, v)| v == s.value.as_bytes()) {
+                values.push((s.field.clone(), s.value.as_bytes().to_vec()));
+            }
+        }
+        let keep = values.iter().map(|(_, v)| v.len()).max().unwrap_or(0).saturating_sub(1);
+        EchoGuard { values, held: Vec::new(), keep }
+    }
+
     /// A scanner for one body (placeholders are never substituted into bodies, only found).
     pub fn body_scan(&self) -> BodyScan {
         let keep = self.items.iter().map(|s| s.placeholder.len()).max().unwrap_or(0).saturating_sub(1);
         BodyScan { secrets: self.clone(), tail: Vec::new(), keep }
+    }
+}
+
+/// Keeps a response from handing a real value to the child (an origin that echoes the request's credential):
+/// a header holding one refuses the response; a body holding one is cut before the bytes that hold it, and the
+/// last bytes of each chunk are held back until the next shows they do not start one.
+pub struct EchoGuard {
+    values: Vec<(String, Vec<u8>)>,
+    held: Vec<u8>,
+    keep: usize,
+}
+
+impl EchoGuard {
+    fn echoed(field: &str, place: &str, host: &str, port: u16) -> Refusal {
+        Refusal::new(
+            RefusalKind::CredentialEcho,
+            format!("the response of {host}:{port} holds the value of binding field {field} in {place}; hcpx does not hand a credential to the cli, so the response was cut"),
+        )
+    }
+
+    /// Whether a response header holds a real value.
+    pub fn headers(&self, headers: &http::HeaderMap, host: &str, port: u16) -> Result<(), Refusal> {
+        for (name, value) in headers {
+            if let Some((field, _)) = self.values.iter().find(|(_, v)| find(value.as_bytes(), v).is_some()) {
+                return Err(Self::echoed(field, &format!("header {name}"), host, port));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next chunk of the body: the bytes that may go to the child now, or a refusal when a value is in it.
+    pub fn pass(&mut self, bytes: &[u8], host: &str, port: u16) -> Result<Vec<u8>, Refusal> {
+        if self.values.is_empty() {
+            return Ok(bytes.to_vec());
+        }
+        let mut window = std::mem::take(&mut self.held);
+        window.extend_from_slice(bytes);
+        if let Some((field, _)) = self.values.iter().find(|(_, v)| find(&window, v).is_some()) {
+            return Err(Self::echoed(field, "its body", host, port));
+        }
+        let cut = window.len().saturating_sub(self.keep);
+        self.held = window.split_off(cut);
+        Ok(window)
+    }
+
+    /// The end of the body: what was held back.
+    pub fn finish(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.held)
+    }
+
+    /// Whether bytes are held back.
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
     }
 }
 

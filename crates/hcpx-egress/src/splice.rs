@@ -78,6 +78,37 @@ impl Leg<'_> {
     }
 }
 
+impl Leg<'_> {
+    /// As `copy`, with every byte passed through `guard` first (a plain response to a call with host-bound
+    /// credentials): what it holds back goes at the end; a real value in the stream cuts the copy there.
+    pub async fn copy_guarded<R, W>(
+        &self,
+        r: &mut R,
+        w: &mut W,
+        first: &mut Vec<u8>,
+        guard: &mut crate::secrets::EchoGuard,
+        origin: (&str, u16),
+    ) -> Result<(), Cut>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = r.read(&mut buf).await.map_err(|_| Cut::Io)?;
+            if n == 0 {
+                self.send(w, &guard.finish()).await?;
+                w.shutdown().await.map_err(|_| Cut::Io)?;
+                return Ok(());
+            }
+            let room = first.capacity() - first.len();
+            first.extend_from_slice(&buf[..n.min(room)]);
+            let out = guard.pass(&buf[..n], origin.0, origin.1).map_err(Cut::Limit)?;
+            self.send(w, &out).await?;
+        }
+    }
+}
+
 /// Drives both directions: ends when `down` ends if `up_optional` (a plain request: once the response is
 /// relayed, the request is over), else when both have ended (a tunnel); the first cut ends both.
 pub async fn both<U, D>(up: U, down: D, up_optional: bool) -> Result<(), Cut>

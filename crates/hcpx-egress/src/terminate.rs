@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::client::TlsStream;
 
 use crate::addr::resolve;
-use crate::body::{Answer, Meter, Upload, Verdict};
+use crate::body::{Answer, Meter, Relay, Upload, Verdict};
 use crate::http::{host_matches, Target};
 use crate::proxy::{Record, Shared};
 use crate::refusal::{Refusal, RefusalKind};
@@ -250,8 +250,12 @@ async fn request(req: hyper::Request<Incoming>, ctx: Arc<Ctx>) -> hyper::Respons
     if let Some(r) = verdict.lock().ok().and_then(|mut v| v.take()) {
         return refuse(rec, r);
     }
-    rec.status = Some(response.status().as_u16());
     let (mut parts, body) = response.into_parts();
+    let guard = ctx.shared.secrets.echo_guard();
+    if let Err(r) = guard.headers(&parts.headers, &t.host, t.port) {
+        return refuse(rec, r);
+    }
+    rec.status = Some(parts.status.as_u16());
     drop_hop(&mut parts.headers);
     let meter_down = Meter {
         request: rec.down.clone(),
@@ -262,7 +266,16 @@ async fn request(req: hyper::Request<Incoming>, ctx: Arc<Ctx>) -> hyper::Respons
     if hyper::body::Body::is_end_stream(&body) {
         rec.finished = true;
     }
-    hyper::Response::from_parts(parts, Answer::Relay { inner: body, meter: meter_down, record: Some(rec) })
+    let relay = Relay {
+        inner: body,
+        meter: meter_down,
+        record: Some(rec),
+        guard,
+        host: t.host.clone(),
+        port: t.port,
+        done: false,
+    };
+    hyper::Response::from_parts(parts, Answer::Relay(Box::new(relay)))
 }
 
 /// The connection to the origin, made again when the last one closed (the origin's `Connection: close`).

@@ -15,7 +15,7 @@ use hcpx_egress::{
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use support::{connect_via, events, http_server, raw, tls_server, Events, Pki};
+use support::{connect_via, events, raw, Events, Pki};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const VALUE: &str = "real-value-0123456789";
@@ -42,9 +42,8 @@ struct World {
 }
 
 async fn world() -> World {
-    let pki = shared_pki();
-    let tls = tls_server(pki.acceptor.clone()).await;
-    let web = http_server().await;
+    let tls = echo_origin().await;
+    let web = plain_origin().await;
     let lo = vec![IpAddr::from([127, 0, 0, 1])];
     let policy = Policy::new(vec![
         format!("https://api.test:{}", tls.port()).parse().unwrap(),
@@ -115,11 +114,11 @@ async fn several_requests_on_one_terminated_tunnel_each_get_the_value_and_an_eve
     // The origin closes after each answer: the second request goes over a new origin connection, same tunnel.
     for _ in 0..2 {
         let req =
-            format!("GET /echo HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
+            format!("GET /close HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
         tls.write_all(req.as_bytes()).await.unwrap();
         let (head, echoed) = response(&mut tls).await;
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        assert!(echoed.contains(&format!("authorization: Bearer {VALUE}")), "{echoed}");
+        assert!(echoed.contains("authorization: Bearer [the value]"), "{echoed}");
         assert!(!echoed.contains("hcpx-ph-"), "{echoed}");
     }
     // A placeholder in another header of the same tunnel: refused inside it, the tunnel stays usable.
@@ -175,7 +174,7 @@ async fn a_plain_http_request_is_rewritten_by_the_same_rules() {
         w.token
     );
     let answer = String::from_utf8(raw(w.proxy.addr(), &request).await).unwrap();
-    assert!(answer.contains(&format!("Authorization: Bearer {VALUE}")), "{answer}");
+    assert!(answer.contains("Authorization: Bearer [the value]"), "{answer}");
     assert_eq!(w.events.next().await.status, Some(200));
     let request =
         format!("GET http://web.test:{port}/echo?t={} HTTP/1.1\r\nHost: web.test:{port}\r\n\r\n", w.token);
@@ -184,8 +183,18 @@ async fn a_plain_http_request_is_rewritten_by_the_same_rules() {
     assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::Placeholder));
 }
 
+/// What an origin says back about a request: the value masked (`[the value]`), unless the path asks for the raw
+/// echo (`/raw…`), which an echoing origin would send.
+fn told(path: &str, text: String) -> String {
+    if path.starts_with("/raw") {
+        text
+    } else {
+        text.replace(VALUE, "[the value]")
+    }
+}
+
 /// An HTTPS origin (hyper) that answers each request with its method, path, the headers it got and its body,
-/// keeping the connection open.
+/// keeping the connection open (`/close`: closing it after the answer; `/header-echo`: the value in a header).
 async fn echo_origin() -> SocketAddr {
     use hyper::body::Body as _;
     let acceptor = shared_pki().acceptor.clone();
@@ -213,11 +222,42 @@ async fn echo_origin() -> SocketAddr {
                             text.push_str(&format!("{k}: {}\n", v.to_str().unwrap()));
                         }
                         text.push_str(&format!("body {}", String::from_utf8_lossy(&got)));
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(text))
+                        let path = parts.uri.path();
+                        let mut resp = hyper::Response::new(told(path, text));
+                        if path == "/close" {
+                            resp.headers_mut().insert("connection", "close".parse().unwrap());
+                        }
+                        if path == "/header-echo" {
+                            resp.headers_mut().insert("x-echo", VALUE.parse().unwrap());
+                        }
+                        Ok::<_, std::convert::Infallible>(resp)
                     });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                     .await;
+            });
+        }
+    });
+    addr
+}
+
+/// A plain HTTP origin answering each request with its head (masked as `told` says), then closing.
+async fn plain_origin() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut tcp, _)) = listener.accept().await else { continue };
+            tokio::spawn(async move {
+                let head = support::read_head(&mut tcp).await;
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let body = told(&path, head);
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tcp.write_all(reply.as_bytes()).await;
+                let _ = tcp.shutdown().await;
             });
         }
     });
@@ -253,7 +293,7 @@ async fn request_bodies_are_relayed_chunked_or_by_length_on_one_tunnel() {
     let (head, echoed) = response(&mut tls).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(echoed.starts_with("POST /a\n") && echoed.ends_with("body hello world"), "{echoed}");
-    assert!(echoed.contains(&format!("authorization: Bearer {VALUE}")), "{echoed}");
+    assert!(echoed.contains("authorization: Bearer [the value]"), "{echoed}");
     let sized = format!("PUT /b HTTP/1.1\r\nHost: {target}\r\nContent-Length: 3\r\n\r\nabc");
     tls.write_all(sized.as_bytes()).await.unwrap();
     let (_, echoed) = response(&mut tls).await;
@@ -277,4 +317,39 @@ async fn request_bodies_are_relayed_chunked_or_by_length_on_one_tunnel() {
             ("POST".to_string(), Some(403), Some(RefusalKind::Placeholder), true),
         ]
     );
+}
+
+#[tokio::test]
+async fn an_origin_that_echoes_the_value_has_its_response_cut() {
+    let mut w = world().await;
+    let target = format!("api.test:{}", w.tls.port());
+    let (tcp, _) = connect_via(w.proxy.addr(), &target).await;
+    let mut tls = client(&w.ca).connect(ServerName::try_from("api.test").unwrap(), tcp).await.unwrap();
+    // In a header: the response is replaced by the proxy's refusal.
+    let req =
+        format!("GET /header-echo HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let (head, body) = response(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 502") && !head.contains(VALUE), "{head}");
+    assert!(body.starts_with("egress credential_echo: ") && body.contains("binding field token"), "{body}");
+    let e = w.events.next().await;
+    assert_eq!(e.refused.map(|r| r.kind), Some(RefusalKind::CredentialEcho));
+    // In the body: cut before the bytes that hold it.
+    let req = format!("GET /raw HTTP/1.1\r\nHost: {target}\r\nAuthorization: Bearer {}\r\n\r\n", w.token);
+    tls.write_all(req.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tls.read_to_end(&mut got)).await;
+    let got = String::from_utf8_lossy(&got);
+    assert!(!got.contains(VALUE) && !got.contains(&VALUE[..VALUE.len() - 1]), "{got}");
+    let e = w.events.next().await;
+    assert_eq!(e.refused.map(|r| r.kind), Some(RefusalKind::CredentialEcho));
+    // The plain path too.
+    let port = w.web.port();
+    let request = format!(
+        "GET http://web.test:{port}/raw HTTP/1.1\r\nHost: web.test:{port}\r\nAuthorization: Bearer {}\r\n\r\n",
+        w.token
+    );
+    let answer = String::from_utf8_lossy(&raw(w.proxy.addr(), &request).await).into_owned();
+    assert!(!answer.contains(VALUE) && !answer.contains(&VALUE[..VALUE.len() - 1]), "{answer}");
+    assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::CredentialEcho));
 }

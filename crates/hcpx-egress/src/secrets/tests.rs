@@ -167,3 +167,24 @@ fn a_line_break_in_a_value_never_reaches_a_header() {
     assert!(r.reason.contains("line break"), "{r}");
     assert!(!format!("{s:?}").contains("X-Evil"));
 }
+
+#[test]
+fn a_response_holding_a_value_is_cut_before_any_of_its_bytes() {
+    let (s, _, _) = secrets();
+    let mut g = s.echo_guard();
+    let mut out = g.pass(b"hello real-tok", "api.test", 443).unwrap();
+    // What could start a value is held back, not sent.
+    assert!(!String::from_utf8_lossy(&out).contains("real"), "{out:?}");
+    let r = g.pass(b"en-value and more", "api.test", 443).unwrap_err();
+    assert_eq!(r.kind, RefusalKind::CredentialEcho);
+    assert!(r.reason.contains("binding field token") && !r.reason.contains(TOKEN), "{r}");
+    // A clean body comes through whole, the held tail at its end.
+    let mut g = s.echo_guard();
+    out = g.pass(b"nothing secret here", "api.test", 443).unwrap();
+    out.extend(g.pass(b", still nothing", "api.test", 443).unwrap());
+    out.extend(g.finish());
+    assert_eq!(out, b"nothing secret here, still nothing");
+    let mut headers = http::HeaderMap::new();
+    headers.insert("x-echo", format!("Bearer {TOKEN}").parse().unwrap());
+    assert_eq!(g.headers(&headers, "api.test", 443).unwrap_err().kind, RefusalKind::CredentialEcho);
+}

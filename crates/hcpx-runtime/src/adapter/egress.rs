@@ -29,7 +29,7 @@ const START_WITHIN: Duration = Duration::from_secs(5);
 const STOP_WITHIN: Duration = Duration::from_secs(2);
 
 /// The classes of an outgoing request: `allowed`, then every refusal's kind (`/metrics` counts by them).
-pub const CLASSES: [&str; 11] = [
+pub const CLASSES: [&str; 12] = [
     "allowed",
     "not_allowed",
     "ip_literal",
@@ -41,6 +41,7 @@ pub const CLASSES: [&str; 11] = [
     "connect_failed",
     "placeholder",
     "upstream_tls",
+    "credential_echo",
 ];
 
 /// One outgoing request of a call, as its audit row records it: when it ended, and what it was.

@@ -99,7 +99,7 @@ fn script(port: u16, rogue: u16, value: &str) -> String {
     let b: String = b.chars().rev().collect();
     format!(
         r#"#!/usr/bin/python3
-import json, os, ssl, urllib.error, urllib.request
+import json, os, shutil, ssl, subprocess, urllib.error, urllib.request
 here = os.path.dirname(os.path.realpath(__file__))
 token = os.environ.get("API_TOKEN", "")
 key = os.environ.get("API_KEY", "")
@@ -113,6 +113,11 @@ def get(url, headers={{}}, data=None, ctx=None):
         return "refused %d %s" % (e.code, e.read().decode().strip())
     except Exception as e:
         return "error " + repr(e)
+def curl(url):
+    if not shutil.which("curl"):
+        return "no curl"
+    r = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer " + token, url], capture_output=True, timeout=20)
+    return ("ok " if r.returncode == 0 else "error %d " % r.returncode) + r.stdout.decode() + r.stderr.decode()
 A = b"{a}"
 B = b"{b}"[::-1]
 def held(chunk):
@@ -147,6 +152,7 @@ out = {{
     "allowed": get(base + "/v1/me", auth),
     "test_ca_only": get(base + "/v1/me", auth, ctx=test_ca),
     "query": get(base + "/q?x=1&api_key=" + key),
+    "curl": curl(base + "/curl"),
     "key": key,
     "other_host": get("https://other.test:{port}/v1/me", auth),
     "in_path": get(base + "/leak/" + token),
@@ -260,14 +266,23 @@ fn a_host_bound_credential_reaches_its_host_and_the_wrap_sees_only_a_placeholder
     // What reached the origin: the real value in the allowed request's authorization header, and no
     // placeholder anywhere.
     let heads = w.api.heads.lock().unwrap().clone();
-    let with_value: Vec<&String> =
-        heads.iter().filter(|h| h.contains(&w.value) && !h.contains("api_key")).collect();
+    let with_value: Vec<&String> = heads
+        .iter()
+        .filter(|h| h.contains(&w.value) && !h.contains("api_key") && !h.starts_with("GET /curl "))
+        .collect();
     assert_eq!(with_value.len(), 1, "{heads:?}");
     assert!(with_value[0].starts_with("GET /v1/me "), "{heads:?}");
     assert!(with_value[0]
         .to_ascii_lowercase()
         .contains(&format!("authorization: bearer {}", w.value.to_ascii_lowercase())));
     assert!(heads.iter().all(|h| !h.contains("hcpx-ph-") && !h.contains("/leak")), "{heads:?}");
+    // curl (OpenSSL, CURL_CA_BUNDLE) as well as Python, where curl is installed.
+    let curl = got(r, "curl");
+    if curl != "no curl" {
+        assert_eq!(curl, "ok hello", "{r}");
+        let sent = heads.iter().find(|h| h.starts_with("GET /curl ")).unwrap_or_else(|| panic!("{heads:?}"));
+        assert!(sent.contains(&format!("Bearer {}", w.value)), "{sent}");
+    }
     // The query form: the key's placeholder became the real key in its parameter, and only there.
     let key = got(r, "key");
     assert!(key.starts_with("hcpx-ph-") && key != token, "{r}");

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -33,6 +34,14 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Refusal {
     )
 }
 
+/// From an hour ago to two days on: a call lasts far less, and nothing this CA signs outlives it in use.
+fn validity(params: &mut CertificateParams) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    params.not_before = epoch + now.saturating_sub(Duration::from_secs(3600));
+    params.not_after = epoch + now + Duration::from_secs(2 * 24 * 3600);
+}
+
 impl CallCa {
     /// A fresh CA (an ECDSA P-256 key made now, never written anywhere).
     pub fn new() -> Result<CallCa, Refusal> {
@@ -40,6 +49,7 @@ impl CallCa {
         let mut params =
             CertificateParams::new(Vec::<String>::new()).map_err(|e| failed("be described", e))?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        validity(&mut params);
         params.distinguished_name.push(DnType::CommonName, "hcpx egress call ca");
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let cert = params.self_signed(&key).map_err(|e| failed("sign itself", e))?;
@@ -67,6 +77,7 @@ impl CallCa {
         let mut params =
             CertificateParams::new(vec![host.to_string()]).map_err(|e| failed(&format!("name {host}"), e))?;
         params.distinguished_name.push(DnType::CommonName, host);
+        validity(&mut params);
         let leaf = params.signed_by(&key, &self.issuer).map_err(|e| failed(&format!("sign {host}"), e))?;
         let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -397,6 +397,14 @@ async fn forward(
     // Bytes after the body (a pipelined second request) are never forwarded.
     body.truncate(usize::try_from(body_len).unwrap_or(usize::MAX));
     let remaining = body_len - body.len() as u64;
+    // The body is scanned for a placeholder (never rewritten), the response kept from echoing a value.
+    let (host, port) = (t.host.as_str(), t.port);
+    let mut scan = shared.secrets.body_scan();
+    if let Err(r) = scan.chunk(&body, host, port) {
+        answer(client, r.kind.status(), &r).await;
+        rec.status = Some(r.kind.status());
+        return Err(Cut::Limit(r));
+    }
     up.send(&mut origin, &request).await?;
     up.send(&mut origin, &body).await?;
     let mut first = Vec::with_capacity(16);
@@ -405,9 +413,17 @@ async fn forward(
     let mut cr = cr.take(remaining);
     let mut unused = Vec::new();
     let mut guard = shared.secrets.echo_guard();
+    let scanned = |b: Option<&[u8]>| match b {
+        Some(b) => scan.chunk(b, host, port).map(|()| b.to_vec()),
+        None => Ok(Vec::new()),
+    };
+    let guarded = |b: Option<&[u8]>| match b {
+        Some(b) => guard.pass(b, host, port),
+        None => Ok(guard.finish()),
+    };
     let relayed = both(
-        up.copy(&mut cr, &mut ow, false, &mut unused),
-        down.copy_guarded(&mut or, &mut cw, &mut first, &mut guard, (&t.host, t.port)),
+        up.copy_filtered(&mut cr, &mut ow, false, &mut unused, scanned),
+        down.copy_filtered(&mut or, &mut cw, true, &mut first, guarded),
         true,
     )
     .await;

@@ -181,6 +181,15 @@ async fn a_plain_http_request_is_rewritten_by_the_same_rules() {
     let answer = String::from_utf8(raw(w.proxy.addr(), &request).await).unwrap();
     assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("egress placeholder"), "{answer}");
     assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::Placeholder));
+    // A placeholder in a plain request's body: refused before anything reaches the origin.
+    let request = format!(
+        "POST http://web.test:{port}/echo HTTP/1.1\r\nHost: web.test:{port}\r\nContent-Length: {}\r\n\r\n{}",
+        w.token.len(),
+        w.token
+    );
+    let answer = String::from_utf8(raw(w.proxy.addr(), &request).await).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("in the body"), "{answer}");
+    assert_eq!(w.events.next().await.refused.map(|r| r.kind), Some(RefusalKind::Placeholder));
 }
 
 /// What an origin says back about a request: the value masked (`[the value]`), unless the path asks for the raw

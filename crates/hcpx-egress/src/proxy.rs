@@ -16,9 +16,9 @@ use crate::addr::resolve;
 use crate::ca::CallCa;
 use crate::http::{self, Head, Target};
 use crate::refusal::{Refusal, RefusalKind};
-use crate::rules::{normalize_host, Policy, Scheme};
+use crate::rules::{Policy, Scheme};
 use crate::secrets::Secrets;
-use crate::sni::{self, Hello};
+use crate::sni;
 use crate::splice::{both, Cut, Leg};
 
 /// What one connection may use.
@@ -365,7 +365,7 @@ async fn tunnel(
 ) -> Result<(), Cut> {
     client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await.map_err(|_| Cut::Io)?;
     rec.status = Some(200);
-    let hello = match read_hello(client, t, hello).await {
+    let hello = match sni::read_hello(client, t, hello).await {
         Ok(h) => h,
         Err(r) => {
             rec.refused = r;
@@ -429,55 +429,6 @@ async fn forward(
     .await;
     rec.status = http::response_status(&first);
     relayed
-}
-
-/// After the `200` of a CONNECT: reads the client's TLS ClientHello and requires its SNI to be the CONNECT host;
-/// returns the bytes read (to be relayed, or replayed into a terminating TLS server). `Err(None)`: the client
-/// failed; `Err(Some(_))`: the hello is refused.
-pub(crate) async fn read_hello(
-    client: &mut TcpStream,
-    t: &Target,
-    mut hello: Vec<u8>,
-) -> Result<Vec<u8>, Option<Refusal>> {
-    let refuse = |why: String| Some(Refusal::new(RefusalKind::SniMismatch, why));
-    let name = loop {
-        match sni::parse(&hello) {
-            Hello::Complete { ech: true, .. } => {
-                return Err(refuse(format!("the clienthello to {} offers encrypted client hello, which hides the server name; the tunnel carries tls for {} only", t.host, t.host)));
-            }
-            Hello::Complete { server_name: Some(name), .. } => break name,
-            Hello::Complete { server_name: None, .. } => {
-                return Err(refuse(format!(
-                    "the clienthello names no server (sni); the tunnel to {} carries tls for {} only",
-                    t.host, t.host
-                )));
-            }
-            Hello::Invalid(why) => {
-                return Err(refuse(format!("{why} in the tunnel to {}; it carries tls only", t.host)))
-            }
-            Hello::Incomplete => {}
-        }
-        if hello.len() > sni::MAX_HELLO + 4096 {
-            return Err(refuse(format!("no whole clienthello in {} bytes", hello.len())));
-        }
-        let mut chunk = vec![0u8; 4096];
-        let n = client.read(&mut chunk).await.map_err(|_| None)?;
-        if n == 0 {
-            return Err(refuse(format!("the tunnel to {} closed before a tls clienthello", t.host)));
-        }
-        hello.extend_from_slice(&chunk[..n]);
-    };
-    let same = match (normalize_host(&name), normalize_host(&t.host)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if !same {
-        return Err(refuse(format!(
-            "the clienthello names {name}, the connect target is {}; one tunnel carries tls for its own host",
-            t.host
-        )));
-    }
-    Ok(hello)
 }
 
 /// A refusal as the client sees it: the status and the one-line reason.

@@ -133,7 +133,7 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| io("answering", &e))?;
     rec.status = Some(200);
-    let hello = match crate::proxy::read_hello(client, t, hello).await {
+    let hello = match crate::sni::read_hello(client, t, hello).await {
         Ok(h) => h,
         Err(Some(r)) => return Err(r),
         // The client went away: the tunnel ends, nothing was refused.

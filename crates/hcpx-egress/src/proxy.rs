@@ -336,6 +336,7 @@ async fn admit(
     rec.rule = Some(rule.to_string());
     if target.scheme == Scheme::Http {
         let (host, port) = (target.host.clone(), target.port);
+        shared.secrets.refuse_in(&head.method, "the method", &host, port).map_err(plain)?;
         shared
             .secrets
             .apply_head(Scheme::Http, &host, port, &mut target.path, &mut head.headers)

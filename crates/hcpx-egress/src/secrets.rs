@@ -117,6 +117,14 @@ impl Secrets {
         )
     }
 
+    /// Refuses `text` (a request's method, or any other part no rule names) when it holds a placeholder.
+    pub fn refuse_in(&self, text: &str, place: &str, host: &str, port: u16) -> Result<(), Refusal> {
+        match self.mentioned(text.as_bytes()) {
+            Some(s) => Err(Self::refuse(s, place, host, port)),
+            None => Ok(()),
+        }
+    }
+
     /// Rewrites a request head to `scheme://host:port`: the placeholder of a secret whose rule allows the origin
     /// becomes its value in the declared header or query parameter; a placeholder anywhere else refuses the
     /// whole request. `target` is the request target (origin-form `/path?query`, or absolute-form); returns how
@@ -208,6 +216,7 @@ impl Secrets {
             return Ok(0);
         }
         let bad = |what: String| Refusal::new(RefusalKind::BadRequest, what);
+        self.refuse_in(parts.method.as_str(), "the method", host, port)?;
         if let Some(a) = parts.uri.authority() {
             if let Some(s) = self.mentioned(a.as_str().as_bytes()) {
                 return Err(Self::refuse(s, "the authority", host, port));

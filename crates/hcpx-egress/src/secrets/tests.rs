@@ -135,6 +135,10 @@ fn parts_are_rewritten_for_a_send_hook() {
         s.apply(Scheme::Https, "evil.test", 443, &mut parts).unwrap_err().kind,
         RefusalKind::Placeholder
     );
+    let req = http::Request::builder().method(tok.as_str()).uri("https://api.test/").body(()).unwrap();
+    let (mut parts, ()) = req.into_parts();
+    let r = s.apply(Scheme::Https, "api.test", 443, &mut parts).unwrap_err();
+    assert!(r.reason.contains("the method"), "{r}");
 }
 
 #[test]

@@ -177,6 +177,31 @@ const ROWS: &[Row] = &[
         after: none,
     },
     Row {
+        kind: "inject_invalid",
+        prep: |f| {
+            set(&mut f.surface, "/hosts", json!(["api.example.com"]));
+            set(&mut f.surface, "/wrap/agent_env/TOKEN", json!("{{binding.token}}"));
+            set(
+                &mut f.surface,
+                "/binding",
+                json!({ "mode": "local", "inject": [{ "field": "token", "host": "api.example.com" }] }),
+            )
+        },
+        after: none,
+    },
+    Row {
+        kind: "inject_host_undeclared",
+        prep: |f| {
+            set(&mut f.surface, "/wrap/agent_env/TOKEN", json!("{{binding.token}}"));
+            set(
+                &mut f.surface,
+                "/binding",
+                json!({ "mode": "local", "inject": [{ "field": "token", "host": "api.example.com", "header": "authorization" }] }),
+            )
+        },
+        after: none,
+    },
+    Row {
         kind: "eval_unknown_command",
         prep: |f| {
             f.evals =

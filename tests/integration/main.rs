@@ -46,6 +46,7 @@ mod properties;
 mod registry;
 mod render;
 mod robustness;
+mod secrets;
 mod seed_texts;
 mod sense;
 mod serve;

@@ -9,6 +9,7 @@ use crate::rules::Scheme;
 pub const MAX_HEADERS: usize = 64;
 
 /// A parsed request head.
+#[derive(Clone)]
 pub struct Head {
     pub method: String,
     pub target: String,
@@ -190,9 +191,10 @@ pub fn rewrite(head: &Head, t: &Target) -> Result<(Vec<u8>, u64), Refusal> {
     Ok((out, length.unwrap_or(0)))
 }
 
-fn host_matches(header: &str, t: &Target) -> bool {
+/// Whether a Host header names `t` (its port may be left out when it is the scheme's).
+pub fn host_matches(header: &str, t: &Target) -> bool {
     let (h, p) = match authority(header) {
-        Ok((h, p)) => (h, p.unwrap_or(80)),
+        Ok((h, p)) => (h, p.unwrap_or(t.scheme.default_port())),
         Err(_) => return false,
     };
     let norm = |s: &str| s.strip_suffix('.').unwrap_or(s).to_ascii_lowercase();

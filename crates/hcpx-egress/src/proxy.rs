@@ -13,10 +13,12 @@ use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::addr::resolve;
+use crate::ca::CallCa;
 use crate::http::{self, Head, Target};
 use crate::refusal::{Refusal, RefusalKind};
-use crate::rules::{normalize_host, Policy, Scheme};
-use crate::sni::{self, Hello};
+use crate::rules::{Policy, Scheme};
+use crate::secrets::Secrets;
+use crate::sni;
 use crate::splice::{both, Cut, Leg};
 
 /// What one connection may use.
@@ -77,12 +79,15 @@ pub enum StartError {
     Listen(#[source] std::io::Error),
 }
 
-type Sink = Arc<dyn Fn(EgressEvent) + Send + Sync>;
+pub(crate) type Sink = Arc<dyn Fn(EgressEvent) + Send + Sync>;
 
-struct Shared {
-    policy: Policy,
-    limits: Limits,
-    sink: Sink,
+pub(crate) struct Shared {
+    pub(crate) policy: Policy,
+    pub(crate) limits: Limits,
+    pub(crate) sink: Sink,
+    /// The call's host-bound credentials; with `ca`, every HTTPS tunnel is terminated (terminate.rs).
+    pub(crate) secrets: Secrets,
+    pub(crate) ca: Option<Arc<CallCa>>,
 }
 
 /// The running proxy: its address, and it stops (every open connection with it) when dropped.
@@ -112,9 +117,25 @@ impl Proxy {
     where
         F: Fn(EgressEvent) + Send + Sync + 'static,
     {
+        Self::start_terminating(policy, limits, Secrets::default(), None, on_event).await
+    }
+
+    /// As `start`; with a CA, every HTTPS CONNECT is terminated with a leaf it mints for the CONNECT host and
+    /// each request's head is rewritten by `secrets` (docs/egress.md, Termination). Plain HTTP requests are
+    /// rewritten by `secrets` either way.
+    pub async fn start_terminating<F>(
+        policy: Policy,
+        limits: Limits,
+        secrets: Secrets,
+        ca: Option<Arc<CallCa>>,
+        on_event: F,
+    ) -> Result<ProxyHandle, StartError>
+    where
+        F: Fn(EgressEvent) + Send + Sync + 'static,
+    {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.map_err(StartError::Listen)?;
         let addr = listener.local_addr().map_err(StartError::Listen)?;
-        let shared = Arc::new(Shared { policy, limits, sink: Arc::new(on_event) });
+        let shared = Arc::new(Shared { policy, limits, sink: Arc::new(on_event), secrets, ca });
         let task = tokio::spawn(accept_loop(listener, shared));
         Ok(ProxyHandle { addr, task })
     }
@@ -143,24 +164,27 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-/// The event under construction; reported on drop, so every connection reports exactly once.
-struct Record {
+/// The event under construction; reported on drop, so every connection (every request of a terminated tunnel)
+/// reports exactly once.
+pub(crate) struct Record {
     start: Instant,
     sink: Sink,
-    host: String,
-    port: u16,
-    scheme: Option<Scheme>,
-    method: String,
-    status: Option<u16>,
-    up: AtomicU64,
-    down: AtomicU64,
-    refused: Option<Refusal>,
-    rule: Option<String>,
-    finished: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) scheme: Option<Scheme>,
+    pub(crate) method: String,
+    pub(crate) status: Option<u16>,
+    pub(crate) up: Arc<AtomicU64>,
+    pub(crate) down: Arc<AtomicU64>,
+    pub(crate) refused: Option<Refusal>,
+    pub(crate) rule: Option<String>,
+    pub(crate) finished: bool,
+    /// A terminated tunnel whose requests were reported each: the tunnel itself is not.
+    pub(crate) silent: bool,
 }
 
 impl Record {
-    fn new(sink: Sink) -> Record {
+    pub(crate) fn new(sink: Sink) -> Record {
         Record {
             start: Instant::now(),
             sink,
@@ -169,17 +193,21 @@ impl Record {
             scheme: None,
             method: String::new(),
             status: None,
-            up: AtomicU64::new(0),
-            down: AtomicU64::new(0),
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
             refused: None,
             rule: None,
             finished: false,
+            silent: false,
         }
     }
 }
 
 impl Drop for Record {
     fn drop(&mut self) {
+        if self.silent {
+            return;
+        }
         if !self.finished && self.refused.is_none() {
             let reason = "the proxy stopped before the request ended";
             self.refused = Some(Refusal::new(RefusalKind::Limit, reason));
@@ -233,7 +261,7 @@ async fn serve(
 }
 
 /// One connection: admit the request (answering a refusal), then relay it.
-async fn run(client: &mut TcpStream, shared: &Shared, rec: &mut Record) {
+async fn run(client: &mut TcpStream, shared: &Arc<Shared>, rec: &mut Record) {
     let (head, target, origin, rest) = match admit(client, shared, rec).await {
         Ok(admitted) => admitted,
         Err((r, status)) => {
@@ -243,6 +271,12 @@ async fn run(client: &mut TcpStream, shared: &Shared, rec: &mut Record) {
             return;
         }
     };
+    if target.scheme == Scheme::Https && shared.ca.is_some() {
+        if let Err(r) = crate::terminate::serve(client, origin, &target, rest, shared, rec).await {
+            rec.refused.get_or_insert(r);
+        }
+        return;
+    }
     let relayed = match target.scheme {
         Scheme::Https => tunnel(client, origin, &target, rest, shared, rec).await,
         Scheme::Http => forward(client, origin, &head, &target, rest, shared, rec).await,
@@ -290,7 +324,8 @@ async fn admit(
     };
     rec.method.clone_from(&head.method);
     rec.host.clone_from(&head.target);
-    let target = http::target(&head.method, &head.target).map_err(|r| {
+    let mut head = head;
+    let mut target = http::target(&head.method, &head.target).map_err(|r| {
         let status = if http::wrong_method(&head.method, &head.target) { 405 } else { r.kind.status() };
         (r, status)
     })?;
@@ -300,6 +335,12 @@ async fn admit(
     let rule = shared.policy.decide(target.scheme, &target.host, target.port).map_err(plain)?;
     rec.rule = Some(rule.to_string());
     if target.scheme == Scheme::Http {
+        let (host, port) = (target.host.clone(), target.port);
+        shared.secrets.refuse_in(&head.method, "the method", &host, port).map_err(plain)?;
+        shared
+            .secrets
+            .apply_head(Scheme::Http, &host, port, &mut target.path, &mut head.headers)
+            .map_err(plain)?;
         http::rewrite(&head, &target).map_err(plain)?;
     }
     let addrs = resolve(&shared.policy, &target.host, target.port).await.map_err(plain)?;
@@ -319,53 +360,19 @@ async fn tunnel(
     client: &mut TcpStream,
     mut origin: TcpStream,
     t: &Target,
-    mut hello: Vec<u8>,
+    hello: Vec<u8>,
     shared: &Shared,
     rec: &mut Record,
 ) -> Result<(), Cut> {
     client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await.map_err(|_| Cut::Io)?;
     rec.status = Some(200);
-    let refuse = |rec: &mut Record, why: String| {
-        rec.refused = Some(Refusal::new(RefusalKind::SniMismatch, why));
-        Cut::Io
-    };
-    let name = loop {
-        match sni::parse(&hello) {
-            Hello::Complete { ech: true, .. } => {
-                return Err(refuse(rec, format!("the clienthello to {} offers encrypted client hello, which hides the server name; the tunnel carries tls for {} only", t.host, t.host)));
-            }
-            Hello::Complete { server_name: Some(name), .. } => break name,
-            Hello::Complete { server_name: None, .. } => {
-                return Err(refuse(
-                    rec,
-                    format!(
-                        "the clienthello names no server (sni); the tunnel to {} carries tls for {} only",
-                        t.host, t.host
-                    ),
-                ));
-            }
-            Hello::Invalid(why) => {
-                return Err(refuse(rec, format!("{why} in the tunnel to {}; it carries tls only", t.host)))
-            }
-            Hello::Incomplete => {}
+    let hello = match sni::read_hello(client, t, hello).await {
+        Ok(h) => h,
+        Err(r) => {
+            rec.refused = r;
+            return Err(Cut::Io);
         }
-        if hello.len() > sni::MAX_HELLO + 4096 {
-            return Err(refuse(rec, format!("no whole clienthello in {} bytes", hello.len())));
-        }
-        let mut chunk = vec![0u8; 4096];
-        let n = client.read(&mut chunk).await.map_err(|_| Cut::Io)?;
-        if n == 0 {
-            return Err(refuse(rec, format!("the tunnel to {} closed before a tls clienthello", t.host)));
-        }
-        hello.extend_from_slice(&chunk[..n]);
     };
-    let same = match (normalize_host(&name), normalize_host(&t.host)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if !same {
-        return Err(refuse(rec, format!("the clienthello names {name}, the connect target is {}; one tunnel carries tls for its own host", t.host)));
-    }
     let up = Leg { count: &rec.up, cap: shared.limits.max_bytes_up, name: "up" };
     let down = Leg { count: &rec.down, cap: shared.limits.max_bytes_down, name: "down" };
     up.send(&mut origin, &hello).await?;
@@ -391,6 +398,14 @@ async fn forward(
     // Bytes after the body (a pipelined second request) are never forwarded.
     body.truncate(usize::try_from(body_len).unwrap_or(usize::MAX));
     let remaining = body_len - body.len() as u64;
+    // The body is scanned for a placeholder (never rewritten), the response kept from echoing a value.
+    let (host, port) = (t.host.as_str(), t.port);
+    let mut scan = shared.secrets.body_scan();
+    if let Err(r) = scan.chunk(&body, host, port) {
+        answer(client, r.kind.status(), &r).await;
+        rec.status = Some(r.kind.status());
+        return Err(Cut::Limit(r));
+    }
     up.send(&mut origin, &request).await?;
     up.send(&mut origin, &body).await?;
     let mut first = Vec::with_capacity(16);
@@ -398,9 +413,18 @@ async fn forward(
     let (mut or, mut ow) = origin.split();
     let mut cr = cr.take(remaining);
     let mut unused = Vec::new();
+    let mut guard = shared.secrets.echo_guard();
+    let scanned = |b: Option<&[u8]>| match b {
+        Some(b) => scan.chunk(b, host, port).map(|()| b.to_vec()),
+        None => Ok(Vec::new()),
+    };
+    let guarded = |b: Option<&[u8]>| match b {
+        Some(b) => guard.pass(b, host, port),
+        None => Ok(guard.finish()),
+    };
     let relayed = both(
-        up.copy(&mut cr, &mut ow, false, &mut unused),
-        down.copy(&mut or, &mut cw, true, &mut first),
+        up.copy_filtered(&mut cr, &mut ow, false, &mut unused, scanned),
+        down.copy_filtered(&mut or, &mut cw, true, &mut first, guarded),
         true,
     )
     .await;
@@ -409,7 +433,7 @@ async fn forward(
 }
 
 /// A refusal as the client sees it: the status and the one-line reason.
-async fn answer(client: &mut TcpStream, status: u16, r: &Refusal) {
+pub(crate) async fn answer(client: &mut TcpStream, status: u16, r: &Refusal) {
     let phrase = match status {
         400 => "Bad Request",
         403 => "Forbidden",

@@ -22,10 +22,17 @@ pub enum RefusalKind {
     ResolveFailed,
     /// No resolved address accepted the connection.
     ConnectFailed,
+    /// A credential placeholder where its rule does not send it (another host, header, the path, a body).
+    Placeholder,
+    /// The origin's TLS certificate did not verify for its host against the system's roots (a terminated
+    /// tunnel, where hcpx is the client).
+    UpstreamTls,
+    /// A response holds the real value of a host-bound credential (an origin that echoes it); it was cut.
+    CredentialEcho,
 }
 
 impl RefusalKind {
-    pub const ALL: [RefusalKind; 8] = [
+    pub const ALL: [RefusalKind; 11] = [
         Self::NotAllowed,
         Self::IpLiteral,
         Self::PrivateAddress,
@@ -34,6 +41,9 @@ impl RefusalKind {
         Self::Limit,
         Self::ResolveFailed,
         Self::ConnectFailed,
+        Self::Placeholder,
+        Self::UpstreamTls,
+        Self::CredentialEcho,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,16 +56,23 @@ impl RefusalKind {
             Self::Limit => "limit",
             Self::ResolveFailed => "resolve_failed",
             Self::ConnectFailed => "connect_failed",
+            Self::Placeholder => "placeholder",
+            Self::UpstreamTls => "upstream_tls",
+            Self::CredentialEcho => "credential_echo",
         }
     }
 
     /// The status the proxy answers with when it can still answer (before a tunnel is established).
     pub fn status(self) -> u16 {
         match self {
-            Self::NotAllowed | Self::IpLiteral | Self::PrivateAddress | Self::SniMismatch => 403,
+            Self::NotAllowed
+            | Self::IpLiteral
+            | Self::PrivateAddress
+            | Self::SniMismatch
+            | Self::Placeholder => 403,
             Self::BadRequest => 400,
             Self::Limit => 503,
-            Self::ResolveFailed | Self::ConnectFailed => 502,
+            Self::ResolveFailed | Self::ConnectFailed | Self::UpstreamTls | Self::CredentialEcho => 502,
         }
     }
 }

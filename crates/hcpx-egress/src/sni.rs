@@ -1,7 +1,14 @@
 //! The server name a TLS client asks for, read from its ClientHello (RFC 8446 §4.1.2, RFC 6066 §3) before any
 //! byte of it reaches the origin, so a CONNECT tunnel carries TLS for the host it named and no other. Written
 //! here (about a hundred lines of bounds-checked reads) rather than taken from a TLS-parsing crate: only the
-//! record framing and one extension are needed.
+//! record framing and one extension are needed. `read_hello` reads one from a CONNECT's client and checks it.
+
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+
+use crate::http::Target;
+use crate::refusal::{Refusal, RefusalKind};
+use crate::rules::normalize_host;
 
 /// A ClientHello larger than this (its handshake message, over however many records) is refused.
 pub const MAX_HELLO: usize = 32 * 1024;
@@ -143,6 +150,55 @@ fn host_name(data: &[u8]) -> Result<String, &'static str> {
         name = Some(text.to_string());
     }
     name.ok_or("a server_name extension with no host name")
+}
+
+/// After the `200` of a CONNECT: reads the client's TLS ClientHello and requires its SNI to be the CONNECT host;
+/// returns the bytes read (to be relayed, or replayed into a terminating TLS server). `Err(None)`: the client
+/// failed; `Err(Some(_))`: the hello is refused.
+pub(crate) async fn read_hello(
+    client: &mut TcpStream,
+    t: &Target,
+    mut hello: Vec<u8>,
+) -> Result<Vec<u8>, Option<Refusal>> {
+    let refuse = |why: String| Some(Refusal::new(RefusalKind::SniMismatch, why));
+    let name = loop {
+        match parse(&hello) {
+            Hello::Complete { ech: true, .. } => {
+                return Err(refuse(format!("the clienthello to {} offers encrypted client hello, which hides the server name; the tunnel carries tls for {} only", t.host, t.host)));
+            }
+            Hello::Complete { server_name: Some(name), .. } => break name,
+            Hello::Complete { server_name: None, .. } => {
+                return Err(refuse(format!(
+                    "the clienthello names no server (sni); the tunnel to {} carries tls for {} only",
+                    t.host, t.host
+                )));
+            }
+            Hello::Invalid(why) => {
+                return Err(refuse(format!("{why} in the tunnel to {}; it carries tls only", t.host)))
+            }
+            Hello::Incomplete => {}
+        }
+        if hello.len() > MAX_HELLO + 4096 {
+            return Err(refuse(format!("no whole clienthello in {} bytes", hello.len())));
+        }
+        let mut chunk = vec![0u8; 4096];
+        let n = client.read(&mut chunk).await.map_err(|_| None)?;
+        if n == 0 {
+            return Err(refuse(format!("the tunnel to {} closed before a tls clienthello", t.host)));
+        }
+        hello.extend_from_slice(&chunk[..n]);
+    };
+    let same = match (normalize_host(&name), normalize_host(&t.host)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
+        return Err(refuse(format!(
+            "the clienthello names {name}, the connect target is {}; one tunnel carries tls for its own host",
+            t.host
+        )));
+    }
+    Ok(hello)
 }
 
 #[cfg(test)]

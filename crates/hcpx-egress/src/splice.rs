@@ -78,6 +78,42 @@ impl Leg<'_> {
     }
 }
 
+impl Leg<'_> {
+    /// As `copy`, with every chunk passed through `filter` first (a call with host-bound credentials: a plain
+    /// request body scanned for a placeholder, a plain response kept from echoing a value), and `filter(None)`
+    /// sent when `r` ends (what it held back); a refusal from `filter` cuts the copy there, before that chunk.
+    pub async fn copy_filtered<R, W, F>(
+        &self,
+        r: &mut R,
+        w: &mut W,
+        shutdown: bool,
+        first: &mut Vec<u8>,
+        mut filter: F,
+    ) -> Result<(), Cut>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+        F: FnMut(Option<&[u8]>) -> Result<Vec<u8>, Refusal>,
+    {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = r.read(&mut buf).await.map_err(|_| Cut::Io)?;
+            if n == 0 {
+                let rest = filter(None).map_err(Cut::Limit)?;
+                self.send(w, &rest).await?;
+                if shutdown {
+                    w.shutdown().await.map_err(|_| Cut::Io)?;
+                }
+                return Ok(());
+            }
+            let room = first.capacity() - first.len();
+            first.extend_from_slice(&buf[..n.min(room)]);
+            let out = filter(Some(&buf[..n])).map_err(Cut::Limit)?;
+            self.send(w, &out).await?;
+        }
+    }
+}
+
 /// Drives both directions: ends when `down` ends if `up_optional` (a plain request: once the response is
 /// relayed, the request is over), else when both have ended (a tunnel); the first cut ends both.
 pub async fn both<U, D>(up: U, down: D, up_optional: bool) -> Result<(), Cut>

@@ -41,6 +41,8 @@ pub enum LintKind {
     HostIpLiteral,
     HostNotBare,
     HostPortRange,
+    InjectInvalid,
+    InjectHostUndeclared,
 }
 
 /// A registry row: the kind, what it checks and why it matters.
@@ -176,6 +178,12 @@ registry! {
     HostPortRange, "host_port_range",
         "A `hosts` entry's port is 0 or above 65535.",
         "No service listens there; the entry could never be reached.";
+    InjectInvalid, "inject_invalid",
+        "A `binding.inject` entry gives neither `header` nor `query` or both, a header name that is not a token or one hcpx frames itself (`host`, `content-length`, `connection`, `proxy-*`…), an empty query name, a field a wrap's `agent_env` never fills (`{{binding.FIELD}}`), or the same field and host twice.",
+        "The placeholder is the only form of the credential the CLI ever sees; it must have exactly one place to go, and reach the CLI at all.";
+    InjectHostUndeclared, "inject_host_undeclared",
+        "A `binding.inject` entry's `host` is not one of the pack's declared hosts (`hosts`, or a command's own), written the same way.",
+        "A credential goes only to a host the operator reviewed and allowed; binding it to another would send it where no rule lets the CLI reach.";
 }
 
 impl Serialize for LintKind {

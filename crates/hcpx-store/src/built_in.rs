@@ -153,6 +153,7 @@ fn hcp_cli() -> Pack {
             hub: None,
             family: HCP_CLI.to_string(),
             connect_provider_id: None,
+            inject: Vec::new(),
         },
         wrap: None,
         pass_through: None,

@@ -103,6 +103,9 @@ pub struct HostReach {
     pub allowed: bool,
     /// The tenants allowed it on their own (`packs.<id>.tenant_hosts`).
     pub tenants: Vec<String>,
+    /// The Binding fields bound to it (`binding.inject`) and where each goes: `token in header authorization`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<String>,
 }
 
 /// What a pack's commands reach over the network: the hosts it declares, and whether its wrap asks for `inet`,
@@ -141,7 +144,14 @@ impl Reach {
                             .collect()
                     })
                     .unwrap_or_default();
-                HostReach { host, commands, allowed, tenants }
+                let credentials = pack
+                    .binding
+                    .inject
+                    .iter()
+                    .filter(|i| i.host == host)
+                    .map(|i| format!("{} in {}", i.field, i.slot))
+                    .collect();
+                HostReach { host, commands, allowed, tenants, credentials }
             })
             .collect();
         let anywhere_allowed = anywhere && granted.is_some_and(|g| g.network.contains(&NetKind::Inet));
@@ -167,7 +177,12 @@ impl Reach {
                         (false, []) => format!("not allowed: hcpx allow-host {id} {}", quoted(&h.host)),
                         (false, t) => format!("allowed for tenant {}", t.join(", ")),
                     };
-                    format!("{}{by} {who}", h.host)
+                    let creds = if h.credentials.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", credential {} (the cli sees a placeholder)", h.credentials.join(", "))
+                    };
+                    format!("{}{by} {who}{creds}", h.host)
                 })
                 .collect();
             out.push(format!(

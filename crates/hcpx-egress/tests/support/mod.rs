@@ -27,6 +27,8 @@ pub struct Pki {
     pub connector: TlsConnector,
     /// The same client with SNI turned off: its ClientHello names no server.
     pub no_sni: TlsConnector,
+    /// The test CA's certificate, PEM (for a process that trusts it through `SSL_CERT_FILE`).
+    pub ca_pem: String,
 }
 
 pub fn pki() -> Pki {
@@ -60,6 +62,7 @@ pub fn pki() -> Pki {
         acceptor: TlsAcceptor::from(Arc::new(server)),
         connector: TlsConnector::from(Arc::new(client)),
         no_sni: TlsConnector::from(Arc::new(no_sni)),
+        ca_pem: ca_cert.pem(),
     }
 }
 
@@ -164,6 +167,11 @@ impl Events {
     /// The next event (within five seconds).
     pub async fn next(&mut self) -> EgressEvent {
         tokio::time::timeout(Duration::from_secs(5), self.0.recv()).await.expect("an event in 5s").unwrap()
+    }
+
+    /// An event already reported, if any.
+    pub fn try_next(&mut self) -> Option<EgressEvent> {
+        self.0.try_recv().ok()
     }
 
     /// The one event of one request: the next, and no other after it.

@@ -65,6 +65,45 @@ pub struct Binding {
     pub hub: Option<Hub>,
     pub family: String,
     pub connect_provider_id: Option<String>,
+    /// `binding.inject`: the fields bound to a host, each where it goes.
+    pub inject: Vec<Inject>,
+}
+
+/// A Binding field bound to a host (`binding.inject[]`, validated): the child sees a placeholder, and the value
+/// goes only into `slot` of requests to `host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inject {
+    pub field: String,
+    pub host: HostRule,
+    pub slot: InjectSlot,
+}
+
+/// Where a host-bound field's value goes in a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InjectSlot {
+    /// Anywhere inside this header's value; the name lower-case.
+    Header(String),
+    /// This query parameter's value.
+    Query(String),
+}
+
+impl std::fmt::Display for InjectSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InjectSlot::Header(h) => write!(f, "header {h}"),
+            InjectSlot::Query(q) => write!(f, "query {q}"),
+        }
+    }
+}
+
+impl Binding {
+    /// The fields bound to a host (each once).
+    pub fn host_bound(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.inject.iter().map(|i| i.field.as_str()).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 /// How a wrap pack runs its CLI.

@@ -143,6 +143,28 @@ pub struct RawBinding {
     /// The provider a `connect` links, for hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_provider_id: Option<String>,
+    /// Binding fields bound to a host (issue #36 point 5): the CLI sees a random placeholder where
+    /// `{{binding.FIELD}}` is filled, and hcpx puts the real value into requests to that host only, in the one
+    /// header or query parameter named here; a placeholder anywhere else is refused (docs/egress.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inject: Vec<RawInject>,
+}
+
+/// `binding.inject[]`: one Binding field, the host it goes to, and where in the request.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawInject {
+    /// The Binding field (as in `{{binding.FIELD}}` in `wrap.agent_env`).
+    pub field: String,
+    /// The host the value goes to, written as in `hosts` and one of the pack's declared hosts.
+    pub host: String,
+    /// The request header whose value may hold the placeholder, anywhere in it (`authorization` for
+    /// `Bearer {{binding.token}}`). Give `header` or `query`, not both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// The query parameter whose value may be the placeholder (`api_key`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 /// `wrap`.
@@ -320,7 +342,7 @@ pub struct RawMeta {
     pub adapter_kind: Option<AdapterKind>,
     /// Agrees with `binding`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub binding: Option<RawBinding>,
+    pub binding: Option<RawMetaBinding>,
     /// Agrees with `wrap.bin`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wrap: Option<RawMetaWrap>,
@@ -333,6 +355,23 @@ pub struct RawMeta {
     /// Equal to `transports`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transports: Option<Vec<Transport>>,
+}
+
+/// `hcp.binding`: `binding` without `inject`, which is the runtime's, not the protocol metadata's.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetaBinding {
+    /// Where the credential comes from.
+    pub mode: BindingMode,
+    /// The hub that holds the credential.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hub: Option<Hub>,
+    /// The credential family, named like a pack id; it names the credential file. Default: the pack id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The provider a `connect` links, for hosts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_provider_id: Option<String>,
 }
 
 /// `hcp.wrap`: the bin only.

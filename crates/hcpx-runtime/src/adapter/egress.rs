@@ -8,14 +8,18 @@
 //! CLI's one-shot call), so the call's thread may block on the child while the proxy serves it. Each request
 //! it sees end comes back as an `EgressRow`, which step 7 appends to the audit log (#36 point 6).
 
-use std::sync::mpsc;
+use std::collections::BTreeMap;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use hcpx_egress::{EgressEvent, Limits, Policy, Proxy, ProxyHandle, Rule, Scheme};
+use hcpx_egress::{
+    CallCa, EgressEvent, Limits, Policy, Proxy, ProxyHandle, Rule, Scheme, Secret, Secrets, Slot,
+};
 
+use crate::model::MintedBinding;
 use crate::model::{Code, Denial};
 use crate::pack::hosts::{HostRule, Scheme as PackScheme};
-use crate::pack::{NetKind, Pack};
+use crate::pack::{InjectSlot, NetKind, Pack};
 use crate::store::audit::AuditEgress;
 use crate::store::config::SandboxConfig;
 
@@ -25,7 +29,7 @@ const START_WITHIN: Duration = Duration::from_secs(5);
 const STOP_WITHIN: Duration = Duration::from_secs(2);
 
 /// The classes of an outgoing request: `allowed`, then every refusal's kind (`/metrics` counts by them).
-pub const CLASSES: [&str; 9] = [
+pub const CLASSES: [&str; 12] = [
     "allowed",
     "not_allowed",
     "ip_literal",
@@ -35,6 +39,9 @@ pub const CLASSES: [&str; 9] = [
     "limit",
     "resolve_failed",
     "connect_failed",
+    "placeholder",
+    "upstream_tls",
+    "credential_echo",
 ];
 
 /// One outgoing request of a call, as its audit row records it: when it ended, and what it was.
@@ -69,6 +76,8 @@ fn row(e: EgressEvent) -> EgressRow {
 
 /// A running egress proxy; it stops, with every connection it holds, when dropped or finished.
 pub struct CallProxy {
+    /// The call's CA when its HTTPS is terminated (it has host-bound fields): its certificate goes to the child.
+    ca: Option<Arc<CallCa>>,
     handle: Option<ProxyHandle>,
     runtime: Option<tokio::runtime::Runtime>,
     port: u16,
@@ -79,6 +88,11 @@ impl CallProxy {
     /// The port it listens on, on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The PEM of the call's CA certificate (never its key), when the proxy terminates the call's HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca.as_deref().map(CallCa::cert_pem)
     }
 
     /// Stops the proxy, every connection it still holds with it, and hands back every request it saw end, in
@@ -129,26 +143,24 @@ pub fn allowed_hosts(pack: &Pack, verb_key: &str, cfg: &SandboxConfig, tenant: &
     out
 }
 
+/// A pack's host as an egress rule.
+fn rule_of(h: &HostRule) -> Result<Rule, Denial> {
+    let scheme = match h.scheme {
+        PackScheme::Https => Scheme::Https,
+        PackScheme::Http => Scheme::Http,
+    };
+    let name = if h.wildcard { format!("*.{}", h.host) } else { h.host.clone() };
+    Rule::new(scheme, &name, h.port).map_err(|e| {
+        Denial::new(
+            Code::SandboxDenied,
+            format!("sandbox: host {h} cannot be an egress rule: {e}; fix the pack's hosts and reinstall"),
+        )
+    })
+}
+
 /// The proxy's policy: exactly `hosts`, with the operator's fixed answers and internal names.
 pub fn policy(hosts: &[HostRule], cfg: &SandboxConfig) -> Result<Policy, Denial> {
-    let rules = hosts
-        .iter()
-        .map(|h| {
-            let scheme = match h.scheme {
-                PackScheme::Https => Scheme::Https,
-                PackScheme::Http => Scheme::Http,
-            };
-            let name = if h.wildcard { format!("*.{}", h.host) } else { h.host.clone() };
-            Rule::new(scheme, &name, h.port).map_err(|e| {
-                Denial::new(
-                    Code::SandboxDenied,
-                    format!(
-                        "sandbox: host {h} cannot be an egress rule: {e}; fix the pack's hosts and reinstall"
-                    ),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let rules = hosts.iter().map(rule_of).collect::<Result<Vec<_>, _>>()?;
     let mut p = Policy::new(rules);
     for (name, addrs) in &cfg.egress.hosts {
         p = p.with_host(name.as_str(), addrs.clone());
@@ -159,15 +171,62 @@ pub fn policy(hosts: &[HostRule], cfg: &SandboxConfig) -> Result<Policy, Denial>
     Ok(p)
 }
 
+/// The placeholder of each host-bound field of the call's Binding (`binding.inject`), random per call: what the
+/// child sees where `{{binding.FIELD}}` is filled. Every host-bound field gets one, whether or not the call has a
+/// proxy, so the child never holds the real value.
+pub fn placeholders(pack: &Pack, binding: &MintedBinding) -> Result<BTreeMap<String, String>, Denial> {
+    let mut out = BTreeMap::new();
+    for field in pack.binding.host_bound() {
+        if binding.fields.contains_key(field) {
+            let p = hcpx_egress::placeholder()
+                .map_err(|r| Denial::new(Code::SandboxDenied, format!("sandbox: {}", r.reason)))?;
+            out.insert(field.to_string(), p);
+        }
+    }
+    Ok(out)
+}
+
+/// The call's secrets: each `binding.inject` entry whose field has a placeholder, with its real value. A wrap's
+/// proxy applies them; a composite's outgoing-HTTP hook is meant to call `Secrets::apply` with the same list.
+pub fn secrets(
+    pack: &Pack,
+    binding: &MintedBinding,
+    placeholders: &BTreeMap<String, String>,
+) -> Result<Secrets, Denial> {
+    let mut items = Vec::new();
+    for i in &pack.binding.inject {
+        let (Some(placeholder), Some(value)) = (placeholders.get(&i.field), binding.fields.get(&i.field))
+        else {
+            continue;
+        };
+        let rule = rule_of(&i.host)?;
+        let slot = match &i.slot {
+            InjectSlot::Header(h) => Slot::Header(h.clone()),
+            InjectSlot::Query(q) => Slot::Query(q.clone()),
+        };
+        items.push(Secret {
+            field: i.field.clone(),
+            placeholder: placeholder.clone(),
+            value: value.clone(),
+            rule,
+            slot,
+        });
+    }
+    Ok(Secrets::new(items))
+}
+
 /// Starts the egress proxy of a wrap call of `pack`'s `verb_key` for `tenant`, when the command reaches hosts
 /// the operator allowed and the pack has no `inet` (which reaches anywhere, the operator's explicit choice).
-/// `None`: the call gets no network from hosts.
+/// With host-bound fields (`placeholders`), the proxy terminates the call's HTTPS with a CA of the call's own
+/// and puts each real value where its rule says. `None`: the call gets no network from hosts.
 pub fn start_for(
     pack: &Pack,
     network: &[NetKind],
     verb_key: &str,
     cfg: &SandboxConfig,
     tenant: &str,
+    binding: &MintedBinding,
+    placeholders: &BTreeMap<String, String>,
 ) -> Result<Option<CallProxy>, Denial> {
     if network.contains(&NetKind::Inet) {
         return Ok(None);
@@ -176,10 +235,11 @@ pub fn start_for(
     if hosts.is_empty() {
         return Ok(None);
     }
-    start(policy(&hosts, cfg)?).map(Some)
+    let secrets = secrets(pack, binding, placeholders)?;
+    start(policy(&hosts, cfg)?, secrets).map(Some)
 }
 
-fn start(policy: Policy) -> Result<CallProxy, Denial> {
+fn start(policy: Policy, secrets: Secrets) -> Result<CallProxy, Denial> {
     let refuse = |why: String| {
         Denial::new(
             Code::SandboxDenied,
@@ -204,16 +264,19 @@ fn start(policy: Policy) -> Result<CallProxy, Denial> {
             (rt.handle().clone(), Some(rt))
         }
     };
+    let ca =
+        if secrets.is_empty() { None } else { Some(Arc::new(CallCa::new().map_err(|r| refuse(r.reason))?)) };
     let (etx, erx) = mpsc::channel();
     let (tx, rx) = mpsc::channel();
+    let call_ca = ca.clone();
     handle.spawn(async move {
-        let started = Proxy::start(policy, Limits::default(), move |e| {
+        let started = Proxy::start_terminating(policy, Limits::default(), secrets, call_ca, move |e| {
             let _ = etx.send(row(e));
         })
         .await;
         let _ = tx.send(started);
     });
-    let mut call = CallProxy { handle: None, runtime, port: 0, rows: Some(erx) };
+    let mut call = CallProxy { ca, handle: None, runtime, port: 0, rows: Some(erx) };
     let started = rx.recv_timeout(START_WITHIN).map_err(|_| refuse("it did not start in time".into()))?;
     let proxy = started.map_err(|e| refuse(e.to_string()))?;
     call.port = proxy.addr().port();
@@ -231,7 +294,7 @@ mod tests {
     #[test]
     fn a_finished_proxy_hands_back_every_request() {
         let rule = Rule::new(Scheme::Https, "api.test", 443).unwrap();
-        let proxy = start(Policy::new(vec![rule])).unwrap();
+        let proxy = start(Policy::new(vec![rule]), Secrets::default()).unwrap();
         let mut refused = TcpStream::connect(("127.0.0.1", proxy.port())).unwrap();
         refused.write_all(b"CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n").unwrap();
         let mut answer = String::new();

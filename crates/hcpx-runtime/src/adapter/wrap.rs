@@ -45,7 +45,9 @@ impl Adapter for WrapAdapter {
         let program = resolve_bin(call.pack, wrap, call.env.sandbox)?;
         let argv = argv_for(call, wrap)?;
         let (workdir, workdir_writable) = super::workdir_words(call, wrap.workspace);
-        let env = child_env(call, wrap, Path::new(""), Path::new(""), "", None)
+        let net =
+            ChildNet { placeholders: super::egress::placeholders(call.pack, call.binding)?, ca_file: None };
+        let env = child_env(call, wrap, &net, Path::new(""), Path::new(""), "", None)
             .into_iter()
             .map(|(k, _)| k)
             .collect();
@@ -129,9 +131,33 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     if project && writable {
         crate::sandbox::ready_git_guard(&work.path);
     }
+    // Host-bound fields: the child sees a placeholder, never the value (issue #36 point 5).
+    let placeholders = super::egress::placeholders(call.pack, call.binding)?;
     // The command's allowed hosts, through a proxy of this call's own (egress.rs); none: no network from hosts.
-    let proxy =
-        super::egress::start_for(call.pack, &wrap.network, call.verb_key, sandbox, &call.principal.tenant)?;
+    let proxy = super::egress::start_for(
+        call.pack,
+        &wrap.network,
+        call.verb_key,
+        sandbox,
+        &call.principal.tenant,
+        call.binding,
+        &placeholders,
+    )?;
+    // A terminating proxy: the child trusts the call's CA, whose certificate only is written to its TMPDIR.
+    let ca_file = match proxy.as_ref().and_then(|p| p.ca_pem()) {
+        Some(pem) => {
+            let file = work.tmpdir.join(CA_FILE);
+            std::fs::write(&file, pem).map_err(|e| {
+                Denial::new(
+                    Code::SandboxDenied,
+                    format!("sandbox: the call's certificate authority cannot be written to its TMPDIR ({}): {}; check the disk", file.display(), crate::model::io_reason(&e)),
+                )
+            })?;
+            Some(file)
+        }
+        None => None,
+    };
+    let net = ChildNet { placeholders, ca_file };
     let view = WrapView {
         pack_id: &call.pack.id,
         pack_dir: &call.pack.dir,
@@ -166,7 +192,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         call.hooks.started(call.live_title, &command_line(&program, &argv));
     }
     let run = |c: &Confinement, abi: u8| {
-        let env = child_env(call, wrap, &work.home, &work.tmpdir, c.mode().as_str(), c.egress);
+        let env = child_env(call, wrap, &net, &work.home, &work.tmpdir, c.mode().as_str(), c.egress);
         spawn::run(&Spawn {
             program: &program,
             argv: &argv,
@@ -349,10 +375,27 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 const PROXY_VARS: &[&str] =
     &["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"];
 
+/// The name of the call CA's certificate in the child's TMPDIR.
+const CA_FILE: &str = "hcpx-egress-ca.pem";
+
+/// The variables a client reads its trusted CAs from, each set to the call CA's certificate when the proxy
+/// terminates the call's HTTPS (OpenSSL and what builds on it, curl, Python requests, Node, git).
+const CA_VARS: &[&str] =
+    &["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO"];
+
+/// What a call's credentials and egress give the child besides the proxy: the placeholder of each host-bound
+/// field, and the call CA's certificate file.
+#[derive(Default)]
+struct ChildNet {
+    placeholders: std::collections::BTreeMap<String, String>,
+    ca_file: Option<PathBuf>,
+}
+
 /// The child's whole environment: built, never inherited. `egress`: the port of the call's egress proxy.
 fn child_env(
     call: &Call<'_>,
     wrap: &WrapTarget,
+    net: &ChildNet,
     home: &Path,
     tmpdir: &Path,
     mode: &str,
@@ -364,7 +407,14 @@ fn child_env(
         ("TMPDIR".to_string(), tmpdir.display().to_string()),
     ];
     for (k, t) in &wrap.agent_env {
-        let value = t.fill(|v| v.strip_prefix("binding.").and_then(|f| call.binding.fields.get(f).cloned()));
+        // A host-bound field's placeholder, never its value; a field without one as before.
+        let value = t.fill(|v| {
+            let f = v.strip_prefix("binding.")?;
+            if call.pack.binding.host_bound().contains(&f) {
+                return net.placeholders.get(f).cloned();
+            }
+            call.binding.fields.get(f).cloned()
+        });
         if let Some(v) = value {
             env.retain(|(name, _)| name != k);
             env.push((k.clone(), v));
@@ -378,6 +428,11 @@ fn child_env(
         });
         let url = format!("http://127.0.0.1:{port}");
         env.extend(PROXY_VARS.iter().map(|k| (k.to_string(), url.clone())));
+        if let Some(ca) = &net.ca_file {
+            env.retain(|(name, _)| !CA_VARS.contains(&name.as_str()) && name != "SSL_CERT_DIR");
+            env.extend(CA_VARS.iter().map(|k| (k.to_string(), ca.display().to_string())));
+            env.push(("SSL_CERT_DIR".to_string(), String::new()));
+        }
     }
     env
 }

@@ -18,7 +18,7 @@ pub(super) fn check_meta(
         hcp: 1,
         pack_id: m.id.clone(),
         adapter_kind: Some(kind),
-        binding: Some(RawBinding {
+        binding: Some(RawMetaBinding {
             mode: binding.mode,
             hub: binding.hub,
             family: None,

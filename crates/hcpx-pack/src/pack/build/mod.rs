@@ -2,6 +2,7 @@
 
 mod command;
 mod hosts;
+mod inject;
 mod kind;
 mod meta;
 mod paths;
@@ -109,7 +110,7 @@ fn build(
     }
     let kind = m.kind.unwrap_or(AdapterKind::Composite);
     let plane = m.plane.unwrap_or(Plane::Runtime);
-    let binding = binding_of(&m, plane);
+    let mut binding = binding_of(&m, plane);
     if !is_pack_id(&binding.family) {
         is.push(
             LintKind::BadName,
@@ -221,6 +222,7 @@ fn build(
             }
         }
     }
+    binding.inject = inject::parse_inject(&m, &hosts, &commands, wrap.as_ref(), is);
     let meta = check_meta(&m, kind, plane, &binding, is);
 
     let skill = skill?;
@@ -255,12 +257,14 @@ fn binding_of(m: &RawManifest, plane: Plane) -> Binding {
             hub: b.hub,
             family: b.family.clone().unwrap_or_else(|| m.id.clone()),
             connect_provider_id: b.connect_provider_id.clone(),
+            inject: Vec::new(),
         },
         None => Binding {
             mode: if plane == Plane::Control { BindingMode::Mothership } else { BindingMode::Public },
             hub: None,
             family: m.id.clone(),
             connect_provider_id: None,
+            inject: Vec::new(),
         },
     }
 }

@@ -215,7 +215,7 @@ async fn bare_call(
 
 /// Sync bindings of the same world, for the cheapest baseline (the library's are async).
 mod bare {
-    wasmtime::component::bindgen!({ world: "composite", path: "wit" });
+    wasmtime::component::bindgen!({ world: "composite", path: "wit/0.1.0" });
 
     pub struct State {
         pub wasi: wasmtime_wasi::WasiCtx,

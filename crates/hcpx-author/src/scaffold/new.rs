@@ -9,8 +9,17 @@ use std::path::{Path, PathBuf};
 use super::{pretty, scaffold, write, ScaffoldError};
 use crate::model::naming::is_pack_id;
 
-/// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`.
+/// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`, with the WASI packages its
+/// `wasi:http/outgoing-handler` import needs in `wit/deps/`.
 pub const ADAPTER_WIT: &str = include_str!("../../../../wit/adapter.wit");
+const WIT_DEPS: [(&str, &str); 3] = [
+    ("guest/wit/deps/http.wit", include_str!("../../../../wit/deps/http.wit")),
+    ("guest/wit/deps/io.wit", include_str!("../../../../wit/deps/io.wit")),
+    ("guest/wit/deps/clocks.wit", include_str!("../../../../wit/deps/clocks.wit")),
+];
+/// The world before outgoing HTTP (`hcp:adapter@0.1.0`), which the Python and JavaScript scaffolds still
+/// vendor: their examples make no request.
+pub const ADAPTER_WIT_0_1: &str = include_str!("../../../../wit/0.1.0/adapter.wit");
 /// The lock file of the repository's own guests: the scaffold's guest starts from the versions hcpx is tested
 /// with (cargo drops the entries it does not need on the first build).
 const GUEST_LOCK: &str = include_str!("../../../../guest-adapters/Cargo.lock");
@@ -233,7 +242,12 @@ fn guest_files(lang: GuestLang, id: &str, name: &str) -> Vec<(&'static str, Stri
             ("guest/package-lock.json", JS_LOCK.to_string(), false),
         ],
     };
-    files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+    if lang == GuestLang::Rust {
+        files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+        files.extend(WIT_DEPS.iter().map(|(path, text)| (*path, text.to_string(), false)));
+    } else {
+        files.push(("guest/wit/adapter.wit", ADAPTER_WIT_0_1.to_string(), false));
+    }
     files
 }
 

@@ -22,6 +22,7 @@ mod distribution_locked;
 mod dns;
 mod docs;
 mod egress;
+mod egress_server;
 mod escape;
 mod escape_egress;
 mod escape_gaps;

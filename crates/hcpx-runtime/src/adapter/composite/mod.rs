@@ -12,6 +12,8 @@ pub mod bindings;
 pub(crate) use hcpx_sandbox::compile_cache as cache;
 mod call;
 pub mod host;
+pub mod http;
+mod send;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -49,10 +51,15 @@ struct Prepared {
     /// The component imports `wasi:filesystem/preopens`, the one way to reach a file: one that does not is
     /// given no preopen (nor a `.git` guard), since it could not use them.
     files: bool,
+    /// The component imports `wasi:http/outgoing-handler` (world `hcp:adapter@0.2.0`): its calls get the
+    /// command's egress policy; one that does not could send nothing, and gets none.
+    http: bool,
 }
 
 /// The WASI interface that hands a component its directories.
 const PREOPENS: &str = "wasi:filesystem/preopens";
+/// The WASI interface a component sends HTTP requests through.
+const OUTGOING_HTTP: &str = "wasi:http/outgoing-handler";
 
 /// What drives a synchronous caller's calls: tokio's clock for the deadline and WASI sleeps, and its pool for
 /// blocking file work.
@@ -64,10 +71,11 @@ fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
             .worker_threads(1)
             .thread_name("hcpx-wasi")
             .enable_time()
+            .enable_io()
             .build()
     } else {
         // One call per process: its own thread drives the timers while it waits.
-        tokio::runtime::Builder::new_current_thread().enable_time().build()
+        tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()
     };
     built.map_err(|e| format!("cannot start the async runtime for components: {e}"))
 }
@@ -191,7 +199,7 @@ impl CompositeAdapter {
             installed: installed.clone(),
         };
         let owned = engine.clone();
-        let ((pre, files), remembered) = blocking
+        let (prepared, remembered) = blocking
             .run(move || {
                 let compiled = source.compile(&owned);
                 compiled.map(|c| (c, cache::remembered_commands(&source.cache, &source.installed)))
@@ -202,14 +210,14 @@ impl CompositeAdapter {
         let names = match remembered {
             Some(names) => names,
             None => {
-                let names = describe(engine, &pre).await.map_err(fail)?;
+                let names = describe(engine, &prepared.pre).await.map_err(fail)?;
                 let (cache, sha, kept) = (env.layout.cache.clone(), installed.clone(), names.clone());
                 blocking.run(move || cache::remember_commands(&cache, &sha, &kept)).await.map_err(fail)?;
                 names
             }
         };
         check_commands(&names, pack).map_err(fail)?;
-        let prepared = Arc::new(Prepared { pre, files });
+        let prepared = Arc::new(prepared);
         if let Ok(mut m) = self.prepared.lock() {
             m.insert(pack.id.clone(), (installed, prepared.clone()));
         }
@@ -233,7 +241,14 @@ fn check_commands(names: &[String], pack: &Pack) -> Result<(), String> {
 /// and deadline.
 async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<String>, String> {
     let mut wstore =
-        new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+        new_store(
+        engine,
+        DESCRIBE_MEMORY_MB,
+        DESCRIBE_TIMEOUT.as_millis() as u64,
+        Vec::new(),
+        None,
+        http::Outgoing::none(),
+    )?;
     let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
         let inst = pre
             .instantiate_async(&mut wstore)
@@ -261,8 +276,8 @@ pub fn describe_pack(pack: &Pack) -> Result<Vec<String>, String> {
     let bytes = source.read()?;
     let component =
         Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
-    let (pre, _) = link(engine, &component)?;
-    adapter.block_on(describe(engine, &pre))?
+    let linked = link(engine, &component)?;
+    adapter.block_on(describe(engine, &linked.pre))?
 }
 
 /// The component digest recorded at install, without which nothing is loaded.
@@ -288,8 +303,8 @@ struct Source {
 
 impl Source {
     /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
-    /// against WASI and the host interface; with it, whether the component imports the preopens. Blocks.
-    fn compile(&self, engine: &Engine) -> Result<(CompositePre<CallState>, bool), String> {
+    /// against WASI, wasi:http and the host interface; with what it imports. Blocks.
+    fn compile(&self, engine: &Engine) -> Result<Prepared, String> {
         // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
         // process that finds the compile cache never reads the component's tens of MiB at all.
         let memo = cache::memo(&self.cache);
@@ -327,20 +342,29 @@ impl Source {
     }
 }
 
-/// Links a compiled component against WASI and the host interface; with it, whether the component imports the
-/// preopens.
-fn link(engine: &Engine, component: &Component) -> Result<(CompositePre<CallState>, bool), String> {
-    let files = component.component_type().imports(engine).any(|(name, _)| name.starts_with(PREOPENS));
+/// Links a compiled component against WASI, wasi:http and the host interface of either world (0.1.0 or 0.2.0:
+/// a component imports one of them, or neither); with what it imports, read once here.
+fn link(engine: &Engine, component: &Component) -> Result<Prepared, String> {
+    let imports: Vec<String> = component.component_type().imports(engine).map(|(n, _)| n.to_string()).collect();
+    let files = imports.iter().any(|name| name.starts_with(PREOPENS));
+    let http = imports.iter().any(|name| name.starts_with(OUTGOING_HTTP));
     let mut linker: Linker<CallState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+        .map_err(|e| format!("cannot link wasi:http: {e:#}"))?;
     Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
+    bindings::v0_2::hcp::adapter::host::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+        &mut linker,
+        |s| s,
+    )
+    .map_err(|e| format!("cannot link the host interface 0.2.0: {e:#}"))?;
     let pre = linker
         .instantiate_pre(component)
         .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
     let pre = CompositePre::new(pre)
         .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
-    Ok((pre, files))
+    Ok(Prepared { pre, files, http })
 }
 
 impl Source {
@@ -418,6 +442,7 @@ fn new_store(
     timeout_ms: u64,
     credentials: Vec<String>,
     preopen: Option<(&Path, bool)>,
+    outgoing: http::Outgoing,
 ) -> Result<WStore<CallState>, String> {
     let mut wasi = WasiCtxBuilder::new();
     wasi.env("HCP_SANDBOX", crate::model::SandboxMode::Sandbox.as_str());
@@ -434,6 +459,8 @@ fn new_store(
         limits,
         credentials,
         log: String::new(),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        outgoing,
     };
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
@@ -511,8 +538,9 @@ mod tests {
             installed: sha256_hex(&bytes),
         };
         let adapter = CompositeAdapter::one_shot();
-        let (_, files) = source.compile(adapter.engine().unwrap().0).unwrap();
-        assert!(!files, "transit-composite imports no wasi:filesystem/preopens");
+        let prepared = source.compile(adapter.engine().unwrap().0).unwrap();
+        assert!(!prepared.files, "transit-composite imports no wasi:filesystem/preopens");
+        assert!(!prepared.http, "transit-composite is built for hcp:adapter@0.1.0, without wasi:http");
         let changed = Source { installed: "0".repeat(64), ..source };
         let refused = changed.compile(adapter.engine().unwrap().0).err().unwrap();
         assert!(refused.contains("changed since install"), "{refused}");

@@ -8,7 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The two servers and what reached them.
+/// The size of the HTTPS server's `GET /big` answer: more than a composite may read of one response (4 MiB).
+pub(crate) const BIG: usize = 5 << 20;
+
+/// The two servers and what reached them. The HTTPS one answers `GET /` with `hello over tls`, `GET /redirect`
+/// with a 302 to `https://other.test:PORT/` and `GET /big` with `BIG` bytes; nothing else.
 pub(crate) struct Servers {
     pub(crate) tls: u16,
     pub(crate) web: u16,
@@ -81,14 +85,32 @@ pub(crate) fn servers() -> Servers {
         web_hits: Arc::new(AtomicUsize::new(0)),
         ca_pem: ca_cert.pem(),
     };
+    let port = s.tls;
     serve_each(tls, s.tls_hits.clone(), move |tcp| {
         let Ok(conn) = rustls::ServerConnection::new(config.clone()) else { return };
         let mut stream = rustls::StreamOwned::new(conn, tcp);
-        if read_head(&mut stream).starts_with("GET / ") {
+        let head = read_head(&mut stream);
+        if head.starts_with("GET / ") {
             answer(&mut stream, "hello over tls");
-            stream.conn.send_close_notify();
-            let _ = stream.flush();
+        } else if head.starts_with("GET /redirect ") {
+            // To a name the certificate covers, which a test's command is not allowed to reach.
+            let _ = write!(
+                stream,
+                "HTTP/1.1 302 Found\r\nLocation: https://other.test:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        } else if head.starts_with("GET /big ") {
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: {BIG}\r\nConnection: close\r\n\r\n");
+            let chunk = vec![b'x'; 64 * 1024];
+            for _ in 0..BIG / chunk.len() {
+                if stream.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        } else {
+            return;
         }
+        stream.conn.send_close_notify();
+        let _ = stream.flush();
     });
     serve_each(web, s.web_hits.clone(), |mut tcp| {
         let head = read_head(&mut tcp);

@@ -12,6 +12,7 @@ mod check;
 mod cli;
 mod compile_cache;
 mod composite;
+mod composite_http;
 mod composite_lang;
 mod connect;
 mod conventions;

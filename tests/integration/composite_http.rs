@@ -89,7 +89,11 @@ impl Web {
         let rows = self.rows();
         assert_eq!(rows.len(), 1, "{rows:#?}");
         let r = &rows[0];
-        assert_eq!((r["pack_id"].as_str(), r["verb_key"].as_str()), (Some("test-http"), Some("fetch")), "{r}");
+        assert_eq!(
+            (r["pack_id"].as_str(), r["verb_key"].as_str()),
+            (Some("test-http"), Some("fetch")),
+            "{r}"
+        );
         assert_eq!(r["egress"]["refused"].as_str().unwrap_or("allowed"), class, "{r}");
         assert_eq!(r["ok"], class == "allowed", "{r}");
         r["egress"].clone()
@@ -111,14 +115,20 @@ fn a_composite_reaches_an_allowed_host_and_each_request_is_an_audit_row() {
         (Some("GET"), Some(200), Some("https"), Some("api.test")),
         "{e}"
     );
-    assert_eq!((e["port"].as_u64(), &e["rule"]), (Some(w.s.tls as u64), &json!(format!("https://api.test:{}", w.s.tls))));
+    assert_eq!(
+        (e["port"].as_u64(), &e["rule"]),
+        (Some(w.s.tls as u64), &json!(format!("https://api.test:{}", w.s.tls)))
+    );
     assert_eq!(e["bytes_down"].as_u64(), Some("hello over tls".len() as u64), "{e}");
     let (rc, env) = w.exec("fetch", &[&format!("url=http://web.test:{}/", w.s.web)]);
     let body = format!("hello plain, host web.test:{}", w.s.web);
     assert_eq!((rc, &env["result"]), (0, &json!({ "status": 200, "body": body })), "{env}");
     assert_eq!(w.hits(), (1, 1));
     let text = String::from_utf8_lossy(&w.h.run(&["audit", "--egress"]).stdout).into_owned();
-    assert!(text.contains(&format!("egress GET http://web.test:{0} 200 allowed by http://web.test:{0}", w.s.web)), "{text}");
+    assert!(
+        text.contains(&format!("egress GET http://web.test:{0} 200 allowed by http://web.test:{0}", w.s.web)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -149,7 +159,10 @@ fn a_composite_cannot_use_an_ip_literal_another_port_or_another_scheme() {
     assert_eq!(w.refused(&format!("https://api.test:{plain}/")), "ErrorCode::HttpRequestDenied");
     let rows = w.rows();
     let e = &rows[1]["egress"];
-    assert!(e["reason"].as_str().is_some_and(|r| r.contains(&format!("allows port {tls}, not {plain}"))), "{e}");
+    assert!(
+        e["reason"].as_str().is_some_and(|r| r.contains(&format!("allows port {tls}, not {plain}"))),
+        "{e}"
+    );
     assert_eq!(w.refused(&format!("http://api.test:{tls}/")), "ErrorCode::HttpRequestDenied");
     let rows = w.rows();
     let e = &rows[2]["egress"];
@@ -175,7 +188,10 @@ fn a_composite_redirected_to_a_host_not_allowed_reaches_nothing_more() {
 fn a_composite_cannot_reach_a_name_that_resolves_to_loopback_or_metadata() {
     let w = web(true);
     // Declared and allowed, but 127.0.0.1 is loopback and the operator did not mark private.test internal.
-    assert_eq!(w.refused(&format!("https://private.test:{}/", w.s.tls)), "ErrorCode::DestinationIpProhibited");
+    assert_eq!(
+        w.refused(&format!("https://private.test:{}/", w.s.tls)),
+        "ErrorCode::DestinationIpProhibited"
+    );
     let e = w.only_row("private_address");
     assert_eq!(e["rule"], format!("https://private.test:{}", w.s.tls), "{e}");
     assert!(e["reason"].as_str().is_some_and(|r| r.contains("127.0.0.1 (loopback)")), "{e}");
@@ -193,7 +209,11 @@ fn a_composite_makes_at_most_32_requests_a_call() {
     let w = web(true);
     let url = format!("url=http://web.test:{}/", w.s.web);
     let (rc, env) = w.exec("repeat", &[&url, "times:=33"]);
-    assert_eq!((rc, env["error"].as_str()), (1, Some("request 33: ErrorCode::ConnectionLimitReached")), "{env}");
+    assert_eq!(
+        (rc, env["error"].as_str()),
+        (1, Some("request 33: ErrorCode::ConnectionLimitReached")),
+        "{env}"
+    );
     let rows = w.rows();
     assert_eq!(rows.len(), 33, "{rows:#?}");
     assert!(rows[..32].iter().all(|r| r["egress"].get("refused").is_none()), "{rows:#?}");
@@ -229,9 +249,73 @@ fn a_component_built_for_the_0_1_world_still_runs() {
     let text = String::from_utf8_lossy(&wasm);
     assert!(text.contains("hcp:adapter/types@0.1.0") && !text.contains("wasi:http"), "not a 0.1.0 component");
     let h = Home::sharing_compiles();
-    let out = h.run(&["install", crate::helpers::repo().join("packs/transit-composite").to_str().unwrap(), "--json"]);
+    let out = h.run(&[
+        "install",
+        crate::helpers::repo().join("packs/transit-composite").to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(h.run(&["activate", "transit-composite"]).status.code(), Some(0));
     let (rc, env) = h.exec("transit-composite", "plan", &["A", "B"]);
     assert_eq!((rc, env["ok"].as_bool()), (0, Some(true)), "{env}");
+}
+
+/// One sample of the exposition (0 when the series is absent).
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+#[test]
+fn a_served_composites_requests_are_its_tenants_rows_and_counted() {
+    let w = web(true);
+    let bob = crate::serve::principal(&w.h, "bob", "acme", crate::serve::ALL, false);
+    let ops = crate::serve::principal(&w.h, "ops", "local", &[], true);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hcpx"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env("HCP_HOME", w.h.store())
+        .env("SSL_CERT_FILE", &w.ca)
+        .envs(w.h.store_env())
+        .current_dir(w.h.t.path());
+    let server = crate::serve::Server::launch(cmd);
+    let scrape = || {
+        let (st, _, text) = crate::serve::request_raw(&server.addr, "GET", "/metrics", Some(&ops), None, &[]);
+        assert_eq!(st, 200, "{text}");
+        text
+    };
+    let before = scrape();
+    let (status, v) = server.post(
+        "/v1/exec/test-http/fetch",
+        &bob,
+        &json!({ "url": format!("https://api.test:{}/", w.s.tls) }),
+    );
+    assert_eq!((status, &v["result"]["body"]), (200, &json!("hello over tls")), "{v}");
+    let (status, v) = server.post(
+        "/v1/exec/test-http/fetch",
+        &bob,
+        &json!({ "url": format!("https://other.test:{}/", w.s.tls) }),
+    );
+    assert_eq!(
+        (status, v["ok"].as_bool(), v["code"].as_str()),
+        (502, Some(false), Some("exit_nonzero")),
+        "{v}"
+    );
+    let after = scrape();
+    for class in ["allowed", "not_allowed"] {
+        let k = format!("hcp_egress_requests_total{{pack=\"test-http\",scheme=\"https\",class=\"{class}\"}}");
+        assert_eq!(sample(&after, &k) - sample(&before, &k), 1.0, "{k}:\n{after}");
+    }
+    let down = "hcp_egress_bytes_total{pack=\"test-http\",direction=\"down\"}";
+    assert_eq!(sample(&after, down) - sample(&before, down), "hello over tls".len() as f64, "{after}");
+    let (status, v) = server.get("/v1/audit", &bob);
+    assert_eq!(status, 200, "{v}");
+    let records = v["records"].as_array().unwrap_or_else(|| panic!("{v}"));
+    let egress: Vec<&Value> = records.iter().filter(|r| r["egress"].is_object()).collect();
+    assert_eq!(egress.len(), 2, "{v}");
+    for r in egress {
+        assert_eq!((r["tenant"].as_str(), r["principal"].as_str()), (Some("acme"), Some("bob")), "{r}");
+        assert_eq!((r["invoker"].as_str(), r["pack_id"].as_str()), (Some("http"), Some("test-http")), "{r}");
+    }
 }

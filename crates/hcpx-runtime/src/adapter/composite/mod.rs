@@ -240,8 +240,7 @@ fn check_commands(names: &[String], pack: &Pack) -> Result<(), String> {
 /// The command names a one-off instance of the component answers `describe` with, under its own memory cap
 /// and deadline.
 async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<String>, String> {
-    let mut wstore =
-        new_store(
+    let mut wstore = new_store(
         engine,
         DESCRIBE_MEMORY_MB,
         DESCRIBE_TIMEOUT.as_millis() as u64,
@@ -345,7 +344,8 @@ impl Source {
 /// Links a compiled component against WASI, wasi:http and the host interface of either world (0.1.0 or 0.2.0:
 /// a component imports one of them, or neither); with what it imports, read once here.
 fn link(engine: &Engine, component: &Component) -> Result<Prepared, String> {
-    let imports: Vec<String> = component.component_type().imports(engine).map(|(n, _)| n.to_string()).collect();
+    let imports: Vec<String> =
+        component.component_type().imports(engine).map(|(n, _)| n.to_string()).collect();
     let files = imports.iter().any(|name| name.starts_with(PREOPENS));
     let http = imports.iter().any(|name| name.starts_with(OUTGOING_HTTP));
     let mut linker: Linker<CallState> = Linker::new(engine);

@@ -59,7 +59,8 @@ pub(super) async fn send(
         let why = "the call's deadline passed before the request was sent".to_string();
         return Err(report.refuse_as(limit(why), Error::ConnectionTimeout));
     }
-    let connect_within = options.and_then(|o| o.connect_timeout).unwrap_or(super::http::CONNECT_TIMEOUT).min(left);
+    let connect_within =
+        options.and_then(|o| o.connect_timeout).unwrap_or(super::http::CONNECT_TIMEOUT).min(left);
     let addrs = match tokio::time::timeout(connect_within, resolve(policy, &host, port)).await {
         Ok(Ok(a)) => a,
         Ok(Err(r)) => return Err(report.refuse(r)),
@@ -77,10 +78,11 @@ pub(super) async fn send(
         hyper::client::conn::http1::Builder::new()
             .title_case_headers(true)
             .handshake::<_, UpBody>(TokioIo::new(io))
-            .await.map_err(|e| {
-            let why = format!("{host}:{port}: the http/1.1 handshake failed ({e})");
-            (Refusal::new(RefusalKind::ConnectFailed, why), Some(Error::HttpProtocolError))
-        })
+            .await
+            .map_err(|e| {
+                let why = format!("{host}:{port}: the http/1.1 handshake failed ({e})");
+                (Refusal::new(RefusalKind::ConnectFailed, why), Some(Error::HttpProtocolError))
+            })
     };
     let (mut sender, conn) = match tokio::time::timeout(connect_within, connecting).await {
         Ok(Ok(c)) => c,
@@ -111,7 +113,9 @@ pub(super) async fn send(
         Ok(Ok(r)) => r,
         Ok(Err(e)) if over.load(Ordering::Relaxed) => {
             let why = format!("the request body passed {MAX_REQUEST_BODY_BYTES} bytes ({e})");
-            return Err(report.refuse_as(limit(why), Error::HttpRequestBodySize(Some(MAX_REQUEST_BODY_BYTES))));
+            return Err(
+                report.refuse_as(limit(why), Error::HttpRequestBodySize(Some(MAX_REQUEST_BODY_BYTES)))
+            );
         }
         Ok(Err(e)) => {
             let why = format!("{host}:{port} did not answer the request ({e})");
@@ -127,8 +131,16 @@ pub(super) async fn send(
     let between = options.and_then(|o| o.between_bytes_timeout);
     let response = response.map(|inner| {
         let wake = next_wake(deadline, between);
-        DownBody { inner, report, deadline, between, sleep: Box::pin(tokio::time::sleep_until(wake)), done: false, _driver: driver }
-            .boxed_unsync()
+        DownBody {
+            inner,
+            report,
+            deadline,
+            between,
+            sleep: Box::pin(tokio::time::sleep_until(wake)),
+            done: false,
+            _driver: driver,
+        }
+        .boxed_unsync()
     });
     Ok((response, Box::new(async { Ok(()) })))
 }
@@ -154,7 +166,8 @@ async fn tls(
         } else {
             (RefusalKind::ConnectFailed, Error::TlsProtocolError)
         };
-        let why = format!("{host}:{port}: tls failed ({e}); the origin's certificate must be valid for {host}");
+        let why =
+            format!("{host}:{port}: tls failed ({e}); the origin's certificate must be valid for {host}");
         (Refusal::new(kind, why), Some(code))
     })
 }
@@ -179,7 +192,10 @@ impl Body for UpBody {
     type Data = Bytes;
     type Error = Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             let n = frame.data_ref().map_or(0, |d| d.len() as u64);
@@ -223,7 +239,10 @@ impl Body for DownBody {
     type Data = Bytes;
     type Error = Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         let this = &mut *self;
         if this.done {
             return Poll::Ready(None);

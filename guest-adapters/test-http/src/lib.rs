@@ -80,11 +80,8 @@ fn send(verb: &str, url: &str, headers: &Map<String, Value>, body: &[u8]) -> Res
         Some(Err(())) | None => return Err("the response was already taken".to_string()),
     };
     let status = response.status();
-    let location = response
-        .headers()
-        .get("location")
-        .first()
-        .map(|v| String::from_utf8_lossy(v).into_owned());
+    let location =
+        response.headers().get("location").first().map(|v| String::from_utf8_lossy(v).into_owned());
     let incoming = response.consume().map_err(|()| "no response body".to_string())?;
     let stream = incoming.stream().map_err(|()| "no response stream".to_string())?;
     let mut got = Vec::new();

@@ -26,6 +26,22 @@ pub struct CallState {
     pub outgoing: Outgoing,
 }
 
+impl CallState {
+    /// A call's state: its WASI context, memory budget, credential values and send hook, with an empty table
+    /// and log.
+    pub fn new(wasi: WasiCtx, limits: CallLimits, credentials: Vec<String>, outgoing: Outgoing) -> CallState {
+        CallState {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            credentials,
+            log: String::new(),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            outgoing,
+        }
+    }
+}
+
 /// The limiter's refusal when a call would pass its memory cap; the adapter finds it in the error chain (by
 /// type, not by its words) and reports the cap.
 #[derive(Debug, thiserror::Error)]

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -453,15 +453,7 @@ fn new_store(
     }
     let memory = (memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
     let limits = host::CallLimits::new(memory);
-    let state = CallState {
-        wasi: wasi.build(),
-        table: ResourceTable::new(),
-        limits,
-        credentials,
-        log: String::new(),
-        http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        outgoing,
-    };
+    let state = CallState::new(wasi.build(), limits, credentials, outgoing);
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);

@@ -238,7 +238,8 @@ fn a_composite_whose_pack_declares_no_hosts_reaches_nothing() {
     let w = web(false);
     assert_eq!(w.refused(&format!("https://api.test:{}/", w.s.tls)), "ErrorCode::HttpRequestDenied");
     let e = w.only_row("not_allowed");
-    assert!(e["reason"].as_str().is_some_and(|r| r.contains("may reach no host")), "{e}");
+    let fix = format!("may reach no host; declare api.test:{0} in the pack's hosts (surface.json) and have the operator allow it: hcpx allow-host test-http api.test:{0}", w.s.tls);
+    assert!(e["reason"].as_str().is_some_and(|r| r.contains(&fix)), "{e}");
     assert_eq!(w.hits(), (0, 0));
 }
 

@@ -62,7 +62,11 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let made = stdout_json(&out);
     assert_eq!(made["new"]["pack_id"], "greeter");
     assert_eq!(made["new"]["kind"], "composite");
-    assert_eq!(made["new"]["commands"], json!(["greet", "count"]));
+    // A Rust guest also shows an HTTP request: `fetch`, to the one host its surface declares.
+    assert_eq!(made["new"]["commands"], json!(["greet", "count", "fetch"]));
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    assert_eq!(surface["verbs"]["fetch"]["hosts"], json!(["example.com"]));
 
     // The guest builds on its own: a workspace of its own, the WIT vendored, wit-bindgen as the repo's guests.
     let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
@@ -83,8 +87,14 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let (exit, report) = check(&t, &pack);
     assert!(report["score"].as_u64().unwrap() >= 90, "{report}");
     assert_eq!((exit, report["errors"].as_u64()), (0, Some(0)), "{report}");
-    assert_eq!(report["probes"].as_array().unwrap().len(), 2, "{report}");
-    assert_eq!(report["evals"]["passed"], 3, "{report}");
+    // `fetch` is not probed: the operator has not allowed example.com, so it could only be refused (and no probe
+    // reaches a host outside).
+    let probes = report["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 3, "{report}");
+    let fetch = probes.iter().find(|p| p["verb"] == "fetch").unwrap();
+    assert_eq!(fetch["ran"], false, "{report}");
+    assert!(fetch["skipped"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{report}");
+    assert_eq!(report["evals"]["passed"], 4, "{report}");
 
     // Installed and activated, it runs.
     let p = pack.to_str().unwrap();

@@ -28,6 +28,10 @@ const GUEST_LIB: &str = include_str!("templates/guest-lib.rs.tmpl");
 const BUILD_SH: &str = include_str!("templates/build.sh");
 const PROOF_SH: &str = include_str!("templates/proof.sh");
 const HARNESS: &str = include_str!("templates/HARNESS.md");
+/// The Rust scaffold's HARNESS.md: its guest also shows an HTTP request (`fetch`).
+const HARNESS_HTTP: &str = include_str!("templates/HARNESS-http.md");
+/// The host the Rust scaffold's `fetch` reaches, declared in its surface.json: IANA's domain for examples.
+const FETCH_HOST: &str = "example.com";
 const PY_APP: &str = include_str!("templates/python/app.py");
 const PY_BUILD_SH: &str = include_str!("templates/python/build.sh");
 /// The pinned Python toolchain (componentize-py), shared with the repository's Python guests.
@@ -157,8 +161,9 @@ fn shell_word(path: &Path) -> String {
     }
 }
 
-fn composite_surface(id: &str, name: &str) -> Value {
-    json!({
+/// The surface: `greet` and `count`, and for a Rust guest `fetch`, which reaches `FETCH_HOST` over HTTPS.
+fn composite_surface(id: &str, name: &str, lang: GuestLang) -> Value {
+    let mut surface = json!({
         "id": id,
         "name": name,
         "kind": "composite",
@@ -195,21 +200,47 @@ fn composite_surface(id: &str, name: &str) -> Value {
                 }
             }
         }
-    })
+    });
+    if lang == GuestLang::Rust {
+        surface["verbs"]["fetch"] = json!({
+            "description": format!("Fetches a page of {FETCH_HOST} over HTTPS and returns its status and size as JSON; use it to check that the site answers."),
+            "hosts": [FETCH_HOST],
+            "args": {
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "description": format!("The page's path on {FETCH_HOST}, starting with /"), "examples": ["/"], "x-position": 0 }
+                }
+            },
+            "title": {
+                "live": [format!("Fetching {FETCH_HOST}{{{{path}}}}"), format!("Fetching a page of {FETCH_HOST}")],
+                "done": [format!("Fetched {FETCH_HOST}{{{{path}}}}"), format!("Fetched a page of {FETCH_HOST}")]
+            }
+        });
+    }
+    surface
 }
 
-fn composite_policy(id: &str) -> Value {
-    json!({
-        "surface_id": id,
-        "verbs": {
-            "greet": { "operation": "read", "privacy": { "land": "public" } },
-            "count": { "operation": "read", "privacy": { "land": "public" } }
-        }
-    })
+/// The commands of the scaffold in `lang`.
+fn composite_commands(lang: GuestLang) -> Vec<String> {
+    let mut out = vec!["greet".to_string(), "count".to_string()];
+    if lang == GuestLang::Rust {
+        out.push("fetch".to_string());
+    }
+    out
 }
 
-fn composite_evals() -> Value {
-    json!({
+fn composite_policy(id: &str, lang: GuestLang) -> Value {
+    let verbs: serde_json::Map<String, Value> = composite_commands(lang)
+        .into_iter()
+        .map(|c| (c, json!({ "operation": "read", "privacy": { "land": "public" } })))
+        .collect();
+    json!({ "surface_id": id, "verbs": verbs })
+}
+
+/// The cases: `greet` and `count`, and for a Rust guest a refusal of `fetch` that sends no request (a case
+/// that reached example.com would need the network, and the operator's allow).
+fn composite_evals(lang: GuestLang) -> Value {
+    let mut evals = json!({
         "cases": [
             { "name": "greet says hello to the name given", "verb": "greet", "args": { "name": "Ada" },
               "expect": { "ok": true, "json": true, "contains": ["Hello, Ada!"], "max_ms": 3000, "max_tokens": 200 } },
@@ -218,7 +249,14 @@ fn composite_evals() -> Value {
             { "name": "count gives characters and words", "verb": "count", "args": { "phrase": "two words" },
               "expect": { "ok": true, "json": true, "contains": ["characters", "words"], "max_ms": 3000, "max_tokens": 200 } }
         ]
-    })
+    });
+    if lang == GuestLang::Rust {
+        if let Some(cases) = evals["cases"].as_array_mut() {
+            cases.push(json!({ "name": "fetch refuses a path without a leading slash", "verb": "fetch",
+                               "args": { "path": "index.html" }, "expect": { "ok": false, "error": "path must start with /" } }));
+        }
+    }
+    evals
 }
 
 /// The guest's files for `lang`: the build script, the source, the pinned toolchain, and the WIT.
@@ -258,10 +296,10 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
     fresh(dir)?;
     let name = display_name(&id);
     let mut files: Vec<(&str, String, bool)> = vec![
-        ("surface.json", pretty(&composite_surface(&id, &name)), false),
-        ("policy.json", pretty(&composite_policy(&id)), false),
-        ("HARNESS.md", fill(HARNESS, &id, &name), false),
-        ("hcp.eval.json", pretty(&composite_evals()), false),
+        ("surface.json", pretty(&composite_surface(&id, &name, lang)), false),
+        ("policy.json", pretty(&composite_policy(&id, lang)), false),
+        ("HARNESS.md", fill(if lang == GuestLang::Rust { HARNESS_HTTP } else { HARNESS }, &id, &name), false),
+        ("hcp.eval.json", pretty(&composite_evals(lang)), false),
         ("proof.sh", fill(PROOF_SH, &id, &name), true),
     ];
     files.extend(guest_files(lang, &id, &name));
@@ -275,7 +313,7 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
         pack_id: id,
         dir: dir.display().to_string(),
         files: files.iter().map(|(rel, _, _)| rel.to_string()).collect(),
-        commands: vec!["greet".into(), "count".into()],
+        commands: composite_commands(lang),
         lang: Some(lang),
         build: Some(format!("{d}/build.sh")),
         next: vec![format!("{d}/build.sh"), format!("hcpx check {d} --probe --strict")],

@@ -89,8 +89,7 @@ impl CompositeAdapter {
             hcpx_egress::Policy::default()
         };
         let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.timeout_ms);
-        let what = format!("command {} of pack {}", call.verb_key, call.pack.id);
-        let (outgoing, rows) = Outgoing::new(policy, &what, deadline);
+        let (outgoing, rows) = Outgoing::new(policy, &call.pack.id, call.verb_key, deadline);
         let store = match new_store(
             engine,
             limits.memory_mb,

@@ -38,8 +38,9 @@ type SendFuture = Box<
 /// The send hook of one call's Store: its policy, deadline and request count, and where rows go.
 pub struct Outgoing {
     policy: Arc<Policy>,
-    /// Said in a refusal when the call may reach no host at all.
-    no_hosts: String,
+    /// The pack and command, named in a refusal when the call may reach no host at all.
+    pack: String,
+    verb: String,
     deadline: tokio::time::Instant,
     sent: usize,
     rows: mpsc::UnboundedSender<EgressRow>,
@@ -64,20 +65,32 @@ impl Rows {
 }
 
 impl Outgoing {
-    /// The hook of a call of `what` (`pack command`, for refusals) under `policy`, ending at `deadline`.
-    pub fn new(policy: Policy, what: &str, deadline: tokio::time::Instant) -> (Outgoing, Rows) {
+    /// The hook of a call of `pack`'s `verb` under `policy`, ending at `deadline`.
+    pub fn new(policy: Policy, pack: &str, verb: &str, deadline: tokio::time::Instant) -> (Outgoing, Rows) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let no_hosts = format!(
-            "{what} may reach no host: declare it in the pack's hosts (surface.json) and have the operator allow it (hcpx allow-host)"
-        );
-        let out = Outgoing { policy: Arc::new(policy), no_hosts, deadline, sent: 0, rows: tx };
+        let (pack, verb) = (pack.to_string(), verb.to_string());
+        let out = Outgoing { policy: Arc::new(policy), pack, verb, deadline, sent: 0, rows: tx };
         (out, Rows(rx))
+    }
+
+    /// Why a call that may reach no host at all was refused `scheme://host:port`, and the fix.
+    fn no_hosts(&self, scheme: Scheme, host: &str, port: u16) -> String {
+        let entry = match (scheme, port) {
+            (Scheme::Https, 443) => host.to_string(),
+            (Scheme::Https, p) => format!("{host}:{p}"),
+            (Scheme::Http, 80) => format!("http://{host}"),
+            (Scheme::Http, p) => format!("http://{host}:{p}"),
+        };
+        format!(
+            "{scheme}://{host}:{port}: command {} of pack {} may reach no host; declare {entry} in the pack's hosts (surface.json) and have the operator allow it: hcpx allow-host {} {entry}",
+            self.verb, self.pack, self.pack
+        )
     }
 
     /// A hook that refuses everything (a component's `describe`, which makes no call).
     pub fn none() -> Outgoing {
         let deadline = tokio::time::Instant::now();
-        Outgoing::new(Policy::default(), "describe", deadline).0
+        Outgoing::new(Policy::default(), "", "describe", deadline).0
     }
 
     /// The rule that allows `request`, with its scheme, host and port; or why none does.
@@ -108,7 +121,7 @@ impl Outgoing {
         }
         let rule = self.policy.decide(scheme, &host, port).map_err(|mut r| {
             if self.policy.rules.is_empty() && r.kind == RefusalKind::NotAllowed {
-                r.reason = format!("{scheme}://{host}:{port}: {}", self.no_hosts);
+                r.reason = self.no_hosts(scheme, &host, port);
             }
             r
         })?;

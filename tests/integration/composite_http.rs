@@ -34,7 +34,8 @@ fn web(declared: bool) -> Web {
         let text = json!({ "type": "string", "description": "A value" });
         f.surface["verbs"]["fetch"]["args"] = json!({ "type": "object", "properties": {
             "url": text, "method": text,
-            "follow": { "type": "boolean", "description": "Follow one redirect" }
+            "follow": { "type": "boolean", "description": "Follow one redirect" },
+            "body_bytes": { "type": "integer", "description": "Send this many bytes" }
         }, "required": ["url"] });
         f.surface["verbs"]["repeat"]["args"] = json!({ "type": "object", "properties": {
             "url": text, "times": { "type": "integer", "description": "How many GETs" }
@@ -231,6 +232,38 @@ fn a_composite_reads_at_most_4_mib_of_a_response() {
     assert_eq!(e["status"].as_u64(), Some(200), "{e}");
     let down = e["bytes_down"].as_u64().unwrap();
     assert!(down > 4 << 20 && down < BIG as u64, "{e}");
+}
+
+#[test]
+fn a_composite_sends_at_most_1_mib_of_a_request_body() {
+    let w = web(true);
+    w.h.write_store("sandbox.json", r#"{ "timeout_ms": 10000 }"#);
+    let url = format!("url=https://api.test:{}/sink", w.s.tls);
+    let (rc, env) = w.exec("fetch", &[&url, "method=POST", "body_bytes:=2097152"]);
+    assert_eq!(
+        (rc, env["error"].as_str()),
+        (1, Some("ErrorCode::HttpRequestBodySize(Some(1048576))")),
+        "{env}"
+    );
+    let e = w.only_row("limit");
+    assert!(e["reason"].as_str().is_some_and(|r| r.contains("request body passed 1048576 bytes")), "{e}");
+    let up = e["bytes_up"].as_u64().unwrap();
+    assert!(up > 1 << 20 && up < 2 << 20, "{e}");
+}
+
+#[test]
+fn a_composites_request_ends_with_the_calls_deadline() {
+    let w = web(true);
+    w.h.write_store("sandbox.json", r#"{ "timeout_ms": 500 }"#);
+    let started = std::time::Instant::now();
+    let (rc, env) = w.exec("fetch", &[&format!("url=https://api.test:{}/slow", w.s.tls)]);
+    assert_eq!((rc, env["code"].as_str()), (1, Some("timeout")), "{env}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(2500), "{:?}", started.elapsed());
+    let e = w.only_row("limit");
+    assert!(
+        e["reason"].as_str().is_some_and(|r| r.contains("the call ended before the response arrived")),
+        "{e}"
+    );
 }
 
 #[test]

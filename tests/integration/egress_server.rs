@@ -12,7 +12,8 @@ use std::time::Duration;
 pub(crate) const BIG: usize = 5 << 20;
 
 /// The two servers and what reached them. The HTTPS one answers `GET /` with `hello over tls`, `GET /redirect`
-/// with a 302 to `https://other.test:PORT/` and `GET /big` with `BIG` bytes; nothing else.
+/// with a 302 to `https://other.test:PORT/`, `GET /big` with `BIG` bytes and `GET /slow` after 3 s; it reads a
+/// `POST /sink` and never answers; nothing else.
 pub(crate) struct Servers {
     pub(crate) tls: u16,
     pub(crate) web: u16,
@@ -98,6 +99,15 @@ pub(crate) fn servers() -> Servers {
                 stream,
                 "HTTP/1.1 302 Found\r\nLocation: https://other.test:{port}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             );
+        } else if head.starts_with("GET /slow ") {
+            // Answers after 3 s: past a test's short call deadline.
+            std::thread::sleep(Duration::from_secs(3));
+            answer(&mut stream, "late");
+        } else if head.starts_with("POST /sink ") {
+            // Reads what is sent (until the client stops, or 5 s) and never answers.
+            let mut sink = [0u8; 64 * 1024];
+            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            return;
         } else if head.starts_with("GET /big ") {
             let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Length: {BIG}\r\nConnection: close\r\n\r\n");
             let chunk = vec![b'x'; 64 * 1024];

@@ -181,6 +181,12 @@ impl Report {
 
 impl Drop for Report {
     fn drop(&mut self) {
+        // Dropped before any answer or refusal: the call ended first (its deadline, a cancel, or the guest
+        // dropping the request), so the request did not complete.
+        if self.event.status.is_none() && self.event.refused.is_none() {
+            let why = "the call ended before the response arrived (its deadline passed, or it was cancelled)";
+            self.event.refused = Some(Refusal::new(RefusalKind::Limit, why));
+        }
         self.event.bytes_up = self.up.load(Ordering::Relaxed);
         self.event.bytes_down = self.down.load(Ordering::Relaxed);
         self.event.elapsed = self.started.elapsed();

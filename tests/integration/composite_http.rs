@@ -30,21 +30,7 @@ fn web(declared: bool) -> Web {
     let tls = |name: &str| format!("{name}:{}", s.tls);
     let plain = format!("http://web.test:{}", s.web);
     let hosts = [tls("api.test"), tls("private.test"), tls("meta.test"), plain.clone(), tls("declared.test")];
-    let id = install_guest_with(&h, "test-http", &["fetch", "repeat"], None, |f| {
-        let text = json!({ "type": "string", "description": "A value" });
-        f.surface["verbs"]["fetch"]["args"] = json!({ "type": "object", "properties": {
-            "url": text, "method": text,
-            "follow": { "type": "boolean", "description": "Follow one redirect" },
-            "body_bytes": { "type": "integer", "description": "Send this many bytes" }
-        }, "required": ["url"] });
-        f.surface["verbs"]["repeat"]["args"] = json!({ "type": "object", "properties": {
-            "url": text, "times": { "type": "integer", "description": "How many GETs" }
-        }, "required": ["url", "times"] });
-        if declared {
-            f.surface["hosts"] = json!(hosts);
-        }
-    });
-    assert_eq!(id, "test-http");
+    install_web(&h, if declared { &hosts[..] } else { &[] });
     if declared {
         let out = h.run(&["allow-host", "test-http", &hosts[0], &hosts[1], &hosts[2], &hosts[3], "--json"]);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
@@ -62,6 +48,25 @@ fn web(declared: bool) -> Web {
     }});
     h.write_store("sandbox.json", &cfg.to_string());
     Web { h, s, ca }
+}
+
+/// Installs and activates the `test-http` pack declaring `hosts`: `fetch` and `repeat` with their arguments.
+fn install_web(h: &Home, hosts: &[String]) {
+    let id = install_guest_with(h, "test-http", &["fetch", "repeat"], None, |f| {
+        let text = json!({ "type": "string", "description": "A value" });
+        f.surface["verbs"]["fetch"]["args"] = json!({ "type": "object", "properties": {
+            "url": text, "method": text,
+            "follow": { "type": "boolean", "description": "Follow one redirect" },
+            "body_bytes": { "type": "integer", "description": "Send this many bytes" }
+        }, "required": ["url"] });
+        f.surface["verbs"]["repeat"]["args"] = json!({ "type": "object", "properties": {
+            "url": text, "times": { "type": "integer", "description": "How many GETs" }
+        }, "required": ["url", "times"] });
+        if !hosts.is_empty() {
+            f.surface["hosts"] = json!(hosts);
+        }
+    });
+    assert_eq!(id, "test-http");
 }
 
 impl Web {
@@ -352,4 +357,64 @@ fn a_served_composites_requests_are_its_tenants_rows_and_counted() {
         assert_eq!((r["tenant"].as_str(), r["principal"].as_str()), (Some("acme"), Some("bob")), "{r}");
         assert_eq!((r["invoker"].as_str(), r["pack_id"].as_str()), (Some("http"), Some("test-http")), "{r}");
     }
+}
+
+/// DNS rebinding against a composite, through hcpx's real resolver (`getaddrinfo`) in a network namespace of
+/// its own with a scripted DNS server on loopback (dns.rs; no packet leaves the machine), as the wrap's test
+/// does (escape_rebind.rs): `rebind.test` answers 1.2.3.4 (public, allowed) and then 127.0.0.1; `pin.test`
+/// (internal) 127.0.0.2 and then 127.0.0.1, where two servers listen on one port. The first request to
+/// rebind.test connects to 1.2.3.4 (unroutable here: `connect_failed` naming it), the second is refused for
+/// 127.0.0.1 (`private_address`); pin.test's request lands at 127.0.0.2; 127.0.0.1 sees nothing, and each
+/// request looks its name up once: hcpx connects to the address it checked.
+#[test]
+fn a_composites_request_reaches_only_the_address_it_checked() {
+    use crate::dns::{isolated, Responder};
+    use crate::escape_egress::{entries, plain};
+    use std::net::{Ipv4Addr, TcpListener};
+    let Some(_ns) = isolated("composite_http::a_composites_request_reaches_only_the_address_it_checked")
+    else {
+        return;
+    };
+    let loopback = Ipv4Addr::new(127, 0, 0, 1);
+    let target = TcpListener::bind((loopback, 0)).unwrap();
+    let port = target.local_addr().unwrap().port();
+    let pinned = TcpListener::bind((Ipv4Addr::new(127, 0, 0, 2), port)).unwrap();
+    let (target, pinned) = (plain(target), plain(pinned));
+    let dns = Responder::start(&[
+        ("rebind.test", &[&[Ipv4Addr::new(1, 2, 3, 4)], &[loopback]]),
+        ("pin.test", &[&[Ipv4Addr::new(127, 0, 0, 2)], &[loopback]]),
+    ]);
+    let h = Home::new();
+    let hosts = [format!("rebind.test:{port}"), format!("http://pin.test:{port}")];
+    install_web(&h, &hosts);
+    let out = h.run(&["allow-host", "test-http", &hosts[0], &hosts[1], "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    h.write_store("sandbox.json", &json!({ "egress": { "internal": ["pin.test"] } }).to_string());
+    let fetch = |url: String| h.exec("test-http", "fetch", &[&format!("url={url}")]).1;
+    let first = fetch(format!("https://rebind.test:{port}/"));
+    let second = fetch(format!("https://rebind.test:{port}/"));
+    let pin = fetch(format!("http://pin.test:{port}/"));
+    let seen =
+        format!("{first}\n{second}\n{pin}\nqueries: {:?}\n127.0.0.1: {:?}", dns.queries(), entries(&target));
+    assert_eq!(first["error"].as_str(), Some("ErrorCode::ConnectionRefused"), "{seen}");
+    assert_eq!(second["error"].as_str(), Some("ErrorCode::DestinationIpProhibited"), "{seen}");
+    let body = format!("hello plain from 127.0.0.2:{port}");
+    assert_eq!(pin["result"], json!({ "status": 200, "body": body }), "{seen}");
+    assert_eq!(entries(&target), Vec::<String>::new(), "{seen}");
+    assert_eq!(entries(&pinned), ["accept", "- GET /"], "{seen}");
+    assert_eq!((dns.asked("rebind.test", "A"), dns.asked("pin.test", "A")), (2, 1), "{seen}");
+    let out = h.run(&["audit", "--egress", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows["records"].as_array().unwrap();
+    let row = |i: usize| {
+        let e = &rows[i]["egress"];
+        (
+            e["refused"].as_str().unwrap_or("allowed").to_string(),
+            e["reason"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    assert_eq!(rows.len(), 3, "{seen}");
+    assert!(row(0).0 == "connect_failed" && row(0).1.contains("1.2.3.4"), "{:?}", row(0));
+    assert!(row(1).0 == "private_address" && row(1).1.contains("127.0.0.1"), "{:?}", row(1));
+    assert_eq!(row(2).0, "allowed", "{seen}");
 }

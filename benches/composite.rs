@@ -16,6 +16,7 @@ use hcpx_model::{Envelope, Invoker, Principal};
 use hcpx_runtime::adapter::composite::bindings::hcp::adapter::types::CallContext;
 use hcpx_runtime::adapter::composite::bindings::{Composite, CompositePre};
 use hcpx_runtime::adapter::composite::host::{CallLimits, CallState};
+use hcpx_runtime::adapter::composite::http::Outgoing;
 use hcpx_runtime::adapter::composite::CompositeAdapter;
 use hcpx_runtime::{self as runtime, Runtime};
 use hcpx_store::Store;
@@ -65,12 +66,13 @@ fn bench(c: &mut Criterion) {
         credentials: vec![],
     };
     let args_json = r#"{"from":"A","to":"B"}"#;
-    let new_state = || CallState {
-        wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
-        table: ResourceTable::new(),
-        limits: CallLimits::new(64 << 20),
-        credentials: vec![],
-        log: String::new(),
+    let new_state = || {
+        CallState::new(
+            wasmtime_wasi::WasiCtxBuilder::new().build(),
+            CallLimits::new(64 << 20),
+            vec![],
+            Outgoing::none(),
+        )
     };
 
     let mut group = c.benchmark_group("composite read");
@@ -215,7 +217,7 @@ async fn bare_call(
 
 /// Sync bindings of the same world, for the cheapest baseline (the library's are async).
 mod bare {
-    wasmtime::component::bindgen!({ world: "composite", path: "wit" });
+    wasmtime::component::bindgen!({ world: "composite", path: "wit/0.1.0" });
 
     pub struct State {
         pub wasi: wasmtime_wasi::WasiCtx,

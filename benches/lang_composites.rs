@@ -16,10 +16,11 @@ use hcpx_model::{Envelope, Invoker, Principal};
 use hcpx_runtime::adapter::composite::bindings::hcp::adapter::types::CallContext;
 use hcpx_runtime::adapter::composite::bindings::{Composite, CompositePre};
 use hcpx_runtime::adapter::composite::host::{CallLimits, CallState};
+use hcpx_runtime::adapter::composite::http::Outgoing;
 use hcpx_runtime::adapter::composite::CompositeAdapter;
 use hcpx_runtime::Runtime;
 use hcpx_store::Store;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker};
 
 fn bench(c: &mut Criterion) {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -60,13 +61,12 @@ fn bench(c: &mut Criterion) {
         let pre = CompositePre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
         group.bench_function(format!("{lang}: bare wasmtime instantiate+call"), |b| {
             b.iter(|| {
-                let state = CallState {
-                    wasi: wasmtime_wasi::WasiCtxBuilder::new().build(),
-                    table: ResourceTable::new(),
-                    limits: CallLimits::new(64 << 20),
-                    credentials: vec![],
-                    log: String::new(),
-                };
+                let state = CallState::new(
+                    wasmtime_wasi::WasiCtxBuilder::new().build(),
+                    CallLimits::new(64 << 20),
+                    vec![],
+                    Outgoing::none(),
+                );
                 let mut s = wasmtime::Store::new(engine, state);
                 s.limiter(|st| &mut st.limits);
                 s.set_epoch_deadline(1_000_000);

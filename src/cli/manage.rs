@@ -442,7 +442,7 @@ impl Report for Hosts<'_> {
             self.pack_id,
             hcpx_pack::pack::hosts::shown(&self.allowed.hosts)
         ));
-        out.message("a wrap's command reaches the allowed hosts it declares through its call's egress proxy (https and http only); a composite reaches none yet");
+        out.message("a command reaches the allowed hosts it declares (https and http only): a wrap's through its call's egress proxy, a composite's through wasi:http, sent by hcpx");
     }
 }
 

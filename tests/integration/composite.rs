@@ -23,6 +23,17 @@ pub(crate) fn guest(name: &str) -> PathBuf {
 
 /// Installs and activates a composite pack around guest `name`, with commands `verbs`.
 pub(crate) fn install_guest(h: &Home, name: &str, verbs: &[&str], mode: Option<&str>) -> String {
+    install_guest_with(h, name, verbs, mode, |_| {})
+}
+
+/// The same, with `edit` applied to the pack's fixture before it is written (its hosts, say).
+pub(crate) fn install_guest_with(
+    h: &Home,
+    name: &str,
+    verbs: &[&str],
+    mode: Option<&str>,
+    edit: impl FnOnce(&mut Fixture),
+) -> String {
     let id = name.to_string();
     let mut f = Fixture::wrap();
     let cmds: Map<String, Value> =
@@ -37,6 +48,7 @@ pub(crate) fn install_guest(h: &Home, name: &str, verbs: &[&str], mode: Option<&
     f.policy = json!({ "surface_id": id, "verbs": rows });
     f.harness = format!("# {name}\n\nA test guest.\n");
     f.files.clear();
+    edit(&mut f);
     let src = h.t.join(&format!("src-{name}"));
     fs::create_dir_all(&src).unwrap();
     let dir = f.write(&src);

@@ -62,7 +62,11 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let made = stdout_json(&out);
     assert_eq!(made["new"]["pack_id"], "greeter");
     assert_eq!(made["new"]["kind"], "composite");
-    assert_eq!(made["new"]["commands"], json!(["greet", "count"]));
+    // A Rust guest also shows an HTTP request: `fetch`, to the one host its surface declares.
+    assert_eq!(made["new"]["commands"], json!(["greet", "count", "fetch"]));
+    let surface: Value =
+        serde_json::from_str(&fs::read_to_string(pack.join("surface.json")).unwrap()).unwrap();
+    assert_eq!(surface["verbs"]["fetch"]["hosts"], json!(["example.com"]));
 
     // The guest builds on its own: a workspace of its own, the WIT vendored, wit-bindgen as the repo's guests.
     let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
@@ -83,8 +87,14 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     let (exit, report) = check(&t, &pack);
     assert!(report["score"].as_u64().unwrap() >= 90, "{report}");
     assert_eq!((exit, report["errors"].as_u64()), (0, Some(0)), "{report}");
-    assert_eq!(report["probes"].as_array().unwrap().len(), 2, "{report}");
-    assert_eq!(report["evals"]["passed"], 3, "{report}");
+    // `fetch` is not probed: the operator has not allowed example.com, so it could only be refused (and no probe
+    // reaches a host outside).
+    let probes = report["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 3, "{report}");
+    let fetch = probes.iter().find(|p| p["verb"] == "fetch").unwrap();
+    assert_eq!(fetch["ran"], false, "{report}");
+    assert!(fetch["skipped"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{report}");
+    assert_eq!(report["evals"]["passed"], 4, "{report}");
 
     // Installed and activated, it runs.
     let p = pack.to_str().unwrap();
@@ -96,6 +106,11 @@ fn new_composite_from_an_empty_directory_to_check_90_and_an_exec() {
     assert_eq!(env["result"], json!({ "name": "Ada", "greeting": "Hello, Ada!" }));
     let out = hcpx(t.path(), &["exec", "greeter", "count", "two words", "--json"]);
     assert_eq!(stdout_json(&out)["result"]["words"], 2);
+    // `fetch`'s request goes through wasi:http, and hcpx refuses it: the operator has not allowed example.com (so
+    // nothing leaves the machine).
+    let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "fetch", "--json", "--", "path=/"]));
+    assert_eq!(env["error"].as_str(), Some("example.com: ErrorCode::HttpRequestDenied"), "{env}");
+    assert!(env["stderr"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{env}");
 
     // Its proof script passes against this build of hcpx, in a store of its own.
     let proof = Command::new("bash")
@@ -210,10 +225,16 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
         let made = stdout_json(&out);
         assert_eq!(
             (made["new"]["lang"].as_str(), made["new"]["commands"].clone()),
-            (Some(lang), json!(["greet", "count"]))
+            (
+                Some(lang),
+                if lang == "js" { json!(["greet", "count"]) } else { json!(["greet", "count", "fetch"]) }
+            )
         );
+        // The Python guest's `fetch` sends a request (world 0.2.0); the JavaScript one makes none and vendors the
+        // world before outgoing HTTP (componentize-js is built without its HTTP, as for the example pack).
         let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
-        assert_eq!(wit, fs::read_to_string(repo().join("wit/adapter.wit")).unwrap());
+        let world = if lang == "js" { "wit/0.1.0/adapter.wit" } else { "wit/adapter.wit" };
+        assert_eq!(wit, fs::read_to_string(repo().join(world)).unwrap(), "{lang}");
         assert!(pack.join(source).is_file() && pack.join(lock).is_file(), "{lang}");
         // The example packs are built with the same toolchain pins and the same build script.
         let example = repo().join(if lang == "js" { "packs/transit-js" } else { "packs/transit-py" });
@@ -253,7 +274,7 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
             (Some(0), Some(0)),
             "{lang}: {report}"
         );
-        assert_eq!(report["evals"]["passed"], 3, "{lang}: {report}");
+        assert_eq!(report["evals"]["passed"], if lang == "js" { 3 } else { 4 }, "{lang}: {report}");
 
         let p = pack.to_str().unwrap();
         assert_eq!(hcpx(t.path(), &["install", p]).status.code(), Some(0));
@@ -272,6 +293,13 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
             (Some("exit_nonzero"), Some("name is blank; pass a value such as name=\"Ada\"")),
             "{lang}: {env}"
         );
+        if lang == "python" {
+            // Its request goes through wasi:http, and hcpx refuses it: the operator has not allowed example.com
+            // (so nothing leaves the machine).
+            let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "fetch", "--json", "--", "path=/"]));
+            assert_eq!(env["error"].as_str(), Some("example.com: ErrorCode_HttpRequestDenied()"), "{env}");
+            assert!(env["stderr"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{env}");
+        }
 
         let proof = Command::new("bash")
             .arg(pack.join("proof.sh"))

@@ -34,6 +34,8 @@ pub struct Trial {
     writes_allowed: bool,
     /// The pack's Binding is `mock`: every call asks for it, as its author would (`--mode mock`).
     mock: bool,
+    /// The hosts the operator allowed the pack for the trial's tenant (the trial store keeps those grants).
+    allowed_hosts: Vec<crate::pack::hosts::HostRule>,
 }
 
 /// One call's outcome, with what the result envelope does not carry.
@@ -181,7 +183,10 @@ impl Trial {
             // Whether it loads is the calls' own finding, so the answer is not needed here.
             let _ = runtime.availability(&agent, &pack.id);
         }
+        let allowed_hosts =
+            operator.for_pack(&pack.id).map(|p| p.hosts_for(&agent.tenant)).unwrap_or_default();
         Ok(Trial {
+            allowed_hosts,
             home,
             runtime,
             agent,
@@ -303,6 +308,16 @@ impl Trial {
     }
 
     /// Where calls run, in words, for `hcpx eval` and `hcpx check` to print.
+    /// The hosts command `key` declares when the operator allowed none of them: a call could only be refused
+    /// (empty when it declares none, or one of them is allowed).
+    pub fn hosts_out_of_reach(&self, pack: &Pack, key: &str) -> Vec<crate::pack::hosts::HostRule> {
+        let declared = pack.hosts_of(key);
+        if declared.iter().any(|h| self.allowed_hosts.contains(h)) {
+            return Vec::new();
+        }
+        declared.to_vec()
+    }
+
     pub fn ran_in(&self, mode: WorkspaceMode) -> String {
         if let (WorkspaceMode::Project, Some(f)) = (mode, &self.fixture) {
             return format!(

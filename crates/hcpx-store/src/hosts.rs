@@ -186,7 +186,7 @@ impl Reach {
                 })
                 .collect();
             out.push(format!(
-                "hosts {}; a wrap reaches an allowed host through its call's egress proxy (https and http), a composite none yet",
+                "hosts {}; a wrap reaches an allowed host through its call's egress proxy, a composite through wasi:http sent by hcpx (https and http)",
                 each.join("; ")
             ));
         }

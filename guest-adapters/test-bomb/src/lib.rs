@@ -1,7 +1,7 @@
 //! A guest that allocates without end (`run`): the runtime's memory cap must stop it cleanly. `flood` and
 //! `flood-err` answer 4 MiB of text as a result or an error: the runtime must cut it at `max_output_bytes`.
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 struct Bomb;
 

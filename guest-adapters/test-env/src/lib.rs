@@ -1,6 +1,6 @@
 //! A guest that reads environment variables and arguments: it must see none.
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 struct Env;
 

@@ -2,7 +2,7 @@
 //! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file; `plant` writes the text
 //! `text` at `path` (its directories made first), for the `.git` paths an attacker would use.
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 struct Escape;
 

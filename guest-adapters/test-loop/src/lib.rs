@@ -2,7 +2,7 @@
 //! WASI host call, where epoch interruption cannot reach it (`sleep`: an hour on the monotonic clock; `fifo`:
 //! reading the FIFO `pipe` in its preopen, which no one writes).
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 struct Looper;
 

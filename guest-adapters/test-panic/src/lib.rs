@@ -1,6 +1,6 @@
 //! A guest that panics: the runtime must report `adapter_failed` and carry on.
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 struct Panics;
 

@@ -1,6 +1,6 @@
 //! The transit pack as a composite: the same commands and the same results as `packs/transit/bin/transit.mjs`.
 
-wit_bindgen::generate!({ world: "composite", path: "../../wit" });
+wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
 use serde_json::{json, Map, Value};
 

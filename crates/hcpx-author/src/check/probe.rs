@@ -53,6 +53,10 @@ pub struct ProbeRecord {
     /// Not run because a rule flags it as possibly changing something (its finding is that rule's, not R013).
     #[serde(skip)]
     pub unsafe_skip: bool,
+    /// Not run because it reaches only hosts the operator has not allowed: every call would be refused, and
+    /// `check`'s network line already says how to allow them (not R013).
+    #[serde(skip)]
+    pub offline_skip: bool,
     /// The system paths outside the default view that, lent to the read, made it return data (R016).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<Vec<String>>,
@@ -136,11 +140,25 @@ pub fn run_probes(trial: &Trial, pack: &Pack, progress: &dyn Fn(usize, usize, &s
             stderr: String::new(),
             changed: Vec::new(),
             unsafe_skip: false,
+            offline_skip: false,
             hidden: None,
         };
         if let Some(why) = super::policy::unsafe_to_probe(key, cmd) {
             rec.skipped = Some(why);
             rec.unsafe_skip = true;
+            out.push(rec);
+            continue;
+        }
+        let unreached = trial.hosts_out_of_reach(pack, key);
+        if !unreached.is_empty() {
+            let names: Vec<String> = unreached.iter().map(|h| h.to_string()).collect();
+            rec.skipped = Some(format!(
+                "it reaches {}, which the operator has not allowed (hcpx allow-host {} {}), so every call would be refused",
+                names.join(", "),
+                pack.id,
+                names.join(" ")
+            ));
+            rec.offline_skip = true;
             out.push(rec);
             continue;
         }
@@ -492,7 +510,7 @@ pub fn error_with_exit_zero(c: &Ctx, h: &mut Hits) {
 
 /// R013
 pub fn probe_skipped(c: &Ctx, h: &mut Hits) {
-    for r in probes(c).filter(|r| !r.unsafe_skip) {
+    for r in probes(c).filter(|r| !r.unsafe_skip && !r.offline_skip) {
         if let Some(why) = &r.skipped {
             h.push(SURFACE, pointer(&["verbs", &r.verb, "args"]), format!("`{}` was not probed: {why}", r.verb), format!("add \"examples\" to `{}`'s required arguments, or an eval case for it that expects ok: true", r.verb));
         }

@@ -9,8 +9,17 @@ use std::path::{Path, PathBuf};
 use super::{pretty, scaffold, write, ScaffoldError};
 use crate::model::naming::is_pack_id;
 
-/// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`.
+/// The `hcp:adapter` world the runtime implements, written to the guest's `wit/`, with the WASI packages its
+/// `wasi:http/outgoing-handler` import needs in `wit/deps/`.
 pub const ADAPTER_WIT: &str = include_str!("../../../../wit/adapter.wit");
+const WIT_DEPS: [(&str, &str); 3] = [
+    ("guest/wit/deps/http.wit", include_str!("../../../../wit/deps/http.wit")),
+    ("guest/wit/deps/io.wit", include_str!("../../../../wit/deps/io.wit")),
+    ("guest/wit/deps/clocks.wit", include_str!("../../../../wit/deps/clocks.wit")),
+];
+/// The world before outgoing HTTP (`hcp:adapter@0.1.0`), which the JavaScript scaffold still vendors: its
+/// example makes no request (componentize-js is built with its HTTP left out, as for the example pack).
+pub const ADAPTER_WIT_0_1: &str = include_str!("../../../../wit/0.1.0/adapter.wit");
 /// The lock file of the repository's own guests: the scaffold's guest starts from the versions hcpx is tested
 /// with (cargo drops the entries it does not need on the first build).
 const GUEST_LOCK: &str = include_str!("../../../../guest-adapters/Cargo.lock");
@@ -19,6 +28,10 @@ const GUEST_LIB: &str = include_str!("templates/guest-lib.rs.tmpl");
 const BUILD_SH: &str = include_str!("templates/build.sh");
 const PROOF_SH: &str = include_str!("templates/proof.sh");
 const HARNESS: &str = include_str!("templates/HARNESS.md");
+/// The Rust and Python scaffolds' HARNESS.md: their guests also show an HTTP request (`fetch`).
+const HARNESS_HTTP: &str = include_str!("templates/HARNESS-http.md");
+/// The host the Rust scaffold's `fetch` reaches, declared in its surface.json: IANA's domain for examples.
+const FETCH_HOST: &str = "example.com";
 const PY_APP: &str = include_str!("templates/python/app.py");
 const PY_BUILD_SH: &str = include_str!("templates/python/build.sh");
 /// The pinned Python toolchain (componentize-py), shared with the repository's Python guests.
@@ -148,8 +161,14 @@ fn shell_word(path: &Path) -> String {
     }
 }
 
-fn composite_surface(id: &str, name: &str) -> Value {
-    json!({
+/// Whether the scaffold in `lang` has `fetch`, an HTTP request (world `hcp:adapter@0.2.0`): Rust and Python.
+fn fetches(lang: GuestLang) -> bool {
+    lang != GuestLang::Js
+}
+
+/// The surface: `greet` and `count`, and for a Rust or Python guest `fetch`, which reaches `FETCH_HOST` over HTTPS.
+fn composite_surface(id: &str, name: &str, lang: GuestLang) -> Value {
+    let mut surface = json!({
         "id": id,
         "name": name,
         "kind": "composite",
@@ -186,21 +205,47 @@ fn composite_surface(id: &str, name: &str) -> Value {
                 }
             }
         }
-    })
+    });
+    if fetches(lang) {
+        surface["verbs"]["fetch"] = json!({
+            "description": format!("Fetches a page of {FETCH_HOST} over HTTPS and returns its status and size as JSON; use it to check that the site answers."),
+            "hosts": [FETCH_HOST],
+            "args": {
+                "type": "object",
+                "properties": {
+                    "path": { "type": "string", "description": format!("The page's path on {FETCH_HOST}, starting with /"), "examples": ["/"], "x-position": 0 }
+                }
+            },
+            "title": {
+                "live": [format!("Fetching {FETCH_HOST}{{{{path}}}}"), format!("Fetching a page of {FETCH_HOST}")],
+                "done": [format!("Fetched {FETCH_HOST}{{{{path}}}}"), format!("Fetched a page of {FETCH_HOST}")]
+            }
+        });
+    }
+    surface
 }
 
-fn composite_policy(id: &str) -> Value {
-    json!({
-        "surface_id": id,
-        "verbs": {
-            "greet": { "operation": "read", "privacy": { "land": "public" } },
-            "count": { "operation": "read", "privacy": { "land": "public" } }
-        }
-    })
+/// The commands of the scaffold in `lang`.
+fn composite_commands(lang: GuestLang) -> Vec<String> {
+    let mut out = vec!["greet".to_string(), "count".to_string()];
+    if fetches(lang) {
+        out.push("fetch".to_string());
+    }
+    out
 }
 
-fn composite_evals() -> Value {
-    json!({
+fn composite_policy(id: &str, lang: GuestLang) -> Value {
+    let verbs: serde_json::Map<String, Value> = composite_commands(lang)
+        .into_iter()
+        .map(|c| (c, json!({ "operation": "read", "privacy": { "land": "public" } })))
+        .collect();
+    json!({ "surface_id": id, "verbs": verbs })
+}
+
+/// The cases: `greet` and `count`, and for a Rust or Python guest a refusal of `fetch` that sends no request (a case
+/// that reached example.com would need the network, and the operator's allow).
+fn composite_evals(lang: GuestLang) -> Value {
+    let mut evals = json!({
         "cases": [
             { "name": "greet says hello to the name given", "verb": "greet", "args": { "name": "Ada" },
               "expect": { "ok": true, "json": true, "contains": ["Hello, Ada!"], "max_ms": 3000, "max_tokens": 200 } },
@@ -209,7 +254,14 @@ fn composite_evals() -> Value {
             { "name": "count gives characters and words", "verb": "count", "args": { "phrase": "two words" },
               "expect": { "ok": true, "json": true, "contains": ["characters", "words"], "max_ms": 3000, "max_tokens": 200 } }
         ]
-    })
+    });
+    if fetches(lang) {
+        if let Some(cases) = evals["cases"].as_array_mut() {
+            cases.push(json!({ "name": "fetch refuses a path without a leading slash", "verb": "fetch",
+                               "args": { "path": "index.html" }, "expect": { "ok": false, "error": "path must start with /" } }));
+        }
+    }
+    evals
 }
 
 /// The guest's files for `lang`: the build script, the source, the pinned toolchain, and the WIT.
@@ -233,7 +285,12 @@ fn guest_files(lang: GuestLang, id: &str, name: &str) -> Vec<(&'static str, Stri
             ("guest/package-lock.json", JS_LOCK.to_string(), false),
         ],
     };
-    files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+    if fetches(lang) {
+        files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+        files.extend(WIT_DEPS.iter().map(|(path, text)| (*path, text.to_string(), false)));
+    } else {
+        files.push(("guest/wit/adapter.wit", ADAPTER_WIT_0_1.to_string(), false));
+    }
     files
 }
 
@@ -244,10 +301,10 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
     fresh(dir)?;
     let name = display_name(&id);
     let mut files: Vec<(&str, String, bool)> = vec![
-        ("surface.json", pretty(&composite_surface(&id, &name)), false),
-        ("policy.json", pretty(&composite_policy(&id)), false),
-        ("HARNESS.md", fill(HARNESS, &id, &name), false),
-        ("hcp.eval.json", pretty(&composite_evals()), false),
+        ("surface.json", pretty(&composite_surface(&id, &name, lang)), false),
+        ("policy.json", pretty(&composite_policy(&id, lang)), false),
+        ("HARNESS.md", fill(if fetches(lang) { HARNESS_HTTP } else { HARNESS }, &id, &name), false),
+        ("hcp.eval.json", pretty(&composite_evals(lang)), false),
         ("proof.sh", fill(PROOF_SH, &id, &name), true),
     ];
     files.extend(guest_files(lang, &id, &name));
@@ -261,7 +318,7 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
         pack_id: id,
         dir: dir.display().to_string(),
         files: files.iter().map(|(rel, _, _)| rel.to_string()).collect(),
-        commands: vec!["greet".into(), "count".into()],
+        commands: composite_commands(lang),
         lang: Some(lang),
         build: Some(format!("{d}/build.sh")),
         next: vec![format!("{d}/build.sh"), format!("hcpx check {d} --probe --strict")],

@@ -7,6 +7,9 @@
 //! calls block a thread of its blocking pool), else on a runtime of one worker thread owned by the call (the
 //! CLI's one-shot call), so the call's thread may block on the child while the proxy serves it. Each request
 //! it sees end comes back as an `EgressRow`, which step 7 appends to the audit log (#36 point 6).
+//!
+//! A composite's outgoing HTTP (composite/http.rs) is decided by the same `call_policy` and reported by the same
+//! `row`, so a request is allowed, refused, audited and counted alike whichever adapter made it.
 
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};
@@ -51,7 +54,8 @@ pub struct EgressRow {
     pub egress: AuditEgress,
 }
 
-fn row(e: EgressEvent) -> EgressRow {
+/// The audit row of a request that ended.
+pub(crate) fn row(e: EgressEvent) -> EgressRow {
     let (refused, reason) = match e.refused {
         Some(r) => (Some(r.kind.as_str().to_string()), Some(r.reason)),
         None => (None, None),
@@ -213,6 +217,12 @@ pub fn secrets(
         });
     }
     Ok(Secrets::new(items))
+}
+
+/// The policy of a call of `pack`'s `verb_key` for `tenant`: the hosts it may reach (`allowed_hosts`), with the
+/// operator's fixed answers and internal names. No host: a policy that refuses every request.
+pub fn call_policy(pack: &Pack, verb_key: &str, cfg: &SandboxConfig, tenant: &str) -> Result<Policy, Denial> {
+    policy(&allowed_hosts(pack, verb_key, cfg, tenant), cfg)
 }
 
 /// Starts the egress proxy of a wrap call of `pack`'s `verb_key` for `tenant`, when the command reaches hosts

@@ -8,8 +8,9 @@ use wasmtime::{Store as WStore, Trap};
 
 use super::bindings::hcp::adapter::types::{CallContext, Credential};
 use super::host::{self, CallState};
+use super::http::{self, Outgoing};
 use super::{new_store, Blocking, CompositeAdapter, Prepared};
-use crate::adapter::{workspace, AdapterResult, Call};
+use crate::adapter::{egress, workspace, AdapterResult, Call};
 use crate::model::Code;
 use crate::sandbox::gitguard::{GitGuardError, GuardedDir};
 use crate::store::config::Limits;
@@ -78,12 +79,24 @@ impl CompositeAdapter {
             Some(g) => Some(g.path()),
             None => prepared.files.then(|| work.path.clone()),
         };
+        // The command's egress policy, the wrap's own (egress.rs), for a component that can send HTTP at all.
+        let policy = if prepared.http {
+            match egress::call_policy(call.pack, call.verb_key, call.env.sandbox, &call.principal.tenant) {
+                Ok(p) => p,
+                Err(d) => return d.into(),
+            }
+        } else {
+            hcpx_egress::Policy::default()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.timeout_ms);
+        let (outgoing, rows) = Outgoing::new(policy, &call.pack.id, call.verb_key, deadline);
         let store = match new_store(
             engine,
             limits.memory_mb,
             limits.timeout_ms,
             values,
             preopen.as_deref().map(|p| (p, writable)),
+            outgoing,
         ) {
             Ok(s) => s,
             Err(e) => return fail(e),
@@ -116,36 +129,58 @@ impl CompositeAdapter {
             }
         };
         let answer = tokio::time::timeout(Duration::from_millis(limits.timeout_ms), running).await;
-        let answer = match answer {
-            Ok(Some(a)) => Some(a),
-            Ok(None) => {
-                let _ = guard.finish();
-                if let Some(e) = git_watch.and_then(|w| w.after().err()) {
-                    return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
-                }
-                return AdapterResult::fail(
-                    Code::Cancelled,
-                    "cancelled: the caller cancelled the call; the component was stopped",
-                );
+        // The Store is gone, and every request with it: each one's row, in the order they ended.
+        let egress = rows.collect().await;
+        let mut out = conclude(answer, guard, git_watch, work, &limits);
+        let notes = http::refusal_notes(&egress);
+        if !notes.is_empty() {
+            let mut stderr = out.stderr.take().unwrap_or_default();
+            stderr.push_str(&notes);
+            out.stderr = Some(stderr);
+        }
+        out.egress = egress;
+        out
+    }
+}
+
+/// The call's result once its component answered, timed out or was cancelled (`None` inside `Ok`), its `.git`
+/// guard ended and checked.
+fn conclude(
+    answer: Result<Option<Outcome>, tokio::time::error::Elapsed>,
+    guard: Guard,
+    git_watch: Option<crate::sandbox::gitguard::GitWatch>,
+    work: workspace::Workdir,
+    limits: &Limits,
+) -> AdapterResult {
+    let answer = match answer {
+        Ok(Some(a)) => Some(a),
+        Ok(None) => {
+            let _ = guard.finish();
+            if let Some(e) = git_watch.and_then(|w| w.after().err()) {
+                return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
             }
-            Err(_) => None,
-        };
-        let restored = guard.finish();
-        let planted = git_watch.and_then(|w| w.after().err());
-        drop(work);
-        if let Err(e) = restored {
-            return AdapterResult::fail(Code::AdapterFailed, e.to_string());
+            return AdapterResult::fail(
+                Code::Cancelled,
+                "cancelled: the caller cancelled the call; the component was stopped",
+            );
         }
-        if let Some(e) = planted {
-            return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
-        }
-        match answer {
-            Some((outcome, log)) => shape(outcome, log, &limits),
-            None => AdapterResult::fail(
-                Code::Timeout,
-                format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
-            ),
-        }
+        Err(_) => None,
+    };
+    let restored = guard.finish();
+    let planted = git_watch.and_then(|w| w.after().err());
+    drop(work);
+    if let Err(e) = restored {
+        return AdapterResult::fail(Code::AdapterFailed, e.to_string());
+    }
+    if let Some(e) = planted {
+        return AdapterResult::fail(Code::SandboxDenied, format!("sandbox: {e}"));
+    }
+    match answer {
+        Some((outcome, log)) => shape(outcome, log, limits),
+        None => AdapterResult::fail(
+            Code::Timeout,
+            format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
+        ),
     }
 }
 

@@ -5,6 +5,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::hcp::adapter::host::{Host, Level};
 use super::bindings::hcp::adapter::types;
+use super::bindings::v0_2::hcp::adapter::host as host_v0_2;
+use super::http::Outgoing;
 
 /// Most log text one call may produce.
 pub const MAX_LOG_BYTES: usize = 64 * 1024;
@@ -18,6 +20,26 @@ pub struct CallState {
     pub credentials: Vec<String>,
     /// What the guest logged, one line per call of `log`.
     pub log: String,
+    /// wasi:http's resources of the call (fields, requests, bodies live in `table`).
+    pub http: wasmtime_wasi_http::WasiHttpCtx,
+    /// How the call's requests are decided, sent and reported (http.rs).
+    pub outgoing: Outgoing,
+}
+
+impl CallState {
+    /// A call's state: its WASI context, memory budget, credential values and send hook, with an empty table
+    /// and log.
+    pub fn new(wasi: WasiCtx, limits: CallLimits, credentials: Vec<String>, outgoing: Outgoing) -> CallState {
+        CallState {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            credentials,
+            log: String::new(),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            outgoing,
+        }
+    }
 }
 
 /// The limiter's refusal when a call would pass its memory cap; the adapter finds it in the error chain (by
@@ -116,3 +138,30 @@ impl Host for CallState {
 }
 
 impl types::Host for CallState {}
+
+/// The 0.2.0 world's `host` is 0.1.0's.
+impl host_v0_2::Host for CallState {
+    fn log(&mut self, level: host_v0_2::Level, message: String) {
+        let level = match level {
+            host_v0_2::Level::Debug => Level::Debug,
+            host_v0_2::Level::Info => Level::Info,
+            host_v0_2::Level::Warn => Level::Warn,
+            host_v0_2::Level::Error => Level::Error,
+        };
+        Host::log(self, level, message);
+    }
+
+    fn credential(&mut self, handle: u32) -> Option<String> {
+        Host::credential(self, handle)
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outgoing,
+        }
+    }
+}

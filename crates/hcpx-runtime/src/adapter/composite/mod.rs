@@ -12,26 +12,26 @@ pub mod bindings;
 pub(crate) use hcpx_sandbox::compile_cache as cache;
 mod call;
 pub mod host;
+pub mod http;
+mod load;
+mod send;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
-use crate::model::digest::sha256_hex;
-use crate::model::io_reason;
 use crate::model::{Code, Denial};
 use crate::pack::Pack;
-use crate::store::memo::Fingerprint;
-use bindings::{Composite, CompositePre};
+use bindings::CompositePre;
 use host::CallState;
+use load::{link, Source};
 
 /// How often the engine's epoch advances; deadlines are counted in these ticks.
 const TICK: Duration = Duration::from_millis(2);
@@ -49,10 +49,15 @@ struct Prepared {
     /// The component imports `wasi:filesystem/preopens`, the one way to reach a file: one that does not is
     /// given no preopen (nor a `.git` guard), since it could not use them.
     files: bool,
+    /// The component imports `wasi:http/outgoing-handler` (world `hcp:adapter@0.2.0`): its calls get the
+    /// command's egress policy; one that does not could send nothing, and gets none.
+    http: bool,
 }
 
 /// The WASI interface that hands a component its directories.
 const PREOPENS: &str = "wasi:filesystem/preopens";
+/// The WASI interface a component sends HTTP requests through.
+const OUTGOING_HTTP: &str = "wasi:http/outgoing-handler";
 
 /// What drives a synchronous caller's calls: tokio's clock for the deadline and WASI sleeps, and its pool for
 /// blocking file work.
@@ -64,10 +69,11 @@ fn make_tokio(pooling: bool) -> Result<tokio::runtime::Runtime, String> {
             .worker_threads(1)
             .thread_name("hcpx-wasi")
             .enable_time()
+            .enable_io()
             .build()
     } else {
         // One call per process: its own thread drives the timers while it waits.
-        tokio::runtime::Builder::new_current_thread().enable_time().build()
+        tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()
     };
     built.map_err(|e| format!("cannot start the async runtime for components: {e}"))
 }
@@ -191,7 +197,7 @@ impl CompositeAdapter {
             installed: installed.clone(),
         };
         let owned = engine.clone();
-        let ((pre, files), remembered) = blocking
+        let (prepared, remembered) = blocking
             .run(move || {
                 let compiled = source.compile(&owned);
                 compiled.map(|c| (c, cache::remembered_commands(&source.cache, &source.installed)))
@@ -202,14 +208,14 @@ impl CompositeAdapter {
         let names = match remembered {
             Some(names) => names,
             None => {
-                let names = describe(engine, &pre).await.map_err(fail)?;
+                let names = describe(engine, &prepared.pre).await.map_err(fail)?;
                 let (cache, sha, kept) = (env.layout.cache.clone(), installed.clone(), names.clone());
                 blocking.run(move || cache::remember_commands(&cache, &sha, &kept)).await.map_err(fail)?;
                 names
             }
         };
         check_commands(&names, pack).map_err(fail)?;
-        let prepared = Arc::new(Prepared { pre, files });
+        let prepared = Arc::new(prepared);
         if let Ok(mut m) = self.prepared.lock() {
             m.insert(pack.id.clone(), (installed, prepared.clone()));
         }
@@ -232,8 +238,14 @@ fn check_commands(names: &[String], pack: &Pack) -> Result<(), String> {
 /// The command names a one-off instance of the component answers `describe` with, under its own memory cap
 /// and deadline.
 async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<String>, String> {
-    let mut wstore =
-        new_store(engine, DESCRIBE_MEMORY_MB, DESCRIBE_TIMEOUT.as_millis() as u64, Vec::new(), None)?;
+    let mut wstore = new_store(
+        engine,
+        DESCRIBE_MEMORY_MB,
+        DESCRIBE_TIMEOUT.as_millis() as u64,
+        Vec::new(),
+        None,
+        http::Outgoing::none(),
+    )?;
     let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
         let inst = pre
             .instantiate_async(&mut wstore)
@@ -261,8 +273,8 @@ pub fn describe_pack(pack: &Pack) -> Result<Vec<String>, String> {
     let bytes = source.read()?;
     let component =
         Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
-    let (pre, _) = link(engine, &component)?;
-    adapter.block_on(describe(engine, &pre))?
+    let linked = link(engine, &component)?;
+    adapter.block_on(describe(engine, &linked.pre))?
 }
 
 /// The component digest recorded at install, without which nothing is loaded.
@@ -273,104 +285,6 @@ fn installed<'a>(pack: &Pack, env: Env<'a>) -> Result<&'a str, Denial> {
             format!("pack {} has no component digest recorded at install; reinstall it", pack.id),
         )
     })
-}
-
-/// Where a pack's component comes from, owned, so it can be loaded on another thread.
-struct Source {
-    id: String,
-    dir: PathBuf,
-    component: Option<String>,
-    /// The compile cache.
-    cache: PathBuf,
-    /// The digest recorded at install.
-    installed: String,
-}
-
-impl Source {
-    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
-    /// against WASI and the host interface; with it, whether the component imports the preopens. Blocks.
-    fn compile(&self, engine: &Engine) -> Result<(CompositePre<CallState>, bool), String> {
-        // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
-        // process that finds the compile cache never reads the component's tens of MiB at all.
-        let memo = cache::memo(&self.cache);
-        let (mut file, rel) = self.open()?;
-        let meta =
-            file.metadata().map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
-        let mut fp = Fingerprint::new();
-        fp.add(rel.as_bytes(), &meta);
-        let (mut bytes, mut failed) = (None, None);
-        let sha = memo.digest(&self.dir.join(&rel), fp, || match read_capped(&mut file, &rel) {
-            Ok(b) => {
-                let sha = sha256_hex(&b);
-                bytes = Some(b);
-                sha
-            }
-            Err(e) => {
-                failed = Some(e);
-                String::new()
-            }
-        });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if sha != self.installed {
-            return Err(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
-                self.id, self.installed
-            ));
-        }
-        let component = cache::load(&self.cache, engine, &sha, &memo, || match bytes.take() {
-            Some(b) => Ok(b),
-            None => self.read(),
-        })?;
-        link(engine, &component)
-    }
-}
-
-/// Links a compiled component against WASI and the host interface; with it, whether the component imports the
-/// preopens.
-fn link(engine: &Engine, component: &Component) -> Result<(CompositePre<CallState>, bool), String> {
-    let files = component.component_type().imports(engine).any(|(name, _)| name.starts_with(PREOPENS));
-    let mut linker: Linker<CallState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
-    Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
-        .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;
-    let pre = CompositePre::new(pre)
-        .map_err(|e| format!("the component does not export the hcp:adapter world: {e:#}"))?;
-    Ok((pre, files))
-}
-
-impl Source {
-    /// Opens the component through a capability on the installed pack directory; with its relative path.
-    fn open(&self) -> Result<(std::fs::File, String), String> {
-        let rel = self.component.as_deref().ok_or_else(|| format!("pack {} names no component", self.id))?;
-        let root = cap_std::fs::Dir::open_ambient_dir(&self.dir, cap_std::ambient_authority())
-            .map_err(|e| format!("the installed pack cannot be opened: {}", io_reason(&e)))?;
-        let file =
-            root.open(rel).map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
-        Ok((file.into_std(), rel.to_string()))
-    }
-
-    /// Reads the component through a capability on the installed pack directory.
-    fn read(&self) -> Result<Vec<u8>, String> {
-        let (mut file, rel) = self.open()?;
-        read_capped(&mut file, &rel)
-    }
-}
-
-/// All of `file`, refused past [`MAX_COMPONENT_BYTES`].
-fn read_capped(file: &mut std::fs::File, rel: &str) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    file.take(MAX_COMPONENT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
-    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
-        return Err(format!("component {rel} is larger than {} MiB", MAX_COMPONENT_BYTES >> 20));
-    }
-    Ok(bytes)
 }
 
 fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
@@ -418,6 +332,7 @@ fn new_store(
     timeout_ms: u64,
     credentials: Vec<String>,
     preopen: Option<(&Path, bool)>,
+    outgoing: http::Outgoing,
 ) -> Result<WStore<CallState>, String> {
     let mut wasi = WasiCtxBuilder::new();
     wasi.env("HCP_SANDBOX", crate::model::SandboxMode::Sandbox.as_str());
@@ -428,13 +343,7 @@ fn new_store(
     }
     let memory = (memory_mb as usize).saturating_mul(1 << 20).min(POOL_MAX_MEMORY);
     let limits = host::CallLimits::new(memory);
-    let state = CallState {
-        wasi: wasi.build(),
-        table: ResourceTable::new(),
-        limits,
-        credentials,
-        log: String::new(),
-    };
+    let state = CallState::new(wasi.build(), limits, credentials, outgoing);
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);
@@ -496,6 +405,7 @@ impl Adapter for CompositeAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::digest::sha256_hex;
 
     #[test]
     fn a_component_that_imports_no_preopens_gets_none() {
@@ -511,8 +421,9 @@ mod tests {
             installed: sha256_hex(&bytes),
         };
         let adapter = CompositeAdapter::one_shot();
-        let (_, files) = source.compile(adapter.engine().unwrap().0).unwrap();
-        assert!(!files, "transit-composite imports no wasi:filesystem/preopens");
+        let prepared = source.compile(adapter.engine().unwrap().0).unwrap();
+        assert!(!prepared.files, "transit-composite imports no wasi:filesystem/preopens");
+        assert!(!prepared.http, "transit-composite is built for hcp:adapter@0.1.0, without wasi:http");
         let changed = Source { installed: "0".repeat(64), ..source };
         let refused = changed.compile(adapter.engine().unwrap().0).err().unwrap();
         assert!(refused.contains("changed since install"), "{refused}");

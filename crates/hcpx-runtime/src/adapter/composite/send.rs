@@ -1,0 +1,289 @@
+//! The wire side of a composite's allowed request (http.rs decides it): the name resolved and classified by the
+//! policy and the connection pinned to those addresses (hcpx-egress's `resolve` and `upstream::connect`), TLS to
+//! the request's host over the system roots (`upstream::client_config`, the same trust as the wrap side), one
+//! HTTP/1 exchange with hyper, and the bodies that count and cap the bytes each way and keep to the deadline.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hcpx_egress::{resolve, upstream, Policy, Refusal, RefusalKind, Scheme};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::{Instant, Sleep};
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
+
+use super::http::{Report, Target, MAX_REQUEST_BODY_BYTES, MAX_RESPONSE_BODY_BYTES};
+
+/// A connection, plain or TLS.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
+
+type IoFuture = Box<dyn std::future::Future<Output = Result<(), Error>> + Send>;
+
+/// Aborts the task driving a connection when dropped: with the response body, or with a request that failed.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn limit(reason: String) -> Refusal {
+    Refusal::new(RefusalKind::Limit, reason)
+}
+
+fn ms(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+/// Sends an allowed `request` to `target`; the response, whose body reports `report` when it ends.
+pub(super) async fn send(
+    policy: &Policy,
+    target: Target,
+    request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+    deadline: Instant,
+    mut report: Report,
+) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
+    let Target { scheme, host, port } = target;
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        let why = "the call's deadline passed before the request was sent".to_string();
+        return Err(report.refuse_as(limit(why), Error::ConnectionTimeout));
+    }
+    let connect_within =
+        options.and_then(|o| o.connect_timeout).unwrap_or(super::http::CONNECT_TIMEOUT).min(left);
+    let addrs = match tokio::time::timeout(connect_within, resolve(policy, &host, port)).await {
+        Ok(Ok(a)) => a,
+        Ok(Err(r)) => return Err(report.refuse(r)),
+        Err(_) => {
+            let why = format!("{host} did not resolve within {} ms", ms(connect_within));
+            return Err(report.refuse_as(limit(why), Error::DnsTimeout));
+        }
+    };
+    let connecting = async {
+        let tcp = upstream::connect(&addrs, &host, port, connect_within).await.map_err(|r| (r, None))?;
+        let io: Box<dyn Stream> = match scheme {
+            Scheme::Http => Box::new(tcp),
+            Scheme::Https => Box::new(tls(&host, port, tcp).await?),
+        };
+        hyper::client::conn::http1::Builder::new()
+            .title_case_headers(true)
+            .handshake::<_, UpBody>(TokioIo::new(io))
+            .await
+            .map_err(|e| {
+                let why = format!("{host}:{port}: the http/1.1 handshake failed ({e})");
+                (Refusal::new(RefusalKind::ConnectFailed, why), Some(Error::HttpProtocolError))
+            })
+    };
+    let (mut sender, conn) = match tokio::time::timeout(connect_within, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err((r, None))) => return Err(report.refuse(r)),
+        Ok(Err((r, Some(e)))) => return Err(report.refuse_as(r, e)),
+        Err(_) => {
+            let why = format!("{host}:{port}: no connection within {} ms", ms(connect_within));
+            return Err(report.refuse_as(limit(why), Error::ConnectionTimeout));
+        }
+    };
+    let driver = AbortOnDrop(tokio::spawn(conn).abort_handle());
+    // The origin-form target: the scheme and authority went into the decision and the Host header.
+    let (mut parts, body) = request.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+    parts.uri = match http::Uri::builder().path_and_query(path.as_str()).build() {
+        Ok(u) => u,
+        Err(e) => {
+            let why = format!("path {path:?} is not a request target ({e})");
+            return Err(report.refuse(Refusal::new(RefusalKind::BadRequest, why)));
+        }
+    };
+    let over = Arc::new(AtomicBool::new(false));
+    let body = UpBody { inner: body, count: report.up.clone(), over: over.clone() };
+    let request = http::Request::from_parts(parts, body);
+    let left = deadline.saturating_duration_since(Instant::now());
+    let first_byte = options.and_then(|o| o.first_byte_timeout).map_or(left, |t| t.min(left));
+    let response = match tokio::time::timeout(first_byte, sender.send_request(request)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) if over.load(Ordering::Relaxed) => {
+            let why = format!("the request body passed {MAX_REQUEST_BODY_BYTES} bytes ({e})");
+            return Err(
+                report.refuse_as(limit(why), Error::HttpRequestBodySize(Some(MAX_REQUEST_BODY_BYTES)))
+            );
+        }
+        Ok(Err(e)) => {
+            let why = format!("{host}:{port} did not answer the request ({e})");
+            let code = if e.is_timeout() { Error::HttpResponseTimeout } else { Error::HttpProtocolError };
+            return Err(report.refuse_as(Refusal::new(RefusalKind::ConnectFailed, why), code));
+        }
+        Err(_) => {
+            let why = format!("{host}:{port} sent no response within {} ms", ms(first_byte));
+            return Err(report.refuse_as(limit(why), Error::HttpResponseTimeout));
+        }
+    };
+    report.event.status = Some(response.status().as_u16());
+    let between = options.and_then(|o| o.between_bytes_timeout);
+    let response = response.map(|inner| {
+        let wake = next_wake(deadline, between);
+        DownBody {
+            inner,
+            report,
+            deadline,
+            between,
+            sleep: Box::pin(tokio::time::sleep_until(wake)),
+            done: false,
+            _driver: driver,
+        }
+        .boxed_unsync()
+    });
+    Ok((response, Box::new(async { Ok(()) })))
+}
+
+/// TLS to `host` over the system roots, offering HTTP/1.1 only.
+async fn tls(
+    host: &str,
+    port: u16,
+    tcp: tokio::net::TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, (Refusal, Option<Error>)> {
+    let config = upstream::client_config(&[b"http/1.1"]).map_err(|r| (r, None))?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+        let why = format!("host {host} is not a tls server name ({e})");
+        (Refusal::new(RefusalKind::BadRequest, why), None)
+    })?;
+    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| {
+        let certificate = e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(|t| matches!(t, rustls::Error::InvalidCertificate(_)));
+        let (kind, code) = if certificate {
+            (RefusalKind::UpstreamTls, Error::TlsCertificateError)
+        } else {
+            (RefusalKind::ConnectFailed, Error::TlsProtocolError)
+        };
+        let why =
+            format!("{host}:{port}: tls failed ({e}); the origin's certificate must be valid for {host}");
+        (Refusal::new(kind, why), Some(code))
+    })
+}
+
+/// When a response body waiting for its next frame gives up: at the deadline, or sooner after `between`.
+fn next_wake(deadline: Instant, between: Option<Duration>) -> Instant {
+    match between {
+        Some(gap) => deadline.min(Instant::now() + gap),
+        None => deadline,
+    }
+}
+
+/// The request body, counted into the row and cut past `MAX_REQUEST_BODY_BYTES` (`over` tells the sender why
+/// hyper failed).
+struct UpBody {
+    inner: WasiBody,
+    count: Arc<AtomicU64>,
+    over: Arc<AtomicBool>,
+}
+
+impl Body for UpBody {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+            if self.count.fetch_add(n, Ordering::Relaxed).saturating_add(n) > MAX_REQUEST_BODY_BYTES {
+                self.over.store(true, Ordering::Relaxed);
+                return Poll::Ready(Some(Err(Error::HttpRequestBodySize(Some(MAX_REQUEST_BODY_BYTES)))));
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The response body as the guest reads it: counted into the row, cut past `MAX_RESPONSE_BODY_BYTES` and at
+/// the deadline; it holds the request's report (sent when it is dropped) and its connection's driver.
+struct DownBody {
+    inner: Incoming,
+    report: Report,
+    deadline: Instant,
+    between: Option<Duration>,
+    sleep: Pin<Box<Sleep>>,
+    done: bool,
+    _driver: AbortOnDrop,
+}
+
+impl DownBody {
+    fn fail(&mut self, refusal: Refusal, error: Error) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        self.done = true;
+        Poll::Ready(Some(Err(self.report.refuse_as(refusal, error))))
+    }
+}
+
+impl Body for DownBody {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+                let total = this.report.down.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+                if total > MAX_RESPONSE_BODY_BYTES {
+                    let why = format!("the response body passed {MAX_RESPONSE_BODY_BYTES} bytes");
+                    return this.fail(limit(why), Error::HttpResponseBodySize(Some(MAX_RESPONSE_BODY_BYTES)));
+                }
+                if this.between.is_some() {
+                    let wake = next_wake(this.deadline, this.between);
+                    this.sleep.as_mut().reset(wake);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.done = true;
+                Poll::Ready(Some(Err(Error::from(e))))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => match this.sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    let why = "the response body did not arrive in time (the call's deadline or between-bytes timeout)";
+                    this.fail(limit(why.to_string()), Error::ConnectionReadTimeout)
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

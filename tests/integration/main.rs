@@ -14,6 +14,7 @@ mod compile_cache;
 mod composite;
 mod composite_http;
 mod composite_lang;
+mod composite_secrets;
 mod connect;
 mod conventions;
 mod distribution;

@@ -61,6 +61,7 @@ mod store_pg;
 mod store_pg_replicas;
 mod store_pg_secrets;
 mod tenants;
+mod tickets;
 mod titles;
 mod visible;
 mod wire;

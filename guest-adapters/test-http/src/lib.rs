@@ -156,11 +156,7 @@ fn repeat(args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 impl Guest for Http {
-    fn exec(
-        ctx: hcp::adapter::types::CallContext,
-        verb_key: String,
-        args: String,
-    ) -> Result<String, String> {
+    fn exec(ctx: hcp::adapter::types::CallContext, verb_key: String, args: String) -> Result<String, String> {
         let args: Map<String, Value> =
             serde_json::from_str(&args).map_err(|e| format!("args are not a JSON object: {e}"))?;
         let out = match verb_key.as_str() {

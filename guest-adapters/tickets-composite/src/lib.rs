@@ -57,7 +57,8 @@ fn send(token: &str, method: Method, path: &str, body: &[u8]) -> Result<(u16, Va
     request.set_authority(Some(&authority)).map_err(|()| format!("bad authority {authority}"))?;
     request.set_path_with_query(Some(&format!("{prefix}{path}"))).map_err(|()| "bad path".to_string())?;
     let out = request.body().map_err(|()| "no request body".to_string())?;
-    let future = outgoing_handler::handle(request, None).map_err(|e| format!("the request was refused: {e:?}"))?;
+    let future =
+        outgoing_handler::handle(request, None).map_err(|e| format!("the request was refused: {e:?}"))?;
     if !body.is_empty() {
         let stream = out.write().map_err(|()| "no request body stream".to_string())?;
         stream.blocking_write_and_flush(body).map_err(|e| format!("writing the body: {e:?}"))?;

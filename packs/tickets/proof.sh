@@ -41,6 +41,7 @@ printf '%s' "$token" > "$tmp/token"
   --port-file "$tmp/port" --seen "$tmp/seen.log" --lifetime 300 &
 server=$!
 for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+[ -s "$tmp/port" ] || { echo "the example API did not start (python3 packs/tickets/server.py)" >&2; exit 1; }
 port="$(cat "$tmp/port")"
 
 # 3. the pack with that port (copied: the pack declares 9443)

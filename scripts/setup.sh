@@ -39,6 +39,9 @@ command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 # The Python and JavaScript composites build with toolchains their build.sh installs from a lock file: into a
 # virtual environment (python3 -m venv) and with `npm ci`.
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$missing python3-venv"
+# The tickets example packs' proofs (packs/tickets/proof.sh) call their API with curl (the wrap's CLI) and run
+# the example API with python3's standard library.
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
   apt-get update -qq && apt-get install -y -qq $missing

@@ -107,9 +107,11 @@ fn assert_cli_times_out(h: &Home, id: &str, verb: &str) {
 
 #[test]
 fn the_example_component_is_reproducible_from_source() {
-    let committed = fs::read(repo().join("packs/transit-composite/adapter.wasm")).unwrap();
-    let built = fs::read(guest("transit-composite")).unwrap();
-    assert!(committed == built, "packs/transit-composite/adapter.wasm differs from the guest build; run scripts/build-guests.sh and commit it");
+    for pack in ["transit-composite", "tickets-composite"] {
+        let committed = fs::read(repo().join(format!("packs/{pack}/adapter.wasm"))).unwrap();
+        let built = fs::read(guest(pack)).unwrap();
+        assert!(committed == built, "packs/{pack}/adapter.wasm differs from the guest build; run scripts/build-guests.sh and commit it");
+    }
 }
 
 #[test]

@@ -17,18 +17,18 @@ use crate::escape::{evil_with, home_if};
 use crate::helpers::Home;
 
 /// A TLS server on loopback: its port, and every request head that reached it.
-struct Origin {
-    port: u16,
-    heads: Arc<Mutex<Vec<String>>>,
+pub(crate) struct Origin {
+    pub(crate) port: u16,
+    pub(crate) heads: Arc<Mutex<Vec<String>>>,
 }
 
 /// A CA made at test time: its PEM and an issuer for leaves.
-struct TestCa {
-    pem: String,
+pub(crate) struct TestCa {
+    pub(crate) pem: String,
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
 }
 
-fn test_ca(name: &str) -> TestCa {
+pub(crate) fn test_ca(name: &str) -> TestCa {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -51,8 +51,9 @@ fn read_head(s: &mut impl Read) -> String {
 }
 
 /// Serves `names` with a leaf of `ca`; records each head and answers `hello` (never echoing what it got, so
-/// the only way the child could see the value is the one being tested).
-fn origin(ca: &TestCa, names: &[&str]) -> Origin {
+/// the only way the child could see the value is the one being tested), except `GET /echo`, answered with the
+/// head it got (the echo guard's test, composite_secrets.rs).
+pub(crate) fn origin(ca: &TestCa, names: &[&str]) -> Origin {
     use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
     let key = rcgen::KeyPair::generate().unwrap();
     let mut leaf =
@@ -82,8 +83,13 @@ fn origin(ca: &TestCa, names: &[&str]) -> Origin {
                 if head.is_empty() {
                     return;
                 }
-                heads.lock().unwrap().push(head);
-                let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+                heads.lock().unwrap().push(head.clone());
+                let body = if head.starts_with("GET /echo ") { head } else { "hello".to_string() };
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
                 s.conn.send_close_notify();
                 let _ = s.flush();
             });
@@ -168,13 +174,13 @@ print(json.dumps(out))
 }
 
 /// A real-looking value, fresh per test.
-fn value() -> String {
+pub(crate) fn value() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     format!("sk-live-{nanos:x}-{:x}", std::process::id())
 }
 
 /// The second field's value: not holding the first's.
-fn key_of(value: &str) -> String {
+pub(crate) fn key_of(value: &str) -> String {
     value.replacen("sk-live-", "ak-test-", 1)
 }
 

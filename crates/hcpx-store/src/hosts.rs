@@ -180,7 +180,10 @@ impl Reach {
                     let creds = if h.credentials.is_empty() {
                         String::new()
                     } else {
-                        format!(", credential {} (the cli sees a placeholder)", h.credentials.join(", "))
+                        format!(
+                            ", credential {} (the pack's code sees a placeholder)",
+                            h.credentials.join(", ")
+                        )
                     };
                     format!("{}{by} {who}{creds}", h.host)
                 })

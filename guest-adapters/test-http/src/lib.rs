@@ -1,7 +1,9 @@
 //! A guest that sends HTTP requests through `wasi:http/outgoing-handler` (world `hcp:adapter@0.2.0`), for the
 //! composite HTTP tests (tests/integration/composite_http.rs): `fetch` sends one request (and, with `follow`,
 //! the one its redirect names), `repeat` sends the same GET `times` times. A refused request is an `err` naming
-//! the `error-code` the host answered with.
+//! the `error-code` the host answered with. In the url, the headers and the body, `{cred:FIELD}` is replaced by
+//! what the host's `credential` gives for that Binding field (composite_secrets.rs), and the result says what
+//! that was (`credentials`), so a test sees what the guest held.
 
 wit_bindgen::generate!({ world: "composite", path: "../../wit", generate_all });
 
@@ -100,11 +102,34 @@ fn send(verb: &str, url: &str, headers: &Map<String, Value>, body: &[u8]) -> Res
     Ok(Got { status, location, body: String::from_utf8_lossy(&got).into_owned() })
 }
 
-fn fetch(args: &Map<String, Value>) -> Result<Value, String> {
-    let url = args.get("url").and_then(Value::as_str).ok_or("url is required")?;
+/// The call's credentials as the guest holds them: each field and what `credential(handle)` gave.
+fn credentials(ctx: &hcp::adapter::types::CallContext) -> Map<String, Value> {
+    ctx.credentials
+        .iter()
+        .map(|c| {
+            let v = hcp::adapter::host::credential(c.handle).unwrap_or_default();
+            (c.field.clone(), Value::String(v))
+        })
+        .collect()
+}
+
+/// `text` with each `{cred:FIELD}` replaced by that field's credential.
+fn fill(text: &str, creds: &Map<String, Value>) -> String {
+    let mut out = text.to_string();
+    for (field, value) in creds {
+        out = out.replace(&format!("{{cred:{field}}}"), value.as_str().unwrap_or_default());
+    }
+    out
+}
+
+fn fetch(args: &Map<String, Value>, creds: &Map<String, Value>) -> Result<Value, String> {
+    let url = &fill(args.get("url").and_then(Value::as_str).ok_or("url is required")?, creds);
     let verb = args.get("method").and_then(Value::as_str).unwrap_or("GET");
-    let headers = args.get("headers").and_then(Value::as_object).cloned().unwrap_or_default();
-    let mut body = args.get("body").and_then(Value::as_str).unwrap_or("").as_bytes().to_vec();
+    let mut headers = args.get("headers").and_then(Value::as_object).cloned().unwrap_or_default();
+    for v in headers.values_mut() {
+        *v = Value::String(fill(v.as_str().unwrap_or_default(), creds));
+    }
+    let mut body = fill(args.get("body").and_then(Value::as_str).unwrap_or(""), creds).as_bytes().to_vec();
     if let Some(n) = args.get("body_bytes").and_then(Value::as_u64) {
         body = vec![b'x'; n as usize];
     }
@@ -114,6 +139,9 @@ fn fetch(args: &Map<String, Value>) -> Result<Value, String> {
         let next = got.location.ok_or("a redirect without location")?;
         let then = send("GET", &next, &Map::new(), &[]).map_err(|e| format!("redirect to {next}: {e}"))?;
         return Ok(json!({ "status": then.status, "body": then.body, "redirected_from": url }));
+    }
+    if !creds.is_empty() {
+        return Ok(json!({ "status": got.status, "body": got.body, "credentials": creds }));
     }
     Ok(json!({ "status": got.status, "body": got.body }))
 }
@@ -128,15 +156,11 @@ fn repeat(args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 impl Guest for Http {
-    fn exec(
-        _ctx: hcp::adapter::types::CallContext,
-        verb_key: String,
-        args: String,
-    ) -> Result<String, String> {
+    fn exec(ctx: hcp::adapter::types::CallContext, verb_key: String, args: String) -> Result<String, String> {
         let args: Map<String, Value> =
             serde_json::from_str(&args).map_err(|e| format!("args are not a JSON object: {e}"))?;
         let out = match verb_key.as_str() {
-            "fetch" => fetch(&args)?,
+            "fetch" => fetch(&args, &credentials(&ctx))?,
             "repeat" => repeat(&args)?,
             other => return Err(format!("unknown command {other}")),
         };

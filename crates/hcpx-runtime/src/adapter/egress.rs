@@ -191,7 +191,7 @@ pub fn placeholders(pack: &Pack, binding: &MintedBinding) -> Result<BTreeMap<Str
 }
 
 /// The call's secrets: each `binding.inject` entry whose field has a placeholder, with its real value. A wrap's
-/// proxy applies them; a composite's outgoing-HTTP hook is meant to call `Secrets::apply` with the same list.
+/// proxy applies them; a composite's outgoing-HTTP hook (composite/http.rs) applies the same list.
 pub fn secrets(
     pack: &Pack,
     binding: &MintedBinding,

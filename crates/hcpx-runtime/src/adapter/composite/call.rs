@@ -48,7 +48,18 @@ impl CompositeAdapter {
             .enumerate()
             .map(|(i, k)| Credential { field: k.clone(), handle: i as u32 })
             .collect();
-        let values: Vec<String> = call.binding.fields.values().cloned().collect();
+        // A host-bound field's handle gives the call's random placeholder, never the value (docs/egress.md
+        // Placeholders): the send hook puts the value into requests to its host only. Other fields as before.
+        let placeholders = match egress::placeholders(call.pack, call.binding) {
+            Ok(p) => p,
+            Err(d) => return d.into(),
+        };
+        let secrets = match egress::secrets(call.pack, call.binding, &placeholders) {
+            Ok(s) => s,
+            Err(d) => return d.into(),
+        };
+        let values: Vec<String> =
+            call.binding.fields.iter().map(|(k, v)| placeholders.get(k).unwrap_or(v).clone()).collect();
         // A write in the caller's project sees it through a namespace where .git/config and .git/hooks are
         // read-only (a preopen has no per-path permissions), where the kernel allows namespaces.
         let guard_wanted = prepared.files
@@ -89,7 +100,7 @@ impl CompositeAdapter {
             hcpx_egress::Policy::default()
         };
         let deadline = tokio::time::Instant::now() + Duration::from_millis(limits.timeout_ms);
-        let (outgoing, rows) = Outgoing::new(policy, &call.pack.id, call.verb_key, deadline);
+        let (outgoing, rows) = Outgoing::new(policy, secrets, &call.pack.id, call.verb_key, deadline);
         let store = match new_store(
             engine,
             limits.memory_mb,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hcpx_egress::{EgressEvent, Policy, Refusal, RefusalKind, Scheme};
+use hcpx_egress::{EgressEvent, Policy, Refusal, RefusalKind, Scheme, Secrets};
 use tokio::sync::mpsc;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -38,6 +38,9 @@ type SendFuture = Box<
 /// The send hook of one call's Store: its policy, deadline and request count, and where rows go.
 pub struct Outgoing {
     policy: Arc<Policy>,
+    /// The call's host-bound credentials: each placeholder becomes its value in the declared header or query of
+    /// requests to its host only; anywhere else it refuses the request (docs/egress.md Placeholders).
+    secrets: Secrets,
     /// The pack and command, named in a refusal when the call may reach no host at all.
     pack: String,
     verb: String,
@@ -65,11 +68,17 @@ impl Rows {
 }
 
 impl Outgoing {
-    /// The hook of a call of `pack`'s `verb` under `policy`, ending at `deadline`.
-    pub fn new(policy: Policy, pack: &str, verb: &str, deadline: tokio::time::Instant) -> (Outgoing, Rows) {
+    /// The hook of a call of `pack`'s `verb` under `policy` with the call's `secrets`, ending at `deadline`.
+    pub fn new(
+        policy: Policy,
+        secrets: Secrets,
+        pack: &str,
+        verb: &str,
+        deadline: tokio::time::Instant,
+    ) -> (Outgoing, Rows) {
         let (tx, rx) = mpsc::unbounded_channel();
         let (pack, verb) = (pack.to_string(), verb.to_string());
-        let out = Outgoing { policy: Arc::new(policy), pack, verb, deadline, sent: 0, rows: tx };
+        let out = Outgoing { policy: Arc::new(policy), secrets, pack, verb, deadline, sent: 0, rows: tx };
         (out, Rows(rx))
     }
 
@@ -90,7 +99,7 @@ impl Outgoing {
     /// A hook that refuses everything (a component's `describe`, which makes no call).
     pub fn none() -> Outgoing {
         let deadline = tokio::time::Instant::now();
-        Outgoing::new(Policy::default(), "", "describe", deadline).0
+        Outgoing::new(Policy::default(), Secrets::default(), "", "describe", deadline).0
     }
 
     /// The rule that allows `request`, with its scheme, host and port; or why none does.
@@ -222,8 +231,9 @@ pub(super) fn guest_error(r: &Refusal) -> Error {
         }
         RefusalKind::ConnectFailed => Error::ConnectionRefused,
         RefusalKind::UpstreamTls => Error::TlsCertificateError,
-        // A composite's requests carry no placeholders and no credential is cut from their answers (yet).
+        // A placeholder where its value may not go: the request is refused, as one to a host not allowed.
         RefusalKind::Placeholder => Error::HttpRequestDenied,
+        // A response holding a real value is cut before those bytes.
         RefusalKind::CredentialEcho => Error::HttpResponseIncomplete,
     }
 }
@@ -242,13 +252,21 @@ impl WasiHttpHooks for Outgoing {
     ) -> SendFuture {
         let mut report = Report::new(self.rows.clone(), request.method().as_str());
         let decided = self.decide(&mut report, &request);
-        let (policy, deadline) = (self.policy.clone(), self.deadline);
+        // The head as it leaves: each placeholder becomes its value where its rule allows, or the request is
+        // refused (its body is scanned by `send` before anything is sent).
+        let (mut parts, body) = request.into_parts();
+        let decided = decided.and_then(|t| {
+            self.secrets.apply(t.scheme, &t.host, t.port, &mut parts)?;
+            Ok(t)
+        });
+        let request = http::Request::from_parts(parts, body);
+        let (policy, secrets, deadline) = (self.policy.clone(), self.secrets.clone(), self.deadline);
         Box::new(async move {
             let target = match decided {
                 Ok(t) => t,
                 Err(r) => return Err(report.refuse(r)),
             };
-            super::send::send(&policy, target, request, options, deadline, report).await
+            super::send::send(&policy, &secrets, target, request, options, deadline, report).await
         })
     }
 }

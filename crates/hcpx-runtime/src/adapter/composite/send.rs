@@ -2,6 +2,8 @@
 //! policy and the connection pinned to those addresses (hcpx-egress's `resolve` and `upstream::connect`), TLS to
 //! the request's host over the system roots (`upstream::client_config`, the same trust as the wrap side), one
 //! HTTP/1 exchange with hyper, and the bodies that count and cap the bytes each way and keep to the deadline.
+//! A call with host-bound credentials has each request body read whole (it is at most 1 MiB) and scanned for a
+//! placeholder before anything is sent, and each response guarded against echoing a real value to the guest.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,7 +13,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hcpx_egress::{resolve, upstream, Policy, Refusal, RefusalKind, Scheme};
+use hcpx_egress::secrets::EchoGuard;
+use hcpx_egress::{resolve, upstream, Policy, Refusal, RefusalKind, Scheme, Secrets};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -44,21 +47,66 @@ fn ms(d: Duration) -> u128 {
     d.as_millis()
 }
 
+/// Reads the whole request body (before the deadline, at most `MAX_REQUEST_BODY_BYTES`) and scans it for a
+/// placeholder: a body with one sends nothing. The body to send, or the guest's error (recorded in `report`).
+async fn scanned(
+    secrets: &Secrets,
+    target: &Target,
+    body: WasiBody,
+    deadline: Instant,
+    report: &mut Report,
+) -> Result<WasiBody, Error> {
+    let mut body = body;
+    let mut whole: Vec<u8> = Vec::new();
+    let mut scan = secrets.body_scan();
+    let reading = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| (None, e))?;
+            let Some(data) = frame.data_ref() else { continue };
+            if (whole.len() + data.len()) as u64 > MAX_REQUEST_BODY_BYTES {
+                let why = format!("the request body passed {MAX_REQUEST_BODY_BYTES} bytes");
+                return Err((Some(limit(why)), Error::HttpRequestBodySize(Some(MAX_REQUEST_BODY_BYTES))));
+            }
+            scan.chunk(data, &target.host, target.port).map_err(|r| (Some(r), Error::HttpRequestDenied))?;
+            whole.extend_from_slice(data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout_at(deadline, reading).await {
+        Ok(Ok(())) => {}
+        Ok(Err((Some(r), e))) => return Err(report.refuse_as(r, e)),
+        Ok(Err((None, e))) => return Err(e),
+        Err(_) => {
+            let why = "the request body did not arrive before the call's deadline".to_string();
+            return Err(report.refuse_as(limit(why), Error::ConnectionTimeout));
+        }
+    }
+    Ok(http_body_util::Full::new(Bytes::from(whole)).map_err(|never| match never {}).boxed_unsync())
+}
+
 /// Sends an allowed `request` to `target`; the response, whose body reports `report` when it ends.
 pub(super) async fn send(
     policy: &Policy,
+    secrets: &Secrets,
     target: Target,
     request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     deadline: Instant,
     mut report: Report,
 ) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
-    let Target { scheme, host, port } = target;
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         let why = "the call's deadline passed before the request was sent".to_string();
         return Err(report.refuse_as(limit(why), Error::ConnectionTimeout));
     }
+    let request = if secrets.is_empty() {
+        request
+    } else {
+        let (parts, body) = request.into_parts();
+        let body = scanned(secrets, &target, body, deadline, &mut report).await?;
+        http::Request::from_parts(parts, body)
+    };
+    let Target { scheme, host, port } = target;
     let connect_within =
         options.and_then(|o| o.connect_timeout).unwrap_or(super::http::CONNECT_TIMEOUT).min(left);
     let addrs = match tokio::time::timeout(connect_within, resolve(policy, &host, port)).await {
@@ -128,6 +176,12 @@ pub(super) async fn send(
         }
     };
     report.event.status = Some(response.status().as_u16());
+    let guard = (!secrets.is_empty()).then(|| secrets.echo_guard());
+    if let Some(g) = &guard {
+        if let Err(r) = g.headers(response.headers(), &host, port) {
+            return Err(report.refuse_as(r, Error::HttpResponseIncomplete));
+        }
+    }
     let between = options.and_then(|o| o.between_bytes_timeout);
     let response = response.map(|inner| {
         let wake = next_wake(deadline, between);
@@ -138,6 +192,7 @@ pub(super) async fn send(
             between,
             sleep: Box::pin(tokio::time::sleep_until(wake)),
             done: false,
+            guard: guard.map(|g| Guard { echo: g, host: host.clone(), port }),
             _driver: driver,
         }
         .boxed_unsync()
@@ -216,8 +271,16 @@ impl Body for UpBody {
     }
 }
 
+/// The echo guard of a response to a call with host-bound credentials, and the origin it names.
+struct Guard {
+    echo: EchoGuard,
+    host: String,
+    port: u16,
+}
+
 /// The response body as the guest reads it: counted into the row, cut past `MAX_RESPONSE_BODY_BYTES` and at
-/// the deadline; it holds the request's report (sent when it is dropped) and its connection's driver.
+/// the deadline, and before any real value of the call's credentials; it holds the request's report (sent when
+/// it is dropped) and its connection's driver.
 struct DownBody {
     inner: Incoming,
     report: Report,
@@ -225,6 +288,7 @@ struct DownBody {
     between: Option<Duration>,
     sleep: Pin<Box<Sleep>>,
     done: bool,
+    guard: Option<Guard>,
     _driver: AbortOnDrop,
 }
 
@@ -259,7 +323,12 @@ impl Body for DownBody {
                     let wake = next_wake(this.deadline, this.between);
                     this.sleep.as_mut().reset(wake);
                 }
-                Poll::Ready(Some(Ok(frame)))
+                let Some(g) = this.guard.as_mut() else { return Poll::Ready(Some(Ok(frame))) };
+                let Some(data) = frame.data_ref() else { return Poll::Ready(Some(Ok(frame))) };
+                match g.echo.pass(data, &g.host, g.port) {
+                    Ok(ok) => Poll::Ready(Some(Ok(Frame::data(Bytes::from(ok))))),
+                    Err(r) => this.fail(r, Error::HttpResponseIncomplete),
+                }
             }
             Poll::Ready(Some(Err(e))) => {
                 this.done = true;
@@ -267,7 +336,13 @@ impl Body for DownBody {
             }
             Poll::Ready(None) => {
                 this.done = true;
-                Poll::Ready(None)
+                match this.guard.as_mut() {
+                    // What the guard held back to see whether a value started in it.
+                    Some(g) if g.echo.holds() => {
+                        Poll::Ready(Some(Ok(Frame::data(Bytes::from(g.echo.finish())))))
+                    }
+                    _ => Poll::Ready(None),
+                }
             }
             Poll::Pending => match this.sleep.as_mut().poll(cx) {
                 Poll::Ready(()) => {
@@ -280,7 +355,8 @@ impl Body for DownBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done || self.inner.is_end_stream()
+        let held = self.guard.as_ref().is_some_and(|g| g.echo.holds());
+        self.done || (!held && self.inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -26,6 +26,7 @@ mod docs;
 mod egress;
 mod egress_server;
 mod escape;
+mod escape_composite_net;
 mod escape_egress;
 mod escape_gaps;
 mod escape_git;

@@ -1,6 +1,8 @@
 //! A guest that tries to read outside its preopen: it must find nothing. `git` tries to plant code in the
 //! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file; `plant` writes the text
-//! `text` at `path` (its directories made first), for the `.git` paths an attacker would use.
+//! `text` at `path` (its directories made first), for the `.git` paths an attacker would use. `net` tries the
+//! network without the host's HTTP: a TCP connect and a UDP datagram to `addr`, and a DNS lookup of `name`
+//! (WASI sockets, as Rust's std makes them); each must fail.
 
 wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
@@ -22,6 +24,12 @@ impl Guest for Escape {
             }
             let wrote = std::fs::write(p, text).is_ok();
             return Ok(format!("{{\"wrote\":{wrote}}}"));
+        }
+        if verb_key == "net" {
+            let (Some(addr), Some(name)) = (field(&args, "addr"), field(&args, "name")) else {
+                return Err("net needs addr and name".into());
+            };
+            return Ok(net(&addr, &name));
         }
         if verb_key == "git" {
             use std::io::Write;
@@ -66,8 +74,37 @@ impl Guest for Escape {
     }
 
     fn describe() -> Vec<String> {
-        vec!["run".into(), "git".into(), "plant".into()]
+        vec!["run".into(), "git".into(), "plant".into(), "net".into()]
     }
+}
+
+/// Each way out of the component's sandbox by socket, as JSON: `true` where it worked, and each error's text.
+fn net(addr: &str, name: &str) -> String {
+    use std::io::Write;
+    use std::net::ToSocketAddrs;
+    let mut errors = Vec::new();
+    let tcp = match std::net::TcpStream::connect(addr) {
+        Ok(mut s) => s.write_all(b"escaped over tcp\n").is_ok(),
+        Err(e) => {
+            errors.push(format!("tcp: {e}"));
+            false
+        }
+    };
+    let udp = match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"escaped over udp", addr)) {
+        Ok(_) => true,
+        Err(e) => {
+            errors.push(format!("udp: {e}"));
+            false
+        }
+    };
+    let dns = match (name, 80).to_socket_addrs() {
+        Ok(mut a) => a.next().is_some(),
+        Err(e) => {
+            errors.push(format!("dns: {e}"));
+            false
+        }
+    };
+    format!("{{\"tcp\":{tcp},\"udp\":{udp},\"dns\":{dns},\"errors\":{errors:?}}}")
 }
 
 /// The string value of `"name"` in the call's JSON arguments (the escapes JSON gives a string undone).

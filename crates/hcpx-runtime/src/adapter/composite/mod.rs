@@ -336,6 +336,10 @@ fn new_store(
 ) -> Result<WStore<CallState>, String> {
     let mut wasi = WasiCtxBuilder::new();
     wasi.env("HCP_SANDBOX", crate::model::SandboxMode::Sandbox.as_str());
+    // No sockets and no name lookups of its own: a composite's only way out is the host's HTTP, under the
+    // command's egress policy (http.rs). These are wasmtime's defaults, said here so no change of them goes
+    // unseen (tests/integration/escape_composite_net.rs).
+    wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
     if let Some((dir, writable)) = preopen {
         let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         wasi.preopened_dir(dir, ".", perms)

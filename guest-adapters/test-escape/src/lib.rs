@@ -90,7 +90,8 @@ fn net(addr: &str, name: &str) -> String {
             false
         }
     };
-    let udp = match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"escaped over udp", addr)) {
+    let udp = match std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"escaped over udp", addr))
+    {
         Ok(_) => true,
         Err(e) => {
             errors.push(format!("udp: {e}"));

@@ -255,23 +255,24 @@ fn main() {
     });
     group.finish();
     c.final_summary();
-    // The p50s of one interleaved run, so the three see the same machine load; only under `cargo bench`.
+    // The p50s of one interleaved run, so every case sees the same machine load; only under `cargo bench`.
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
     let n = 300;
-    let cases: [(&str, Box<dyn Fn()>); 7] = [
-        ("native", Box::new(|| drop(native.get()))),
-        ("with", Box::new(|| drop(composite.call(&composite.fetch)))),
-        ("without", Box::new(|| drop(composite.call(&composite.empty)))),
-        ("with, tmpfs", Box::new(|| drop(in_memory.call(&in_memory.fetch)))),
-        ("without, tmpfs", Box::new(|| drop(in_memory.call(&in_memory.empty)))),
-        ("refused", Box::new(|| composite.call_refused())),
-        ("refused, tmpfs", Box::new(|| in_memory.call_refused())),
+    // native; with, without (disk); with, without (tmpfs); refused (disk); refused (tmpfs).
+    let cases: [Box<dyn Fn()>; 7] = [
+        Box::new(|| drop(native.get())),
+        Box::new(|| drop(composite.call(&composite.fetch))),
+        Box::new(|| drop(composite.call(&composite.empty))),
+        Box::new(|| drop(in_memory.call(&in_memory.fetch))),
+        Box::new(|| drop(in_memory.call(&in_memory.empty))),
+        Box::new(|| composite.call_refused()),
+        Box::new(|| in_memory.call_refused()),
     ];
     let mut times: Vec<Vec<Duration>> = cases.iter().map(|_| Vec::with_capacity(n)).collect();
     for _ in 0..n {
-        for (i, (_, run)) in cases.iter().enumerate() {
+        for (i, run) in cases.iter().enumerate() {
             let t = Instant::now();
             run();
             times[i].push(t.elapsed());

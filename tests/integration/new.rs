@@ -225,28 +225,47 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
         let made = stdout_json(&out);
         assert_eq!(
             (made["new"]["lang"].as_str(), made["new"]["commands"].clone()),
-            (
-                Some(lang),
-                if lang == "js" { json!(["greet", "count"]) } else { json!(["greet", "count", "fetch"]) }
-            )
+            (Some(lang), json!(["greet", "count", "fetch"]))
         );
-        // The Python guest's `fetch` sends a request (world 0.2.0); the JavaScript one makes none and vendors the
-        // world before outgoing HTTP (componentize-js is built without its HTTP, as for the example pack).
+        // Both guests' `fetch` sends a request through wasi:http: they vendor world 0.2.0 and its WASI packages.
         let wit = fs::read_to_string(pack.join("guest/wit/adapter.wit")).unwrap();
-        let world = if lang == "js" { "wit/0.1.0/adapter.wit" } else { "wit/adapter.wit" };
-        assert_eq!(wit, fs::read_to_string(repo().join(world)).unwrap(), "{lang}");
+        assert_eq!(wit, fs::read_to_string(repo().join("wit/adapter.wit")).unwrap(), "{lang}");
+        for dep in ["http", "io", "clocks"] {
+            let vendored = fs::read_to_string(pack.join(format!("guest/wit/deps/{dep}.wit"))).unwrap();
+            assert_eq!(
+                vendored,
+                fs::read_to_string(repo().join(format!("wit/deps/{dep}.wit"))).unwrap(),
+                "{lang}"
+            );
+        }
         assert!(pack.join(source).is_file() && pack.join(lock).is_file(), "{lang}");
-        // The example packs are built with the same toolchain pins and the same build script.
+        // The example packs are built with the same toolchain pins and the same build script, but for one
+        // thing: transit-js makes no request (world 0.1.0), so its build leaves componentize-js's HTTP out, where
+        // the scaffold's `fetch` needs it (only the incoming side, `fetch-event`, is left out).
         let example = repo().join(if lang == "js" { "packs/transit-js" } else { "packs/transit-py" });
         assert_eq!(
             fs::read_to_string(pack.join(lock)).unwrap(),
             fs::read_to_string(example.join(lock)).unwrap()
         );
+        let mut example_sh = fs::read_to_string(example.join("build.sh"))
+            .unwrap()
+            .replace(example.file_name().unwrap().to_str().unwrap(), "ID");
+        if lang == "js" {
+            let (no_http, fetch) = (
+                "# Wizer). The host gives no HTTP, so those WASI features are left out.\n",
+                "# Wizer). Its `fetch` goes through wasi:http/outgoing-handler, which the world imports; a composite serves no\n# HTTP, so the incoming side (`fetch-event`) is left out.\n",
+            );
+            assert!(
+                example_sh.contains(no_http) && example_sh.contains("--disable http fetch-event"),
+                "{example_sh}"
+            );
+            example_sh = example_sh
+                .replace(no_http, fetch)
+                .replace("--disable http fetch-event", "--disable fetch-event");
+        }
         assert_eq!(
             fs::read_to_string(pack.join("build.sh")).unwrap().replace("greeter", "ID"),
-            fs::read_to_string(example.join("build.sh"))
-                .unwrap()
-                .replace(example.file_name().unwrap().to_str().unwrap(), "ID"),
+            example_sh,
             "{lang}: build.sh"
         );
 
@@ -274,7 +293,7 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
             (Some(0), Some(0)),
             "{lang}: {report}"
         );
-        assert_eq!(report["evals"]["passed"], if lang == "js" { 3 } else { 4 }, "{lang}: {report}");
+        assert_eq!(report["evals"]["passed"], 4, "{lang}: {report}");
 
         let p = pack.to_str().unwrap();
         assert_eq!(hcpx(t.path(), &["install", p]).status.code(), Some(0));
@@ -293,13 +312,24 @@ fn new_composite_in_python_and_javascript_checks_100_with_no_edits() {
             (Some("exit_nonzero"), Some("name is blank; pass a value such as name=\"Ada\"")),
             "{lang}: {env}"
         );
-        if lang == "python" {
-            // Its request goes through wasi:http, and hcpx refuses it: the operator has not allowed example.com
-            // (so nothing leaves the machine).
-            let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "fetch", "--json", "--", "path=/"]));
-            assert_eq!(env["error"].as_str(), Some("example.com: ErrorCode_HttpRequestDenied()"), "{env}");
-            assert!(env["stderr"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{env}");
-        }
+        // Its request goes through wasi:http, and hcpx refuses it: the operator has not allowed example.com (so
+        // nothing leaves the machine). JavaScript's `fetch` rejects with its own error, not the wasi:http code;
+        // the audit row and the call's stderr say why.
+        let env = stdout_json(&hcpx(t.path(), &["exec", "greeter", "fetch", "--json", "--", "path=/"]));
+        let error = match lang {
+            "python" => "example.com: ErrorCode_HttpRequestDenied()",
+            _ => "example.com: NetworkError when attempting to fetch resource",
+        };
+        assert_eq!(env["error"].as_str(), Some(error), "{env}");
+        assert!(env["stderr"].as_str().unwrap().contains("hcpx allow-host greeter example.com"), "{env}");
+        let audit = stdout_json(&hcpx(t.path(), &["audit", "--egress", "--json"]));
+        let rows = audit["records"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{lang}: {audit}");
+        assert_eq!(
+            (rows[0]["egress"]["host"].as_str(), rows[0]["egress"]["refused"].as_str()),
+            (Some("example.com"), Some("not_allowed")),
+            "{lang}: {audit}"
+        );
 
         let proof = Command::new("bash")
             .arg(pack.join("proof.sh"))

@@ -17,9 +17,6 @@ const WIT_DEPS: [(&str, &str); 3] = [
     ("guest/wit/deps/io.wit", include_str!("../../../../wit/deps/io.wit")),
     ("guest/wit/deps/clocks.wit", include_str!("../../../../wit/deps/clocks.wit")),
 ];
-/// The world before outgoing HTTP (`hcp:adapter@0.1.0`), which the JavaScript scaffold still vendors: its
-/// example makes no request (componentize-js is built with its HTTP left out, as for the example pack).
-pub const ADAPTER_WIT_0_1: &str = include_str!("../../../../wit/0.1.0/adapter.wit");
 /// The lock file of the repository's own guests: the scaffold's guest starts from the versions hcpx is tested
 /// with (cargo drops the entries it does not need on the first build).
 const GUEST_LOCK: &str = include_str!("../../../../guest-adapters/Cargo.lock");
@@ -28,9 +25,7 @@ const GUEST_LIB: &str = include_str!("templates/guest-lib.rs.tmpl");
 const BUILD_SH: &str = include_str!("templates/build.sh");
 const PROOF_SH: &str = include_str!("templates/proof.sh");
 const HARNESS: &str = include_str!("templates/HARNESS.md");
-/// The Rust and Python scaffolds' HARNESS.md: their guests also show an HTTP request (`fetch`).
-const HARNESS_HTTP: &str = include_str!("templates/HARNESS-http.md");
-/// The host the Rust scaffold's `fetch` reaches, declared in its surface.json: IANA's domain for examples.
+/// The host the scaffold's `fetch` reaches, declared in its surface.json: IANA's domain for examples.
 const FETCH_HOST: &str = "example.com";
 const PY_APP: &str = include_str!("templates/python/app.py");
 const PY_BUILD_SH: &str = include_str!("templates/python/build.sh");
@@ -161,13 +156,8 @@ fn shell_word(path: &Path) -> String {
     }
 }
 
-/// Whether the scaffold in `lang` has `fetch`, an HTTP request (world `hcp:adapter@0.2.0`): Rust and Python.
-fn fetches(lang: GuestLang) -> bool {
-    lang != GuestLang::Js
-}
-
-/// The surface: `greet` and `count`, and for a Rust or Python guest `fetch`, which reaches `FETCH_HOST` over HTTPS.
-fn composite_surface(id: &str, name: &str, lang: GuestLang) -> Value {
+/// The surface: `greet`, `count`, and `fetch`, which reaches `FETCH_HOST` over HTTPS.
+fn composite_surface(id: &str, name: &str) -> Value {
     let mut surface = json!({
         "id": id,
         "name": name,
@@ -206,7 +196,7 @@ fn composite_surface(id: &str, name: &str, lang: GuestLang) -> Value {
             }
         }
     });
-    if fetches(lang) {
+    {
         surface["verbs"]["fetch"] = json!({
             "description": format!("Fetches a page of {FETCH_HOST} over HTTPS and returns its status and size as JSON; use it to check that the site answers."),
             "hosts": [FETCH_HOST],
@@ -226,25 +216,23 @@ fn composite_surface(id: &str, name: &str, lang: GuestLang) -> Value {
 }
 
 /// The commands of the scaffold in `lang`.
-fn composite_commands(lang: GuestLang) -> Vec<String> {
+fn composite_commands() -> Vec<String> {
     let mut out = vec!["greet".to_string(), "count".to_string()];
-    if fetches(lang) {
-        out.push("fetch".to_string());
-    }
+    out.push("fetch".to_string());
     out
 }
 
-fn composite_policy(id: &str, lang: GuestLang) -> Value {
-    let verbs: serde_json::Map<String, Value> = composite_commands(lang)
+fn composite_policy(id: &str) -> Value {
+    let verbs: serde_json::Map<String, Value> = composite_commands()
         .into_iter()
         .map(|c| (c, json!({ "operation": "read", "privacy": { "land": "public" } })))
         .collect();
     json!({ "surface_id": id, "verbs": verbs })
 }
 
-/// The cases: `greet` and `count`, and for a Rust or Python guest a refusal of `fetch` that sends no request (a case
+/// The cases: `greet` and `count`, and a refusal of `fetch` that sends no request (a case
 /// that reached example.com would need the network, and the operator's allow).
-fn composite_evals(lang: GuestLang) -> Value {
+fn composite_evals() -> Value {
     let mut evals = json!({
         "cases": [
             { "name": "greet says hello to the name given", "verb": "greet", "args": { "name": "Ada" },
@@ -255,7 +243,7 @@ fn composite_evals(lang: GuestLang) -> Value {
               "expect": { "ok": true, "json": true, "contains": ["characters", "words"], "max_ms": 3000, "max_tokens": 200 } }
         ]
     });
-    if fetches(lang) {
+    {
         if let Some(cases) = evals["cases"].as_array_mut() {
             cases.push(json!({ "name": "fetch refuses a path without a leading slash", "verb": "fetch",
                                "args": { "path": "index.html" }, "expect": { "ok": false, "error": "path must start with /" } }));
@@ -285,12 +273,8 @@ fn guest_files(lang: GuestLang, id: &str, name: &str) -> Vec<(&'static str, Stri
             ("guest/package-lock.json", JS_LOCK.to_string(), false),
         ],
     };
-    if fetches(lang) {
-        files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
-        files.extend(WIT_DEPS.iter().map(|(path, text)| (*path, text.to_string(), false)));
-    } else {
-        files.push(("guest/wit/adapter.wit", ADAPTER_WIT_0_1.to_string(), false));
-    }
+    files.push(("guest/wit/adapter.wit", ADAPTER_WIT.to_string(), false));
+    files.extend(WIT_DEPS.iter().map(|(path, text)| (*path, text.to_string(), false)));
     files
 }
 
@@ -301,10 +285,10 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
     fresh(dir)?;
     let name = display_name(&id);
     let mut files: Vec<(&str, String, bool)> = vec![
-        ("surface.json", pretty(&composite_surface(&id, &name, lang)), false),
-        ("policy.json", pretty(&composite_policy(&id, lang)), false),
-        ("HARNESS.md", fill(if fetches(lang) { HARNESS_HTTP } else { HARNESS }, &id, &name), false),
-        ("hcp.eval.json", pretty(&composite_evals(lang)), false),
+        ("surface.json", pretty(&composite_surface(&id, &name)), false),
+        ("policy.json", pretty(&composite_policy(&id)), false),
+        ("HARNESS.md", fill(HARNESS, &id, &name), false),
+        ("hcp.eval.json", pretty(&composite_evals()), false),
         ("proof.sh", fill(PROOF_SH, &id, &name), true),
     ];
     files.extend(guest_files(lang, &id, &name));
@@ -318,7 +302,7 @@ pub fn new_composite(dir: &Path, id: Option<&str>, lang: GuestLang) -> Result<Ne
         pack_id: id,
         dir: dir.display().to_string(),
         files: files.iter().map(|(rel, _, _)| rel.to_string()).collect(),
-        commands: composite_commands(lang),
+        commands: composite_commands(),
         lang: Some(lang),
         build: Some(format!("{d}/build.sh")),
         next: vec![format!("{d}/build.sh"), format!("hcpx check {d} --probe --strict")],

@@ -13,7 +13,8 @@ if [ ! -x "$tools/node_modules/.bin/componentize-js" ]; then
   (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # componentize-js runs the module's top level once at build time and snapshots the engine (pre-initialised with
-# Wizer). The host gives no HTTP, so those WASI features are left out.
+# Wizer). Its `fetch` goes through wasi:http/outgoing-handler, which the world imports; a composite serves no
+# HTTP, so the incoming side (`fetch-event`) is left out.
 "$tools/node_modules/.bin/componentize-js" "$here/guest/app.js" --wit "$here/guest/wit" --world-name composite \
-  --disable http fetch-event -o "$here/adapter.wasm"
+  --disable fetch-event -o "$here/adapter.wasm"
 echo "built $here/adapter.wasm; next: hcpx check $here --probe --strict"

@@ -53,16 +53,17 @@ impl Runtime {
             o.egress(call.principal, call.env, rows);
         }
         let base = record(call, true, None);
-        let written = blocking_section(|| {
-            rows.iter().try_for_each(|r| {
-                self.store.append_audit(&AuditRecord {
-                    at: r.at.clone(),
-                    ok: r.egress.refused.is_none(),
-                    egress: Some(r.egress.clone()),
-                    ..base.clone()
-                })
+        let recs: Vec<AuditRecord> = rows
+            .iter()
+            .map(|r| AuditRecord {
+                at: r.at.clone(),
+                ok: r.egress.refused.is_none(),
+                egress: Some(r.egress.clone()),
+                ..base.clone()
             })
-        });
+            .collect();
+        // One append for all of them: the file store syncs its log and head once a call, not once a request.
+        let written = blocking_section(|| self.store.append_audit_all(&recs));
         match written {
             Ok(()) => out,
             Err(e) if out.ok => {

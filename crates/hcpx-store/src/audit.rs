@@ -182,6 +182,12 @@ impl Store {
         self.append_audit_after(rec, None)
     }
 
+    /// Appends `recs` in order under one lock, each chained to the line before (a call's outgoing requests):
+    /// one sync of the file store's log and head for all of them.
+    pub fn append_audit_all(&self, recs: &[AuditRecord]) -> Result<(), StoreError> {
+        self.backend.audit_append_all(recs)
+    }
+
     /// Records, before a write runs, the line it gets if it never finishes (the PostgreSQL store: a replica
     /// killed mid-call); `None` for the file store, which has no other replica to write it.
     pub fn audit_intent(&self, rec: &AuditRecord) -> Result<Option<i64>, StoreError> {

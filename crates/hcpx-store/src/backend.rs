@@ -88,6 +88,11 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn audit_intent(&self, rec: &AuditRecord) -> Result<Option<i64>, StoreError>;
     /// Appends `rec` to the chain, clearing `intent` with it.
     fn audit_append(&self, rec: &AuditRecord, intent: Option<i64>) -> Result<(), StoreError>;
+    /// Appends `recs` in order, each chained to the one before, with no intent to clear; a back end that can
+    /// pays its durability once for all of them (the file store: one sync of the log, one of its head).
+    fn audit_append_all(&self, recs: &[AuditRecord]) -> Result<(), StoreError> {
+        recs.iter().try_for_each(|r| self.audit_append(r, None))
+    }
     /// The recorded head of the (local tenant's) chain.
     fn audit_head(&self) -> Result<Option<AuditHead>, StoreError>;
     /// Every row of the log (one tenant's, or all), oldest first, damaged lines in their place.

@@ -22,8 +22,12 @@ fn rotate_bytes() -> u64 {
 }
 
 impl Files {
-    /// Appends one line under the store lock, chained to the line before, and records the new head.
-    pub(super) fn append_audit(&self, rec: &AuditRecord) -> Result<(), StoreError> {
+    /// Appends `recs` as lines under the store lock, each chained to the line before, then records the new head:
+    /// one write, one sync of the log and one of the head for all of them (a call's outgoing requests).
+    pub(super) fn append_audit(&self, recs: &[AuditRecord]) -> Result<(), StoreError> {
+        if recs.is_empty() {
+            return Ok(());
+        }
         let _lock = self.lock()?;
         let mut head = match self.head()? {
             Some(h) => h,
@@ -38,7 +42,7 @@ impl Files {
         // The head is what the next line points at. A last line that is not the head is taken in only when it
         // points at the head itself (appended before a crash kept the head from being rewritten); any other
         // last line was changed, and the new line still points at the recorded head, so `verify` shows it.
-        let prev = match last_line(&p)? {
+        let mut prev = match last_line(&p)? {
             Some(l) => {
                 let h = sha256_hex(l.as_bytes());
                 let lagged = h != head.head
@@ -53,17 +57,21 @@ impl Files {
             }
             None => head.head.clone(),
         };
-        let rec = AuditRecord { prev: Some(prev), ..rec.clone() };
-        let mut line = serde_json::to_string(&rec)
-            .map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
-        let hash = sha256_hex(line.as_bytes());
-        line.push('\n');
+        let mut text = String::new();
+        for rec in recs {
+            let rec = AuditRecord { prev: Some(prev), ..rec.clone() };
+            let line = serde_json::to_string(&rec)
+                .map_err(|e| StoreError::Corrupt { path: AUDIT.into(), reason: e.to_string() })?;
+            prev = sha256_hex(line.as_bytes());
+            text.push_str(&line);
+            text.push('\n');
+        }
         let mut f =
             OpenOptions::new().create(true).append(true).open(&p).map_err(|e| StoreError::io(&p, e))?;
-        f.write_all(line.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
         f.sync_data().map_err(|e| StoreError::io(&p, e))?;
-        head.lines += 1;
-        head.head = hash;
+        head.lines += recs.len() as u64;
+        head.head = prev;
         backend::write(self, HEAD, &head, 0o600)
     }
 

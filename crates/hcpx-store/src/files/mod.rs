@@ -145,7 +145,11 @@ impl Backend for Files {
     }
 
     fn audit_append(&self, rec: &AuditRecord, _intent: Option<i64>) -> Result<(), StoreError> {
-        self.append_audit(rec)
+        self.append_audit(std::slice::from_ref(rec))
+    }
+
+    fn audit_append_all(&self, recs: &[AuditRecord]) -> Result<(), StoreError> {
+        self.append_audit(recs)
     }
 
     fn audit_head(&self) -> Result<Option<AuditHead>, StoreError> {

@@ -1,6 +1,7 @@
 //! The loopback forward proxy a wrap's connections go through (a composite's requests are sent by hcpx itself,
-//! hcpx-runtime's composite/send.rs, under the same policy): one request per connection, decided by the policy, resolved and pinned, relayed with its bytes counted, and reported as
-//! exactly one `EgressEvent` (a guard emits it however the connection ends, even if the proxy is stopped).
+//! hcpx-runtime's composite/send.rs, under the same policy): each connection decided by the policy, resolved and
+//! pinned, relayed with its bytes counted, and reported as exactly one `EgressEvent` per request (a guard emits
+//! it however the connection ends, even if the proxy is stopped).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -54,29 +54,8 @@ fn serve_each(l: TcpListener, hits: Arc<AtomicUsize>, serve: impl Fn(TcpStream) 
 }
 
 pub(crate) fn servers() -> Servers {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    // Names of their own: OpenSSL takes a leaf whose subject is its issuer's for a self-signed certificate.
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "hcpx egress test ca");
-    ca_params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let mut leaf =
-        rcgen::CertificateParams::new(vec!["api.test".to_string(), "other.test".to_string()]).unwrap();
-    leaf.distinguished_name.push(rcgen::DnType::CommonName, "api.test");
-    let leaf = leaf.signed_by(&leaf_key, &issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![leaf.der().clone(), CertificateDer::from(ca_cert.der().to_vec())], key)
-            .unwrap();
-    let config = Arc::new(config);
+    let ca = crate::test_ca::test_ca("hcpx egress test ca");
+    let config = ca.server(&["api.test", "other.test"], true);
     let tls = TcpListener::bind("127.0.0.1:0").unwrap();
     let web = TcpListener::bind("127.0.0.1:0").unwrap();
     let s = Servers {
@@ -84,7 +63,7 @@ pub(crate) fn servers() -> Servers {
         web: web.local_addr().unwrap().port(),
         tls_hits: Arc::new(AtomicUsize::new(0)),
         web_hits: Arc::new(AtomicUsize::new(0)),
-        ca_pem: ca_cert.pem(),
+        ca_pem: ca.pem.clone(),
     };
     let port = s.tls;
     serve_each(tls, s.tls_hits.clone(), move |tcp| {

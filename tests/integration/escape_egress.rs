@@ -91,28 +91,8 @@ pub(crate) fn plain(l: TcpListener) -> Log {
 /// A TLS server on `l` whose certificate (of a test CA made now, returned as PEM) names api.test, other.test
 /// and private.test: `SNI METHOD PATH` per request, answered `hello over tls`.
 pub(crate) fn tls(l: TcpListener) -> (Log, String) {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "hcpx escape test ca");
-    ca_params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let names = ["api.test", "other.test", "private.test"].map(String::from).to_vec();
-    let mut leaf = rcgen::CertificateParams::new(names).unwrap();
-    leaf.distinguished_name.push(rcgen::DnType::CommonName, "api.test");
-    let leaf = leaf.signed_by(&leaf_key, &issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![leaf.der().clone(), CertificateDer::from(ca_cert.der().to_vec())], key)
-            .unwrap();
-    let config = Arc::new(config);
+    let ca = crate::test_ca::test_ca("hcpx escape test ca");
+    let config = ca.server(&["api.test", "other.test", "private.test"], true);
     let log = log();
     serve_each(l, log.clone(), move |tcp, log| {
         let Ok(conn) = rustls::ServerConnection::new(config.clone()) else { return };
@@ -127,7 +107,7 @@ pub(crate) fn tls(l: TcpListener) -> (Log, String) {
             let _ = stream.flush();
         }
     });
-    (log, ca_cert.pem())
+    (log, ca.pem)
 }
 
 /// The python3 helpers every client script starts with: `get(url)` (urllib through the proxy variables,

@@ -62,6 +62,7 @@ mod store_pg;
 mod store_pg_replicas;
 mod store_pg_secrets;
 mod tenants;
+mod test_ca;
 mod tickets;
 mod titles;
 mod visible;

@@ -15,27 +15,12 @@ use std::time::Duration;
 
 use crate::escape::{evil_with, home_if};
 use crate::helpers::Home;
+pub(crate) use crate::test_ca::{test_ca, TestCa};
 
 /// A TLS server on loopback: its port, and every request head that reached it.
 pub(crate) struct Origin {
     pub(crate) port: u16,
     pub(crate) heads: Arc<Mutex<Vec<String>>>,
-}
-
-/// A CA made at test time: its PEM and an issuer for leaves.
-pub(crate) struct TestCa {
-    pub(crate) pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
-pub(crate) fn test_ca(name: &str) -> TestCa {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    params.distinguished_name.push(rcgen::DnType::CommonName, name);
-    params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::CrlSign];
-    let cert = params.self_signed(&key).unwrap();
-    TestCa { pem: cert.pem(), issuer: rcgen::Issuer::new(params, key) }
 }
 
 fn read_head(s: &mut impl Read) -> String {
@@ -54,21 +39,7 @@ fn read_head(s: &mut impl Read) -> String {
 /// the only way the child could see the value is the one being tested), except `GET /echo`, answered with the
 /// head it got (the echo guard's test, composite_secrets.rs).
 pub(crate) fn origin(ca: &TestCa, names: &[&str]) -> Origin {
-    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut leaf =
-        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
-    leaf.distinguished_name.push(rcgen::DnType::CommonName, names[0]);
-    let leaf = leaf.signed_by(&key, &ca.issuer).unwrap();
-    let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![leaf.der().clone()], der)
-            .unwrap();
-    let config = Arc::new(config);
+    let config = ca.server(names, false);
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let o = Origin { port: l.local_addr().unwrap().port(), heads: Arc::new(Mutex::new(Vec::new())) };
     let heads = o.heads.clone();

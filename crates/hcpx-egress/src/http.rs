@@ -132,7 +132,7 @@ fn authority(auth: &str) -> Result<(String, Option<u16>), Refusal> {
 }
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own: never forwarded.
-const HOP: [&str; 8] = [
+pub(crate) const HOP: [&str; 8] = [
     "connection",
     "proxy-connection",
     "keep-alive",

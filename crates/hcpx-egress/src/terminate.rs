@@ -31,19 +31,6 @@ type Upstream = SendRequest<Upload<Incoming>>;
 /// A request body up to this size is read (and scanned) whole before its head goes to the origin.
 const READ_AHEAD: usize = 1 << 20;
 
-/// Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own, dropped both ways; hyper frames each side itself.
-const HOP: [&str; 9] = [
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "proxy-authorization",
-    "proxy-authenticate",
-    "te",
-    "trailer",
-    "upgrade",
-    "transfer-encoding",
-];
-
 /// The TLS client side to the origin: pinned addresses (`origin`, already connected), the real host verified.
 async fn origin_tls(origin: TcpStream, host: &str, shared: &Shared) -> Result<TlsStream<TcpStream>, Refusal> {
     let config = crate::upstream::client_config(&[b"http/1.1"])?;
@@ -344,7 +331,9 @@ fn drop_hop(headers: &mut http::HeaderMap) {
                 .collect::<Vec<_>>()
         })
         .collect();
-    for name in HOP.iter().map(|s| s.to_string()).chain(named) {
+    // The plain path's hop-by-hop headers, and `transfer-encoding`: hyper frames each side itself.
+    let hop = crate::http::HOP.iter().chain(&["transfer-encoding"]).map(|s| s.to_string());
+    for name in hop.chain(named) {
         if name.eq_ignore_ascii_case("transfer-encoding") {
             // hyper frames the relayed body by its own length or chunks; the header it decoded is dropped.
             headers.remove(http::header::TRANSFER_ENCODING);

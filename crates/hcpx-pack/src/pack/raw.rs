@@ -143,9 +143,10 @@ pub struct RawBinding {
     /// The provider a `connect` links, for hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_provider_id: Option<String>,
-    /// Binding fields bound to a host (issue #36 point 5): the CLI sees a random placeholder where
-    /// `{{binding.FIELD}}` is filled, and hcpx puts the real value into requests to that host only, in the one
-    /// header or query parameter named here; a placeholder anywhere else is refused (docs/egress.md).
+    /// Binding fields bound to a host (issue #36 point 5): a wrap's CLI sees a random placeholder where
+    /// `{{binding.FIELD}}` is filled, a composite where `credential` gives the field, and hcpx puts the real value
+    /// into requests to that host only, in the one header or query parameter named here; a placeholder anywhere
+    /// else is refused (docs/egress.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inject: Vec<RawInject>,
 }

@@ -25,6 +25,7 @@ use crate::http::{host_matches, Target};
 use crate::proxy::{Record, Shared};
 use crate::refusal::{Refusal, RefusalKind};
 use crate::rules::Scheme;
+use crate::upstream::TlsFailure;
 
 type Upstream = SendRequest<Upload<Incoming>>;
 
@@ -33,14 +34,10 @@ const READ_AHEAD: usize = 1 << 20;
 
 /// The TLS client side to the origin: pinned addresses (`origin`, already connected), the real host verified.
 async fn origin_tls(origin: TcpStream, host: &str, shared: &Shared) -> Result<TlsStream<TcpStream>, Refusal> {
-    let config = crate::upstream::client_config(&[b"http/1.1"])?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
-        Refusal::new(RefusalKind::BadRequest, format!("host {host} is not a tls server name: {e}"))
-    })?;
-    let connect = tokio_rustls::TlsConnector::from(config).connect(name, origin);
-    match tokio::time::timeout(shared.limits.connect_timeout, connect).await {
+    match tokio::time::timeout(shared.limits.connect_timeout, crate::upstream::tls(origin, host)).await {
         Ok(Ok(tls)) => Ok(tls),
-        Ok(Err(e)) => Err(Refusal::new(
+        Ok(Err(TlsFailure::Refused(r))) => Err(r),
+        Ok(Err(TlsFailure::Handshake { error: e, .. })) => Err(Refusal::new(
             RefusalKind::UpstreamTls,
             format!("the origin {host} did not prove it is {host} ({e}); its certificate must chain to a root hcpx trusts"),
         )),

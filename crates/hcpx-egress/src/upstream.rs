@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 use crate::refusal::{Refusal, RefusalKind};
 
@@ -63,4 +64,32 @@ pub async fn connect(
     }
     let reason = format!("{host}:{port} did not accept a connection ({last}); check that it is up");
     Err(Refusal::new(RefusalKind::ConnectFailed, reason))
+}
+
+/// Why TLS to an origin failed: before the handshake (a refusal as it stands), or in it.
+#[derive(Debug)]
+pub enum TlsFailure {
+    /// No client configuration, or a host that is no TLS server name; nothing was sent.
+    Refused(Refusal),
+    /// The handshake failed; `certificate` when it was the origin's certificate that did not verify.
+    Handshake { error: std::io::Error, certificate: bool },
+}
+
+/// TLS to `host` over `tcp` (connected to the pinned addresses), offering HTTP/1.1 only, the origin verified
+/// against the system roots for `host`. The caller bounds it in time and words the failure for its side.
+pub async fn tls(tcp: TcpStream, host: &str) -> Result<TlsStream<TcpStream>, TlsFailure> {
+    let config = client_config(&[b"http/1.1"]).map_err(TlsFailure::Refused)?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+        TlsFailure::Refused(Refusal::new(
+            RefusalKind::BadRequest,
+            format!("host {host} is not a tls server name ({e})"),
+        ))
+    })?;
+    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|error| {
+        let certificate = error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(|t| matches!(t, rustls::Error::InvalidCertificate(_)));
+        TlsFailure::Handshake { error, certificate }
+    })
 }

@@ -200,30 +200,25 @@ pub(super) async fn send(
     Ok((response, Box::new(async { Ok(()) })))
 }
 
-/// TLS to `host` over the system roots, offering HTTP/1.1 only.
+/// TLS to `host` over the system roots, offering HTTP/1.1 only (`upstream::tls`); a failure as the row's refusal
+/// and the guest's error code.
 async fn tls(
     host: &str,
     port: u16,
     tcp: tokio::net::TcpStream,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, (Refusal, Option<Error>)> {
-    let config = upstream::client_config(&[b"http/1.1"]).map_err(|r| (r, None))?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
-        let why = format!("host {host} is not a tls server name ({e})");
-        (Refusal::new(RefusalKind::BadRequest, why), None)
-    })?;
-    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| {
-        let certificate = e
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            .is_some_and(|t| matches!(t, rustls::Error::InvalidCertificate(_)));
-        let (kind, code) = if certificate {
-            (RefusalKind::UpstreamTls, Error::TlsCertificateError)
-        } else {
-            (RefusalKind::ConnectFailed, Error::TlsProtocolError)
-        };
-        let why =
-            format!("{host}:{port}: tls failed ({e}); the origin's certificate must be valid for {host}");
-        (Refusal::new(kind, why), Some(code))
+    upstream::tls(tcp, host).await.map_err(|f| match f {
+        upstream::TlsFailure::Refused(r) => (r, None),
+        upstream::TlsFailure::Handshake { error: e, certificate } => {
+            let (kind, code) = if certificate {
+                (RefusalKind::UpstreamTls, Error::TlsCertificateError)
+            } else {
+                (RefusalKind::ConnectFailed, Error::TlsProtocolError)
+            };
+            let why =
+                format!("{host}:{port}: tls failed ({e}); the origin's certificate must be valid for {host}");
+            (Refusal::new(kind, why), Some(code))
+        }
     })
 }
 

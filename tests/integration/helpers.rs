@@ -492,3 +492,13 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// The `(kind, pointer)` of each issue of a lint report (`hcpx lint --json`), in order.
+pub fn issue_pointers(report: &Value) -> Vec<(String, String)> {
+    report["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["kind"].as_str().unwrap().to_string(), i["pointer"].as_str().unwrap().to_string()))
+        .collect()
+}

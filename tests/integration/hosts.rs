@@ -54,12 +54,7 @@ fn lint_refuses_each_bad_host_with_its_own_kind_and_pointer() {
     let out = h.run(&["lint", dir.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = stdout_json(&out);
-    let got: Vec<(String, String)> = v["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| (i["kind"].as_str().unwrap().to_string(), i["pointer"].as_str().unwrap().to_string()))
-        .collect();
+    let got = crate::helpers::issue_pointers(&v);
     let want = [
         ("host_ip_literal", "/hosts/1"),
         ("host_not_bare", "/hosts/2"),

@@ -376,12 +376,7 @@ fn lint_refuses_each_bad_inject_entry_and_check_names_the_host_each_credential_g
     let out = h.run(&["lint", dir.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = crate::helpers::stdout_json(&out);
-    let got: Vec<(String, String)> = v["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| (i["kind"].as_str().unwrap().to_string(), i["pointer"].as_str().unwrap().to_string()))
-        .collect();
+    let got = crate::helpers::issue_pointers(&v);
     let want = [
         ("inject_host_undeclared", "/binding/inject/1/host"),
         ("inject_invalid", "/binding/inject/2"),

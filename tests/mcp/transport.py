@@ -34,3 +34,13 @@ def client_for(hcpx, home, url=None, token=None, **options):
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         return Client(streamable_http_client(url, http_client=http), **options)
     return Client(StdioServerParameters(command=hcpx, args=["mcp"], env=env_for(home), cwd=home), **options)
+
+
+ENVELOPE_META = "dev.hcpx/envelope"
+
+
+def envelope_of(result):
+    """A tool result's whole result envelope (`ok`, `code`, `error`, `preview`, …): in `_meta` under
+    `dev.hcpx/envelope` where the server puts it there, else the structured content."""
+    meta = getattr(result, "meta", None) or {}
+    return meta.get(ENVELOPE_META) or result.structured_content

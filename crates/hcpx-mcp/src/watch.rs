@@ -15,11 +15,14 @@ use super::server::HcpServer;
 /// How often the store is looked at for packs installed, activated or removed while the server runs.
 const WATCH_EVERY: Duration = Duration::from_millis(300);
 
+/// Each pack's id, activation, per-tenant activation and install time (`None`: the store could not be read).
+type Installs = Option<Vec<(String, bool, BTreeMap<String, bool>, String)>>;
+
 /// What the tools follow from (each pack's id, activation, per-tenant activation and install) and the tool
 /// names last announced. Reading the first is one stat of state.json (the store's read cache); the tools are
 /// rebuilt only when it changed.
 struct ToolWatch {
-    installs: Option<Vec<(String, bool, BTreeMap<String, bool>, String)>>,
+    installs: Installs,
     names: Vec<String>,
 }
 
@@ -49,7 +52,7 @@ impl ToolWatch {
     }
 }
 
-fn installs(server: &HcpServer) -> Option<Vec<(String, bool, BTreeMap<String, bool>, String)>> {
+fn installs(server: &HcpServer) -> Installs {
     server.runtime.store().state().ok().map(|st| {
         st.packs
             .iter()

@@ -242,7 +242,7 @@ impl HcpServer {
         };
         let principal = match self.principal_for(&context, &tool.pack_id, &tool.verb_key) {
             Ok(p) => p,
-            Err(refused) => return Ok(to_mcp_result(refused).into()),
+            Err(refused) => return Ok(to_mcp_result(*refused).into()),
         };
         let args = request.arguments.unwrap_or_default();
         let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
@@ -409,7 +409,7 @@ impl HcpServer {
         };
         let principal = match self.principal_for(&context, super::single::TOOL, "command") {
             Ok(p) => p,
-            Err(refused) => return Ok(to_mcp_result(refused).into()),
+            Err(refused) => return Ok(to_mcp_result(*refused).into()),
         };
         // An `exec` of a confirm-gated command takes the same gate as its own tool: the person's answer where
         // the client can ask.
@@ -434,12 +434,13 @@ impl HcpServer {
         context: &RequestContext<RoleServer>,
         pack_id: &str,
         verb_key: &str,
-    ) -> Result<Principal, ToolAnswer> {
+    ) -> Result<Principal, Box<ToolAnswer>> {
         if let Some(who) = served(context) {
             return Ok(Principal { invoker: crate::model::Invoker::Mcp, ..who.principal.clone() });
         }
-        (self.principal)()
-            .map_err(|why| super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
+        (self.principal)().map_err(|why| {
+            Box::new(super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
+        })
     }
 }
 

@@ -44,6 +44,7 @@ mod hosts;
 mod house;
 mod lint;
 mod mcp;
+mod mcp_reads;
 mod new;
 mod operator;
 mod pg;

@@ -89,9 +89,10 @@ pub(crate) fn check_session(h: &Home, r: &Value, tok: &str) {
     );
     assert_eq!(status["idempotentHint"], true);
 
-    // A read: structured content (the result envelope) and a text block.
+    // A read: structured content (the command's result), a text block, and the envelope in `_meta`.
     assert_eq!(r["read"]["is_error"], false, "{}", r["read"]);
-    assert_eq!(r["read"]["structured"]["result"]["optionId"], "opt-1");
+    assert_eq!(r["read"]["structured"]["optionId"], "opt-1");
+    assert_eq!(r["read"]["envelope"]["pack_id"], "transit-composite", "{}", r["read"]);
     assert!(r["read"]["text"][0].as_str().unwrap().contains("opt-1"));
 
     // Bad arguments: a denial the model can read, with its code.
@@ -156,7 +157,7 @@ fn one_hcp_tool_with_a_command_language_for_hosts_with_many_packs() {
     assert!(ids.contains(&"ledger") && ids.contains(&"transit-composite"), "{ids:?}");
     assert!(r["commands"]["text"].as_str().unwrap().contains("transfer"));
     assert!(r["skill"]["text"].as_str().unwrap().contains("Ledger"), "{}", r["skill"]);
-    assert_eq!(r["read"]["structured"]["result"]["optionId"], "opt-1", "{}", r["read"]);
+    assert_eq!(r["read"]["structured"]["optionId"], "opt-1", "{}", r["read"]);
     // The same confirm gate as one tool per command.
     assert_eq!(r["gated"]["structured"]["code"], "confirm_required");
     assert_eq!(r["confirmed"]["is_error"], false, "{}", r["confirmed"]);

@@ -101,7 +101,7 @@ fn a_served_caller_never_reads_a_host_path_in_an_error() {
     no_host_path(&h, "hcp.doctor over HTTP", &v);
     assert!(v.to_string().contains("HCP_HOME is $HCP_HOME"), "{v}");
 
-    // The same over MCP at /mcp: the structured envelope and the text the model reads.
+    // The same over MCP at /mcp: the structured content, the envelope in `_meta` and the text the model reads.
     let plan = json!([["leaky__fail", {}], ["leaky__noisy", {}]]).to_string();
     let r = client(&h, "calls.py", &[&plan, &url, &alice]);
     let (failed, noisy) = (&r["results"][0], &r["results"][1]);
@@ -112,7 +112,9 @@ fn a_served_caller_never_reads_a_host_path_in_an_error() {
     );
     no_host_path(&h, "a failed call over MCP", &r);
     assert!(text(&failed["text"]).contains("cwd $WORKSPACE "), "{r}");
-    assert!(text(&noisy["structured"]["stderr"]).starts_with("cannot open $TMPDIR/scratch"), "{r}");
+    assert!(text(&noisy["envelope"]["stderr"]).starts_with("cannot open $TMPDIR/scratch"), "{r}");
+    // The failure's output rides in `_meta` too, its paths hidden as in the error.
+    assert!(text(&failed["envelope"]["result"]["where"]).contains("cwd $WORKSPACE "), "{r}");
     // Over stdio the client is the store's owner's.
     let r = client(&h, "calls.py", &[&plan]);
     assert!(text(&r["results"][0]["text"]).contains(&format!("{store}/workspaces/leaky")), "{r}");

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from mcp import ClientSession
-from transport import env_for, open_transport
+from transport import env_for, envelope_of, open_transport
 
 HCPX, HOME, LATE_PACK = sys.argv[1], sys.argv[2], sys.argv[3]
 URL, TOKEN = (sys.argv[4], sys.argv[5]) if len(sys.argv) > 5 else (None, None)
@@ -23,6 +23,7 @@ def result(r):
     return {
         "is_error": bool(r.is_error),
         "structured": r.structured_content,
+        "envelope": envelope_of(r),
         "text": [c.text for c in r.content if getattr(c, "type", "") == "text"],
     }
 

@@ -91,7 +91,7 @@ pub fn question(tool: &ToolSpec, first: &ToolAnswer) -> ElicitRequestParams {
     // What the pack and the caller wrote is shown, never obeyed: no control or bidirectional character can make
     // the card read differently from the call it approves.
     use crate::model::shown::shown;
-    let card = first.structured.get("preview").cloned().unwrap_or_default();
+    let card = first.envelope.get("preview").cloned().unwrap_or_default();
     let mut message = format!("Approve this call of {}?", shown(&tool.title));
     if let Some(t) = card.get("title").and_then(|t| t.as_str()) {
         message.push_str(&format!("\n{}", shown(t)));
@@ -179,9 +179,10 @@ mod tests {
         };
         let preview = json!({ "title": "Pay \u{202E}05.00 EUR\u{202C}", "fields": { "payee\u{2066}": "demo\u{1b}[2Jgrocer" } });
         let first = crate::call::ToolAnswer {
-            structured: json!({ "preview": preview }).as_object().cloned().unwrap(),
+            structured: None,
             text: String::new(),
-            is_error: false,
+            is_error: true,
+            envelope: json!({ "preview": preview }).as_object().cloned().unwrap(),
         };
         let ElicitRequestParams::FormElicitationParams { message, .. } = question(&tool, &first) else {
             panic!("a form")

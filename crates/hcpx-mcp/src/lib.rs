@@ -16,7 +16,9 @@ use hcpx_store as store;
 
 pub mod approval;
 pub mod call;
+pub mod progress;
 pub mod server;
 pub mod single;
+pub mod skills;
 pub mod tools;
 pub mod watch;

@@ -2,16 +2,17 @@
 //! envelopes and result envelopes into tool results; the pipeline decides everything else.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::call::{call, ToolAnswer};
+use super::call::{call, to_mcp_result, ToolAnswer};
+use super::progress::with_progress;
 use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
@@ -24,7 +25,7 @@ pub type PrincipalSource = Arc<dyn Fn() -> Result<Principal, String> + Send + Sy
 /// The MCP server over one runtime, for one Principal (over stdio: the local user, invoker `mcp`).
 #[derive(Clone)]
 pub struct HcpServer {
-    pub(crate) runtime: Arc<Runtime>,
+    runtime: Arc<Runtime>,
     principal: PrincipalSource,
     /// Every call's context: over stdio, the project the host runs in.
     context: CallContext,
@@ -62,7 +63,7 @@ impl HcpServer {
 
     /// The tools as they are now for `viewer` (`None`: every tenant's, whoever may call them), read from the
     /// store each time, so an install shows at once.
-    pub(crate) fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+    fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
         activated_tools(&self.runtime, viewer)
     }
 
@@ -76,15 +77,25 @@ impl HcpServer {
         }
     }
 
+    /// Who a request is shown things as: its viewer, or where `grants.json` cannot be read, the local
+    /// Principal holding every grant (each call is then refused with the reason).
+    fn shown_as(&self, context: &RequestContext<RoleServer>) -> Principal {
+        self.viewer(context)
+            .unwrap_or_else(|| Principal::local(crate::model::Grants::All, crate::model::Invoker::Mcp))
+    }
+
     /// The tools a request is shown and may call.
     fn tools_for(&self, context: &RequestContext<RoleServer>) -> BTreeMap<String, ToolSpec> {
-        match self.viewer(context) {
-            Some(v) => self.tools(Some(&v)),
-            None => {
-                let local = Principal::local(crate::model::Grants::All, crate::model::Invoker::Mcp);
-                self.tools(Some(&local))
-            }
-        }
+        self.tools(Some(&self.shown_as(context)))
+    }
+
+    /// The tools of every tenant (`None`) or of one viewer.
+    pub(crate) fn tools_of(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+        self.tools(viewer)
+    }
+
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 }
 
@@ -106,26 +117,18 @@ pub fn to_mcp_tool(t: &ToolSpec) -> Tool {
         .with_annotations(annotations)
 }
 
-fn to_mcp_result(a: ToolAnswer) -> CallToolResult {
-    let mut r = if a.is_error {
-        CallToolResult::structured_error(serde_json::Value::Object(a.structured))
-    } else {
-        CallToolResult::structured(serde_json::Value::Object(a.structured))
-    };
-    r.content = vec![ContentBlock::text(a.text)];
-    r
-}
-
 impl ServerHandler for HcpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_resources_list_changed()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Each tool is one command of an activated HCP pack (pack__verb_key). A denial comes back as an \
-                 error result with its code. A confirm-gated write asks the person itself when this client can \
-                 ask its user, and only their answer runs it; otherwise it is refused with the card to show \
-                 them, and called again with \"confirm\": true only once they agreed.",
-            )
+            .with_instructions(if self.single_tool { super::skills::HOW_SINGLE } else { super::skills::HOW })
     }
 
     async fn list_tools(
@@ -142,10 +145,10 @@ impl ServerHandler for HcpServer {
     /// Once a client is initialized (over stdio or in one HTTP session), a change to the set of tools is
     /// announced to it with `notifications/tools/list_changed` until its transport closes.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        tokio::spawn(super::watch::watch_tools(self.clone(), context.peer));
+        tokio::spawn(super::watch::watch(self.clone(), context.peer));
     }
 
-    /// From 2026-07-28 on (no session), a client hears of tool list changes on a `subscriptions/listen`
+    /// From 2026-07-28 on (no session), a client hears of tool and resource list changes on a `subscriptions/listen`
     /// stream instead.
     fn accepted_subscription_filter(
         &self,
@@ -155,8 +158,49 @@ impl ServerHandler for HcpServer {
     }
 
     async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        super::watch::listen_tools(self, subscription).await;
+        super::watch::listen(self, subscription).await;
         Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let packs = super::skills::visible(&self.runtime, &self.shown_as(&context));
+        Ok(ListResourcesResult::with_all_items(packs.iter().map(|p| super::skills::resource(p)).collect()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        super::skills::read(&self.runtime, &self.shown_as(&context), &request.uri).map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![super::skills::prompt()]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != super::skills::PROMPT {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt {}; the one prompt is {}", request.name, super::skills::PROMPT),
+                None,
+            ));
+        }
+        let viewer = self.shown_as(&context);
+        super::skills::get(&self.runtime, &viewer, request.arguments.as_ref(), self.single_tool)
+            .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -180,26 +224,14 @@ impl ServerHandler for HcpServer {
     }
 }
 
-/// A tool's answer as a served caller (MCP over HTTP) reads it: the host's paths replaced in the envelope and in
-/// the text the model reads (`HostPaths`), but for a command's success, whose text is its output.
+/// A tool's answer as a served caller (MCP over HTTP) reads it: the host's paths hidden (`call::hide_host_paths`).
 fn hide_host_paths(paths: &crate::runtime::host_paths::HostPaths, r: CallToolResponse) -> CallToolResponse {
-    use crate::runtime::host_paths::carries_output;
-    let CallToolResponse::Complete(mut result) = r else { return r };
-    let output = result.is_error != Some(true)
-        && result.structured_content.as_ref().and_then(|s| s.as_object()).is_some_and(carries_output);
-    if let Some(s) = result.structured_content.as_mut() {
-        paths.hide_in_answer(s);
-    }
-    if !output {
-        for block in &mut result.content {
-            if let ContentBlock::Text(t) = block {
-                if let std::borrow::Cow::Owned(h) = paths.hide(&t.text) {
-                    t.text = h;
-                }
-            }
+    match r {
+        CallToolResponse::Complete(result) => {
+            CallToolResponse::Complete(super::call::hide_host_paths(paths, result))
         }
+        other => other,
     }
-    CallToolResponse::Complete(result)
 }
 
 impl HcpServer {
@@ -222,19 +254,14 @@ impl HcpServer {
                 None,
             ));
         };
-        if let Some(token) = context.meta.get_progress_token() {
-            let _ = context
-                .peer
-                .notify_progress(ProgressNotificationParam::new(token, 0.0).with_message(tool.title.clone()))
-                .await;
-        }
         let principal = match self.principal_for(&context, &tool.pack_id, &tool.verb_key) {
             Ok(p) => p,
-            Err(refused) => return Ok(to_mcp_result(refused).into()),
+            Err(refused) => return Ok(to_mcp_result(*refused).into()),
         };
         let args = request.arguments.unwrap_or_default();
         let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
-        Ok(self.command_call(tool, principal, args, state, responses, &context).await)
+        let work = self.command_call(tool, principal, args, state, responses, &context);
+        Ok(with_progress(work, &context, &tool.title).await)
     }
 
     /// One call of a command (its own tool, or `exec` of the one `hcp` tool). Where the command is confirm-gated
@@ -396,7 +423,7 @@ impl HcpServer {
         };
         let principal = match self.principal_for(&context, super::single::TOOL, "command") {
             Ok(p) => p,
-            Err(refused) => return Ok(to_mcp_result(refused).into()),
+            Err(refused) => return Ok(to_mcp_result(*refused).into()),
         };
         // An `exec` of a confirm-gated command takes the same gate as its own tool: the person's answer where
         // the client can ask.
@@ -405,11 +432,13 @@ impl HcpServer {
             if let Some(tool) = tools.values().find(|t| t.confirm && t.pack_id == pack && t.verb_key == verb)
             {
                 let (state, responses) = (request.request_state.as_deref(), request.input_responses.as_ref());
-                return Ok(self.command_call(tool, principal, args, state, responses, &context).await);
+                let work = self.command_call(tool, principal, args, state, responses, &context);
+                return Ok(with_progress(work, &context, &tool.title).await);
             }
         }
         let work = super::single::run(self.runtime.clone(), principal, self.context.clone(), line);
-        Ok(to_mcp_result(unless_cancelled(work, &context, super::single::TOOL, "command").await).into())
+        let work = unless_cancelled(work, &context, super::single::TOOL, "command");
+        Ok(to_mcp_result(with_progress(work, &context, "HCP packs").await).into())
     }
 
     /// The Principal of one call, or the `denied` result when it has none (grants.json unreadable). Over HTTP
@@ -419,24 +448,25 @@ impl HcpServer {
         context: &RequestContext<RoleServer>,
         pack_id: &str,
         verb_key: &str,
-    ) -> Result<Principal, ToolAnswer> {
+    ) -> Result<Principal, Box<ToolAnswer>> {
         if let Some(who) = served(context) {
             return Ok(Principal { invoker: crate::model::Invoker::Mcp, ..who.principal.clone() });
         }
-        (self.principal)()
-            .map_err(|why| super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
+        (self.principal)().map_err(|why| {
+            Box::new(super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
+        })
     }
 }
 
 /// The approval a held call waits for, if that is its answer, and whether the operator requires it
 /// (`approval_pending`; `confirm_required` when only the face asked for it to be held).
 fn pending_approval(a: &ToolAnswer) -> Option<(String, bool)> {
-    let code = a.structured.get("code").and_then(|c| c.as_str());
+    let code = a.code();
     let required = code == Some(Code::ApprovalPending.as_str());
     if !required && code != Some(Code::ConfirmRequired.as_str()) {
         return None;
     }
-    a.structured.get("approval_id").and_then(|v| v.as_str()).map(|id| (id.to_string(), required))
+    a.field("approval_id").map(|id| (id.to_string(), required))
 }
 
 fn ap_now() -> u64 {

@@ -38,8 +38,9 @@ pub async fn run(runtime: Arc<Runtime>, principal: Principal, ctx: CallContext, 
     let report = |v: Result<Value, Denial>| match v {
         Ok(v) => capped(ToolAnswer {
             text: serde_json::to_string_pretty(&v).unwrap_or_default(),
-            structured: v.as_object().cloned().unwrap_or_default(),
+            structured: v.as_object().cloned(),
             is_error: false,
+            envelope: Map::new(),
         }),
         Err(d) => refused(d),
     };
@@ -110,8 +111,7 @@ fn capped(mut a: ToolAnswer) -> ToolAnswer {
         a.text = format!(
             "{cut}\n… cut at ~{MAX_TOKENS} tokens; ask for less (one pack's commands, the skill's lead)"
         );
-        a.structured = Map::new();
-        a.structured.insert("truncated".into(), Value::Bool(true));
+        a.structured = Some(Map::from_iter([("truncated".to_string(), Value::Bool(true))]));
     }
     a
 }
@@ -122,9 +122,14 @@ mod tests {
 
     #[test]
     fn long_answers_are_cut_and_say_so() {
-        let a = capped(ToolAnswer { structured: Map::new(), text: "x".repeat(200_000), is_error: false });
+        let a = capped(ToolAnswer {
+            structured: None,
+            text: "x".repeat(200_000),
+            is_error: false,
+            envelope: Map::new(),
+        });
         assert!(a.text.chars().count() <= MAX_TOKENS * 4);
         assert!(a.text.ends_with("the skill's lead)"));
-        assert_eq!(a.structured["truncated"], true);
+        assert_eq!(a.structured.unwrap()["truncated"], true);
     }
 }

@@ -117,6 +117,44 @@ pub struct NewTask<'a> {
     pub keep_ms: u64,
 }
 
+/// Default for `sandbox.json` `tasks.after_ms`: a served call still running 10 s in becomes a task (past what a
+/// person or an agent host waits on one request without wondering, well under the 60 s call deadline).
+pub const DEFAULT_AFTER_MS: u64 = 10_000;
+/// Default for `tasks.keep_ms`: a task's result is kept an hour after it ended (long enough for a client that
+/// polls, or one that reconnects after a restart; short enough that results do not pile up).
+pub const DEFAULT_KEEP_MS: u64 = 3_600_000;
+/// The least a task is kept: a result kept for less could be gone before the client's next poll.
+pub const MIN_KEEP_MS: u64 = 1_000;
+
+/// `sandbox.json` `tasks`: when a served call becomes a task (MCP, for a client that declared the tasks
+/// extension; HTTP, for a request with `Prefer: respond-async`), and how long a task is kept once it ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSettings {
+    /// Milliseconds a served call runs before it becomes a task (a command its pack marks `long` becomes one at
+    /// once); a call that ends sooner answers as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_AFTER_MS))]
+    pub after_ms: Option<u64>,
+    /// Milliseconds a task (and its result) is kept once it ended, at least 1000; then it is gone, as if it never
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_KEEP_MS))]
+    pub keep_ms: Option<u64>,
+}
+
+impl TaskSettings {
+    /// How long a call runs before it becomes a task.
+    pub fn after(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.after_ms.unwrap_or(DEFAULT_AFTER_MS))
+    }
+
+    /// How long a task is kept once it ended, in milliseconds.
+    pub fn keep_ms(&self) -> u64 {
+        self.keep_ms.unwrap_or(DEFAULT_KEEP_MS).max(MIN_KEEP_MS)
+    }
+}
+
 /// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     crate::approvals::now_ms()
@@ -134,6 +172,32 @@ pub(crate) fn dir_of(tenant: &str) -> Result<std::path::PathBuf, StoreError> {
 }
 
 impl Store {
+    /// Sets `sandbox.json` `tasks` (each value given; the others kept) and returns the settings now. A `keep_ms`
+    /// under [`MIN_KEEP_MS`] is refused.
+    pub fn edit_tasks(
+        &self,
+        after_ms: Option<u64>,
+        keep_ms: Option<u64>,
+    ) -> Result<TaskSettings, StoreError> {
+        if let Some(k) = keep_ms.filter(|k| *k < MIN_KEEP_MS) {
+            return Err(StoreError::Refused(format!(
+                "--keep-ms {k} is under {MIN_KEEP_MS}: a result kept for less could be gone before the client asks for it; give at least {MIN_KEEP_MS}"
+            )));
+        }
+        let _lock = self.lock()?;
+        let mut cfg: crate::config::SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
+        let mut t = cfg.tasks.clone().unwrap_or_default();
+        if after_ms.is_some() {
+            t.after_ms = after_ms;
+        }
+        if keep_ms.is_some() {
+            t.keep_ms = keep_ms;
+        }
+        cfg.tasks = (t != TaskSettings::default()).then(|| t.clone());
+        self.write_json("sandbox.json", &cfg)?;
+        Ok(t)
+    }
+
     /// Records a new task for `new`, `working`, owned by this process; its record.
     pub fn task_create(&self, new: &NewTask<'_>) -> Result<TaskRecord, StoreError> {
         crate::tenant_dir(new.tenant)?;
@@ -219,6 +283,21 @@ mod tests {
             verb_key: "wait",
             keep_ms: 60_000,
         }
+    }
+
+    #[test]
+    fn the_operator_sets_the_bound_and_the_keep_time() {
+        let t = tempfile::tempdir().unwrap();
+        let store = Store::open(t.path()).unwrap();
+        let d = store.sandbox().unwrap().tasks.clone().unwrap_or_default();
+        assert_eq!((d.after().as_millis(), d.keep_ms()), (10_000, 3_600_000));
+        let s = store.edit_tasks(Some(250), None).unwrap();
+        assert_eq!((s.after_ms, s.keep_ms), (Some(250), None));
+        let s = store.edit_tasks(None, Some(5_000)).unwrap();
+        assert_eq!((s.after_ms, s.keep_ms), (Some(250), Some(5_000)));
+        assert_eq!(store.sandbox().unwrap().tasks, Some(s));
+        let refused = store.edit_tasks(None, Some(10)).unwrap_err().to_string();
+        assert!(refused.contains("at least 1000"), "{refused}");
     }
 
     #[test]

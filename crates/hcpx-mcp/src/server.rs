@@ -2,9 +2,9 @@
 //! envelopes and result envelopes into tool results; the pipeline decides everything else.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -17,6 +17,8 @@ use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
 use crate::store::principals::Authenticated;
+
+mod tasks;
 
 /// How often the store is looked at for packs installed, activated or removed while the server runs.
 const WATCH_EVERY: Duration = Duration::from_millis(300);
@@ -122,7 +124,9 @@ fn to_mcp_result(a: ToolAnswer) -> CallToolResult {
 
 impl ServerHandler for HcpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Each tool is one command of an activated HCP pack (pack__verb_key). A denial comes back as an \
@@ -167,6 +171,30 @@ impl ServerHandler for HcpServer {
             return answer.map(|r| hide_host_paths(self.runtime.host_paths(), r));
         }
         answer
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.task_get(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_cancel(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_update(request, context).await
     }
 }
 
@@ -249,6 +277,9 @@ impl HcpServer {
             && context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
         {
             return self.ask_the_person(tool, principal, args, context).await;
+        }
+        if tasks::takes_tasks(context) {
+            return self.call_or_task(tool, principal, args, context).await;
         }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
         to_mcp_result(unless_cancelled(work, context, &tool.pack_id, &tool.verb_key).await).into()
@@ -459,6 +490,7 @@ pub async fn serve_stdio(
     context: CallContext,
     single_tool: bool,
 ) -> Result<(), McpServeError> {
+    runtime.clone().look_after_tasks();
     let server = HcpServer::new(runtime, principal, context).single_tool(single_tool);
     let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| McpServeError(e.to_string()))?;
     service.waiting().await.map(|_| ()).map_err(|e| McpServeError(e.to_string()))

@@ -96,6 +96,22 @@ impl TaskRecord {
         self.expires_at_ms().is_some_and(|e| now_ms >= e)
     }
 
+    /// When it was made, as RFC 3339.
+    pub fn created_at(&self) -> String {
+        rfc3339(self.created_at_ms)
+    }
+
+    /// When it last changed, as RFC 3339.
+    pub fn updated_at(&self) -> String {
+        rfc3339(self.updated_at_ms)
+    }
+
+    /// How long after it was made it may be gone: its run and its keep time, once it ended; `None` while it works
+    /// (a working task is not dropped).
+    pub fn ttl_ms(&self) -> Option<u64> {
+        self.finished_at_ms.map(|f| f.saturating_sub(self.created_at_ms).saturating_add(self.keep_ms))
+    }
+
     /// This record settled as its owner's death leaves it: failed, outcome unknown.
     pub fn settled_unknown(mut self, now_ms: u64) -> TaskRecord {
         self.status = TaskStatus::Failed;
@@ -153,6 +169,12 @@ impl TaskSettings {
     pub fn keep_ms(&self) -> u64 {
         self.keep_ms.unwrap_or(DEFAULT_KEEP_MS).max(MIN_KEEP_MS)
     }
+}
+
+/// `ms` since the Unix epoch as RFC 3339 with milliseconds, in UTC.
+pub fn rfc3339(ms: u64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(at).to_string()
 }
 
 /// Now, in milliseconds since the Unix epoch.

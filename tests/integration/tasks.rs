@@ -449,3 +449,55 @@ fn a_file_store_task_whose_server_died_is_settled_unknown_by_the_next_one() {
     assert_eq!(done["result"]["status"], "failed", "{done}");
     assert_eq!(done["result"]["error"]["data"]["outcome"], "unknown", "{done}");
 }
+
+#[test]
+fn sigterm_lets_a_running_task_finish() {
+    let tok = token();
+    let (h, [ana, ..]) = served_home(&tok);
+    let mut first = Server::start(&h, &[]);
+    let id = task_id(&call(&first.addr, &ana, "slow__wait", true));
+    // The server stops taking connections, then lets the task's call end and records it before it exits.
+    assert_eq!(first.terminate(), Some(0), "{}", first.log());
+    let next = Server::start(&h, &[]);
+    let done = get(&next.addr, &ana, &id);
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(envelope_of(&done["result"]["result"])["result"]["waited"], true, "{done}");
+}
+
+#[test]
+fn a_cancelled_composite_task_stops_its_component() {
+    let h = Home::new();
+    let id = crate::composite::install_guest_with(&h, "test-loop", &["sleep", "ok"], None, |f| {
+        f.surface["verbs"]["sleep"]["long"] = json!(true);
+    });
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 600000 }"#);
+    let ana = principal(&h, "ana", "acme", crate::serve::ALL, false);
+    let s = Server::start(&h, &[]);
+    let prefer = [("Prefer", "respond-async")];
+    // `sleep` blocks in a WASI host call for an hour; only the cancellation ends it.
+    let (st, _, v) =
+        request_with(&s.addr, "POST", &format!("/v1/exec/{id}/sleep"), Some(&ana), Some(b"{}"), &prefer);
+    assert_eq!(st, 202, "{v}");
+    let task = v["task"]["id"].as_str().unwrap().to_string();
+    std::thread::sleep(Duration::from_millis(300));
+    let (st, _, v) = request_with(&s.addr, "DELETE", &format!("/v1/tasks/{task}"), Some(&ana), None, &[]);
+    assert_eq!(st, 202, "{v}");
+    let start = Instant::now();
+    let v = loop {
+        let (_, _, v) = request_with(&s.addr, "GET", &format!("/v1/tasks/{task}"), Some(&ana), None, &[]);
+        if v["task"]["status"] != "working" || start.elapsed() > Duration::from_secs(10) {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        (v["task"]["status"].as_str(), v["result"]["code"].as_str()),
+        (Some("cancelled"), Some("cancelled")),
+        "{v}"
+    );
+    eprintln!("the composite stopped {:?} after the cancel", start.elapsed());
+    // The component is not wedged: the next call runs.
+    let (st, _, v) =
+        request_with(&s.addr, "POST", &format!("/v1/exec/{id}/ok"), Some(&ana), Some(b"{}"), &[]);
+    assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
+}

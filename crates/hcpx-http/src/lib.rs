@@ -186,6 +186,7 @@ pub async fn serve(
     let readiness = Arc::new(Readiness::default());
     // Cancellations of this replica's tasks, and (on the file store) the tasks a process that died left.
     runtime.clone().look_after_tasks();
+    let tasks = runtime.clone();
     let parts = Parts { log, shutdown: shutdown.clone(), metrics, readiness: readiness.clone() };
     let app = router(runtime.clone(), &cfg, parts);
     // Ready once the activated packs are loaded (the first calls then find them warm), off the async workers.
@@ -202,7 +203,14 @@ pub async fn serve(
         tokio::time::sleep(drain).await;
         begun.cancel();
     };
-    let server = listen::accept_until(listener, app, cfg.header_timeout, signal);
+    // Once every connection is done, the calls running as tasks are let finish too (within the same grace); one
+    // still running when the server exits is settled as unknown by the store's sweep.
+    let server = async move {
+        listen::accept_until(listener, app, cfg.header_timeout, signal).await;
+        while tasks.tasks_running() > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
     let grace = cfg.grace;
     let deadline = async move {
         shutdown.cancelled().await;

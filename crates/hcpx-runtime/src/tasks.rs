@@ -24,6 +24,17 @@ const SWEEP_EVERY: u32 = 10;
 const FINISH_TRIES: u32 = 8;
 const FINISH_RETRY: Duration = Duration::from_millis(500);
 
+/// A call's run, as `exec_async` makes it.
+type Work = std::pin::Pin<Box<dyn std::future::Future<Output = ResultEnvelope> + Send>>;
+
+/// What the tokio task that took a call past its bound tells its caller.
+enum Handoff {
+    /// The task, recorded.
+    Task(Box<TaskRecord>),
+    /// The store did not record it: the call, for its caller to wait for.
+    Unrecorded(Work),
+}
+
 /// What a call that may become a task answered.
 #[derive(Debug)]
 pub enum Started {
@@ -94,6 +105,9 @@ impl Runtime {
     /// within the bound ([`Runtime::task_bound`]; a call refused before it runs is answered even for a `long`
     /// command), else recorded as a task of `principal` that runs on here; its answer and its cancellation go
     /// through the store. A task the store cannot record is not made: the call is then waited for as any call.
+    /// Once the bound passed, the call is handed to a tokio task of its own, which records the task and then
+    /// the call's end: a caller that goes away meanwhile never leaves a task that stays `working` (a task whose id
+    /// its caller never learnt is stopped, and ends `cancelled`).
     pub async fn exec_or_task(
         self: Arc<Self>,
         principal: Principal,
@@ -102,12 +116,38 @@ impl Runtime {
     ) -> Started {
         let (after, keep_ms) = self.task_bound(&env);
         let cancel = ctx.cancel.clone();
-        let mut work = Box::pin(self.clone().exec_async(principal.clone(), env.clone(), ctx));
+        let mut work: Work = Box::pin(self.clone().exec_async(principal.clone(), env.clone(), ctx));
         tokio::select! {
             biased;
             out = &mut work => return Started::Answered(Box::new(out)),
             () = tokio::time::sleep(after) => {}
         }
+        let (tx, rx) = tokio::sync::oneshot::channel::<Handoff>();
+        let (pack_id, verb_key) = (env.pack_id.clone(), env.verb_key.clone());
+        tokio::spawn(self.clone().run_task(principal, env, keep_ms, cancel, work, tx));
+        match rx.await {
+            Ok(Handoff::Task(rec)) => Started::Task(rec),
+            Ok(Handoff::Unrecorded(work)) => Started::Answered(Box::new(work.await)),
+            Err(_) => Started::Answered(Box::new(ResultEnvelope::denied(
+                &pack_id,
+                &verb_key,
+                Code::AdapterFailed,
+                "the call's task stopped before it was recorded",
+            ))),
+        }
+    }
+
+    /// Records the task of a call past its bound, tells its caller (`tx`), runs the call to its end and records
+    /// how it ended.
+    async fn run_task(
+        self: Arc<Self>,
+        principal: Principal,
+        env: Envelope,
+        keep_ms: u64,
+        cancel: Cancel,
+        work: Work,
+        tx: tokio::sync::oneshot::Sender<Handoff>,
+    ) {
         let store = self.store.clone();
         let made = tokio::task::spawn_blocking(move || {
             store.task_create(&NewTask {
@@ -120,23 +160,31 @@ impl Runtime {
             })
         })
         .await;
-        let Ok(Ok(rec)) = made else { return Started::Answered(Box::new(work.await)) };
-        self.running.add(&rec, cancel);
+        let Ok(Ok(rec)) = made else {
+            // Its caller waits for it as for any call (dropped with the caller when it went away).
+            let _ = tx.send(Handoff::Unrecorded(work));
+            return;
+        };
+        self.running.add(&rec, cancel.clone());
         self.clone().look_after_tasks();
-        let (rt, mine) = (self.clone(), rec.clone());
-        tokio::spawn(async move {
-            let out = work.await;
-            rt.running.remove(&mine.id);
-            let done = ended(mine, out);
-            for _ in 0..FINISH_TRIES {
-                let (store, done) = (rt.store.clone(), done.clone());
-                if let Ok(Ok(_)) = tokio::task::spawn_blocking(move || store.task_finish(&done)).await {
-                    return;
-                }
-                tokio::time::sleep(FINISH_RETRY).await;
+        if tx.send(Handoff::Task(Box::new(rec.clone()))).is_err() {
+            cancel.cancel();
+        }
+        let out = work.await;
+        self.running.remove(&rec.id);
+        let done = ended(rec, out);
+        for _ in 0..FINISH_TRIES {
+            let (store, done) = (self.store.clone(), done.clone());
+            if let Ok(Ok(_)) = tokio::task::spawn_blocking(move || store.task_finish(&done)).await {
+                return;
             }
-        });
-        Started::Task(Box::new(rec))
+            tokio::time::sleep(FINISH_RETRY).await;
+        }
+    }
+
+    /// How many tasks this process runs now (a server shutting down waits for them, within its grace).
+    pub fn tasks_running(&self) -> usize {
+        self.running.calls.lock().map(|m| m.len()).unwrap_or(0)
     }
 
     /// Starts (once) the loop that stops the calls of tasks whose cancellation the store records, and sweeps the
@@ -157,7 +205,7 @@ impl Runtime {
                 let Some(rt) = rt.upgrade() else { return };
                 let ids = rt.running.ids();
                 let store = rt.store.clone();
-                let sweep = sweeps && n % SWEEP_EVERY == 0;
+                let sweep = sweeps && n.is_multiple_of(SWEEP_EVERY);
                 let found = tokio::task::spawn_blocking(move || {
                     if sweep {
                         let _ = store.tasks_sweep();

@@ -432,6 +432,16 @@ fn over_v1_prefer_respond_async_answers_202_with_a_task() {
         (Some("cancelled"), Some("cancelled")),
         "{v}"
     );
+    // The OpenAPI document says all of it.
+    let (st, _, doc) = request_with(&s.addr, "GET", "/openapi.json", Some(&ana), None, &[]);
+    assert_eq!(st, 200);
+    let task_path = &doc["paths"]["/v1/tasks/{id}"];
+    assert!(task_path["get"].is_object() && task_path["delete"].is_object(), "{task_path}");
+    for p in ["/v1/exec", "/v1/exec/slow/hang"] {
+        let accepted = &doc["paths"][p]["post"]["responses"]["202"]["content"]["application/json"]["schema"];
+        assert_eq!(accepted["$ref"], "#/components/schemas/TaskAnswer", "{p}");
+        assert!(doc["paths"][p]["post"]["description"].as_str().unwrap().contains("Prefer: respond-async"));
+    }
     // Once ended, a DELETE changes nothing.
     let (st, _, v) = request_with(&s.addr, "DELETE", &format!("/v1/tasks/{hung}"), Some(&ana), None, &[]);
     assert_eq!((st, v["task"]["status"].as_str()), (200, Some("cancelled")), "{v}");

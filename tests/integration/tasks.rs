@@ -246,7 +246,8 @@ fn a_cancel_from_another_replica_kills_the_process_group_and_is_audited() {
     let done = settled(&r[2].addr, &ana, &id, Duration::from_secs(20));
     assert_eq!(done["result"]["status"], "cancelled", "{done}");
     eprintln!("cancelled across replicas in {took:?}");
-    assert!(took < Duration::from_secs(3), "the cancel took {took:?}");
+    // A poll every 200 ms: well under a second even on a loaded machine.
+    assert!(took < Duration::from_secs(2), "the cancel took {took:?}");
     // Audited as a cancelled write is, its intent cleared.
     let rows = db.ok("admin", &["audit"]);
     let line = rows["records"].as_array().unwrap().iter().find(|r| r["verb_key"] == "save").cloned();

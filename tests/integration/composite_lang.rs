@@ -235,7 +235,7 @@ fn check_advice_names_the_python_and_javascript_way_to_fix() {
             "componentize_py_types.Err",
             "componentize-py",
         ),
-        ("js", "hcp:adapter/host@0.1.0", "JSON.stringify", "throw a string", "componentize-js"),
+        ("js", "hcp:adapter/host@0.2.0", "JSON.stringify", "throw a string", "componentize-js"),
     ] {
         let h = Home::sharing_compiles();
         let dir = guest_pack(&h, &format!("advice-{lang}"), &misbehave(lang), &["noisy", "deep"]);

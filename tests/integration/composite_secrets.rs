@@ -194,3 +194,17 @@ fn a_composite_never_reads_its_credential_echoed_by_the_origin() {
     assert_eq!(rows[0]["egress"]["refused"], "credential_echo", "{}", rows[0]);
     w.assert_value_nowhere(&format!("{env}{stderr}"));
 }
+
+#[test]
+fn a_composite_whose_host_bound_field_is_not_stored_is_denied_at_step_5_and_sends_nothing() {
+    let w = world();
+    let rm = w.h.run(&["credential", "rm", "test-http", "key"]);
+    assert_eq!(rm.status.code(), Some(0), "{}", String::from_utf8_lossy(&rm.stderr));
+    // The guest would send the token's placeholder to its bound host; the call never gets that far.
+    let (rc, env, _) =
+        w.fetch(&[&w.url("api.test", "/v1/me"), r#"headers:={"authorization": "Bearer {cred:token}"}"#]);
+    assert_ne!(rc, 0, "{env}");
+    assert_eq!(env["code"], "binding_failed", "{env}");
+    assert!(env["error"].as_str().unwrap().contains("hcpx credential set test-http key"), "{env}");
+    assert!(w.heads().is_empty(), "a request reached the origin: {:?}", w.heads());
+}

@@ -697,6 +697,26 @@ fn a_pack_asking_for_network_without_a_grant_is_refused() {
 }
 
 #[test]
+fn allow_network_grants_only_a_kind_the_installed_pack_declares() {
+    let h = Home::new();
+    evil_with(&h, "echo ran", "read", "none", |f| f.surface["wrap"]["network"] = json!(["netlink"]));
+    let sandbox = || std::fs::read_to_string(h.store().join("sandbox.json")).unwrap_or_default();
+    // inet is not declared: refused, naming what is, and nothing recorded.
+    let out = h.run(&["allow-network", "evil", "inet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("pack evil does not declare network kind inet; it declares netlink"), "{err}");
+    assert!(!sandbox().contains("inet"), "{}", sandbox());
+    // A pack that is not installed: refused, nothing recorded.
+    let out = h.run(&["allow-network", "nosuch", "inet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!sandbox().contains("nosuch"), "{}", sandbox());
+    // The declared kind is granted; taking kinds back needs no declaration.
+    assert_eq!(h.run(&["allow-network", "evil", "netlink"]).status.code(), Some(0));
+    assert_eq!(h.run(&["disallow-network", "nosuch", "inet"]).status.code(), Some(0));
+}
+
+#[test]
 fn a_granted_pack_gets_exactly_the_kinds_it_was_granted() {
     let Some(h) = home_if("seccomp") else { return };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -448,3 +448,24 @@ fn a_served_call_of_another_tenant_gets_its_own_credential_behind_a_placeholder(
     );
     assert!(heads.iter().all(|h| !h.contains(&format!("Bearer {}\r", w.value))), "not local's: {heads:?}");
 }
+
+#[test]
+fn the_dry_run_names_the_proxy_and_ca_variables_a_run_would_set() {
+    let names = |w: &World| -> Vec<String> {
+        let out = w.h.run(&["exec", "evil", "go", "--dry-run", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["dry_run"]["env"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect()
+    };
+    let has = |names: &[String], n: &str| names.iter().any(|x| x == n);
+    // A host-bound field: the run sets the proxy and makes the child trust the call's CA.
+    let Some(bound) = world(true) else { return };
+    let env = names(&bound);
+    for n in ["HTTPS_PROXY", "https_proxy", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "API_TOKEN"] {
+        assert!(has(&env, n), "{n} missing from {env:?}");
+    }
+    // No host-bound field: the proxy stays blind, so no CA variable is set.
+    let Some(blind) = world(false) else { return };
+    let env = names(&blind);
+    assert!(has(&env, "HTTPS_PROXY") && !has(&env, "SSL_CERT_FILE"), "{env:?}");
+}

@@ -19,3 +19,4 @@ pub mod call;
 pub mod server;
 pub mod single;
 pub mod tools;
+pub mod watch;

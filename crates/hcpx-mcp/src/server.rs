@@ -7,10 +7,9 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::call::{call, ToolAnswer};
 use super::tools::{activated_tools, ToolSpec};
@@ -20,9 +19,6 @@ use crate::store::principals::Authenticated;
 
 mod tasks;
 
-/// How often the store is looked at for packs installed, activated or removed while the server runs.
-const WATCH_EVERY: Duration = Duration::from_millis(300);
-
 /// Who a call is for, asked at each call (so a grant taken back in `grants.json` holds at once), or why
 /// there is no Principal.
 pub type PrincipalSource = Arc<dyn Fn() -> Result<Principal, String> + Send + Sync>;
@@ -30,7 +26,7 @@ pub type PrincipalSource = Arc<dyn Fn() -> Result<Principal, String> + Send + Sy
 /// The MCP server over one runtime, for one Principal (over stdio: the local user, invoker `mcp`).
 #[derive(Clone)]
 pub struct HcpServer {
-    runtime: Arc<Runtime>,
+    pub(crate) runtime: Arc<Runtime>,
     principal: PrincipalSource,
     /// Every call's context: over stdio, the project the host runs in.
     context: CallContext,
@@ -68,7 +64,7 @@ impl HcpServer {
 
     /// The tools as they are now for `viewer` (`None`: every tenant's, whoever may call them), read from the
     /// store each time, so an install shows at once.
-    fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+    pub(crate) fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
         activated_tools(&self.runtime, viewer)
     }
 
@@ -150,7 +146,21 @@ impl ServerHandler for HcpServer {
     /// Once a client is initialized (over stdio or in one HTTP session), a change to the set of tools is
     /// announced to it with `notifications/tools/list_changed` until its transport closes.
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
-        tokio::spawn(watch_tools(self.clone(), context.peer));
+        tokio::spawn(super::watch::watch_tools(self.clone(), context.peer));
+    }
+
+    /// From 2026-07-28 on (no session), a client hears of tool list changes on a `subscriptions/listen`
+    /// stream instead.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(super::watch::accepted_filter())
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        super::watch::listen_tools(self, subscription).await;
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -500,36 +510,3 @@ pub async fn serve_stdio(
 #[derive(Debug, thiserror::Error)]
 #[error("mcp: {0}")]
 pub struct McpServeError(String);
-
-async fn watch_tools(server: HcpServer, peer: Peer<RoleServer>) {
-    // What the tools follow from: each pack's id, activation and install. Reading it is one stat of
-    // state.json (the store's read cache); the tools are rebuilt only when it changed.
-    let installs = |s: &HcpServer| {
-        s.runtime.store().state().ok().map(|st| {
-            st.packs
-                .iter()
-                .map(|(id, p)| (id.clone(), p.activated, p.tenants.clone(), p.installed_at.clone()))
-                .collect::<Vec<_>>()
-        })
-    };
-    let names = |s: &HcpServer| s.tools(None).into_keys().collect::<Vec<_>>();
-    let (mut seen_installs, mut seen_names) = (installs(&server), names(&server));
-    loop {
-        tokio::time::sleep(WATCH_EVERY).await;
-        if peer.is_transport_closed() {
-            return;
-        }
-        let now = installs(&server);
-        if now == seen_installs {
-            continue;
-        }
-        seen_installs = now;
-        let now = names(&server);
-        if now != seen_names {
-            seen_names = now;
-            if peer.notify_tool_list_changed().await.is_err() {
-                return;
-            }
-        }
-    }
-}

@@ -8,7 +8,8 @@ use crate::model::{BindingMode, MintedBinding};
 use crate::pack::{Hub, Pack};
 use crate::store::{Store, StoreError};
 
-/// The `{{binding.FIELD}}` names a pack's `agent_env` needs.
+/// The Binding fields a call of the pack needs: the `{{binding.FIELD}}` names of its `agent_env`, and every field
+/// `binding.inject` binds to a host.
 pub fn required_fields(pack: &Pack) -> Vec<String> {
     let mut out: Vec<String> = pack
         .wrap
@@ -18,6 +19,9 @@ pub fn required_fields(pack: &Pack) -> Vec<String> {
             t.vars().filter_map(|v| v.strip_prefix("binding.")).map(String::from).collect::<Vec<_>>()
         })
         .collect();
+    // A field bound to a host is one the call needs whatever the adapter: a composite reads it through
+    // `credential()` and its requests carry it, so its absence is step 5's denial, not a request sent without it.
+    out.extend(pack.binding.host_bound().into_iter().map(String::from));
     out.sort();
     out.dedup();
     out

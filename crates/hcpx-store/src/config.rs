@@ -358,6 +358,26 @@ impl Store {
         if !crate::model::naming::is_pack_id(id) {
             return Err(StoreError::Refused(format!("{id:?} is not a pack id")));
         }
+        // A kind is granted only as the installed pack declares it (`wrap.network`), as a host is; taking kinds
+        // back needs no pack.
+        if allow {
+            let declared = match self.load_pack(id)? {
+                Some(p) => p.wrap.map(|w| w.network).unwrap_or_default(),
+                None => return Err(crate::packs::not_installed(id, &*self.state()?)),
+            };
+            if let Some(k) = kinds.iter().find(|k| !declared.contains(k)) {
+                let names: Vec<&str> = declared.iter().map(|k| k.as_str()).collect();
+                return Err(StoreError::Refused(if names.is_empty() {
+                    format!("pack {id} declares no network kinds (`wrap.network`), so {} cannot be allowed; a pack that needs one declares it in its manifest", k.as_str())
+                } else {
+                    format!(
+                        "pack {id} does not declare network kind {}; it declares {}: allow one of those",
+                        k.as_str(),
+                        names.join(", ")
+                    )
+                }));
+            }
+        }
         let _lock = self.lock()?;
         let mut cfg: SandboxConfig = self.read_json("sandbox.json")?.unwrap_or_default(); // uncached: under the lock
         let entry = cfg.packs.entry(id.to_string()).or_default();

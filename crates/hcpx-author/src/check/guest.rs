@@ -62,7 +62,7 @@ pub fn log_how(lang: Option<GuestLang>) -> &'static str {
             "`host.log(host.Level.INFO, ...)` (`from wit_world.imports import host`; `print` goes nowhere)"
         }
         Some(GuestLang::Js) => {
-            "`log('info', ...)` (`import { log } from 'hcp:adapter/host@0.1.0'`; `console.log` goes nowhere)"
+            "`log('info', ...)` (`import { log } from 'hcp:adapter/host@0.2.0'`, `@0.1.0` for a guest of that world; `console.log` goes nowhere)"
         }
         _ => "`hcp::adapter::host::log`",
     }

@@ -249,6 +249,23 @@ pub fn start_for(
     start(policy(&hosts, cfg)?, secrets).map(Some)
 }
 
+/// What [`start_for`] would give the call, without starting anything (`hcpx exec --dry-run`): `None` when no
+/// proxy, else whether it would terminate the call's HTTPS (the child then trusts the call's CA).
+pub fn planned_for(
+    pack: &Pack,
+    network: &[NetKind],
+    verb_key: &str,
+    cfg: &SandboxConfig,
+    tenant: &str,
+    binding: &MintedBinding,
+    placeholders: &BTreeMap<String, String>,
+) -> Result<Option<bool>, Denial> {
+    if network.contains(&NetKind::Inet) || allowed_hosts(pack, verb_key, cfg, tenant).is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(!secrets(pack, binding, placeholders)?.is_empty()))
+}
+
 fn start(policy: Policy, secrets: Secrets) -> Result<CallProxy, Denial> {
     let refuse = |why: String| {
         Denial::new(

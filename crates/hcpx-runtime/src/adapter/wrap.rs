@@ -45,9 +45,20 @@ impl Adapter for WrapAdapter {
         let program = resolve_bin(call.pack, wrap, call.env.sandbox)?;
         let argv = argv_for(call, wrap)?;
         let (workdir, workdir_writable) = super::workdir_words(call, wrap.workspace);
-        let net =
-            ChildNet { placeholders: super::egress::placeholders(call.pack, call.binding)?, ca_file: None };
-        let env = child_env(call, wrap, &net, Path::new(""), Path::new(""), "", None)
+        let placeholders = super::egress::placeholders(call.pack, call.binding)?;
+        // The proxy and CA variables a run would set, named as a run names them (the port and file are per call).
+        let proxy = super::egress::planned_for(
+            call.pack,
+            &wrap.network,
+            call.verb_key,
+            call.env.sandbox,
+            &call.principal.tenant,
+            call.binding,
+            &placeholders,
+        )?;
+        let ca_file = proxy.filter(|terminates| *terminates).map(|_| PathBuf::from(CA_FILE));
+        let net = ChildNet { placeholders, ca_file };
+        let env = child_env(call, wrap, &net, Path::new(""), Path::new(""), "", proxy.map(|_| 0))
             .into_iter()
             .map(|(k, _)| k)
             .collect();

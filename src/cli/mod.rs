@@ -24,6 +24,7 @@ pub mod publish;
 pub mod pull;
 pub mod sense;
 pub mod store;
+pub mod tasks;
 pub mod trust;
 pub mod update;
 pub mod usage;

@@ -63,6 +63,7 @@ mod store;
 mod store_pg;
 mod store_pg_replicas;
 mod store_pg_secrets;
+mod tasks;
 mod tenants;
 mod test_ca;
 mod tickets;

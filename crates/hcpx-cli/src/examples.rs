@@ -33,6 +33,8 @@ pub const DISALLOW: &str = "Examples:\n  hcpx disallow sqlite3";
 pub const ALLOW_READ: &str =
     "Examples:\n  hcpx allow-read disks /sys\n  hcpx allow-read disks /sys /run/udev";
 pub const DISALLOW_READ: &str = "Examples:\n  hcpx disallow-read disks /run/udev\n  hcpx disallow-read disks";
+pub const TASKS: &str =
+    "Examples:\n  hcpx tasks\n  hcpx tasks --after-ms 5000 --keep-ms 600000\n  HCP_STORE=postgres://hcpx@db:5432/hcpx hcpx tasks --after-ms 2000 --json";
 pub const ALLOW_NETWORK: &str =
     "Examples:\n  hcpx allow-network ip netlink\n  hcpx allow-network weather inet";
 pub const DISALLOW_NETWORK: &str =

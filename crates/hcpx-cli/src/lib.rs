@@ -241,6 +241,10 @@ pub enum Command {
     /// Take extra read paths back from a pack (all of them when none is named).
     #[command(after_help = examples::DISALLOW_READ)]
     DisallowRead(ReadArgs),
+    /// When a served call becomes a task, and how long a task is kept once it ended (sandbox.json tasks); with no
+    /// flag, the settings now.
+    #[command(after_help = examples::TASKS)]
+    Tasks(TasksArgs),
     /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
     #[command(after_help = examples::GRANT)]
     Grant(GrantArgs),

@@ -201,6 +201,18 @@ pub struct ReadArgs {
     pub paths: Vec<PathBuf>,
 }
 
+// `hcpx tasks [--after-ms MS] [--keep-ms MS]`.
+#[derive(Debug, clap::Args)]
+pub struct TasksArgs {
+    /// Milliseconds a served call runs before it becomes a task (MCP clients that take tasks, `Prefer:
+    /// respond-async` over HTTP); default 10000.
+    #[arg(long, value_name = "MS")]
+    pub after_ms: Option<u64>,
+    /// Milliseconds a task and its result are kept once it ended (at least 1000); default 3600000.
+    #[arg(long, value_name = "MS")]
+    pub keep_ms: Option<u64>,
+}
+
 // `hcpx allow-network PACK KIND…` / `hcpx disallow-network PACK [KIND…]`.
 #[derive(Debug, clap::Args)]
 pub struct NetworkArgs {

@@ -26,6 +26,7 @@ mod openapi;
 mod ops;
 mod routes;
 mod sense;
+mod tasks;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -139,6 +140,7 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router 
         .route("/v1/doctor", get(routes::doctor))
         .route("/v1/sense", get(sense::watch))
         .route("/v1/sense/{pack}/{ref}", post(sense::emit))
+        .route("/v1/tasks/{id}", get(tasks::get).delete(tasks::cancel))
         .route("/metrics", get(ops::metrics))
         .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
@@ -182,6 +184,9 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let shutdown = ShutdownToken::new();
     let readiness = Arc::new(Readiness::default());
+    // Cancellations of this replica's tasks, and (on the file store) the tasks a process that died left.
+    runtime.clone().look_after_tasks();
+    let tasks = runtime.clone();
     let parts = Parts { log, shutdown: shutdown.clone(), metrics, readiness: readiness.clone() };
     let app = router(runtime.clone(), &cfg, parts);
     // Ready once the activated packs are loaded (the first calls then find them warm), off the async workers.
@@ -198,7 +203,14 @@ pub async fn serve(
         tokio::time::sleep(drain).await;
         begun.cancel();
     };
-    let server = listen::accept_until(listener, app, cfg.header_timeout, signal);
+    // Once every connection is done, the calls running as tasks are let finish too (within the same grace); one
+    // still running when the server exits is settled as unknown by the store's sweep.
+    let server = async move {
+        listen::accept_until(listener, app, cfg.header_timeout, signal).await;
+        while tasks.tasks_running() > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
     let grace = cfg.grace;
     let deadline = async move {
         shutdown.cancelled().await;

@@ -79,8 +79,8 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
     };
     paths.insert(
         "/v1/exec".into(),
-        json!({ "post": op("exec", "Run a command: the exec envelope in, the result envelope out.",
-            Some((envelope, true)), &[timeout_param()], "ResultEnvelope", &call_statuses()) }),
+        json!({ "post": may_be_task(op("exec", "Run a command: the exec envelope in, the result envelope out.",
+            Some((envelope, true)), &[timeout_param()], "ResultEnvelope", &call_statuses())) }),
     );
     paths.insert(
         "/v1/packs".into(),
@@ -135,13 +135,14 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
     );
     approval_paths(&mut paths);
     sense_paths(&mut paths);
+    task_paths(&mut paths);
     for c in &commands {
         let summary = format!("{} {} ({}): {}", c.pack_id, c.verb, c.operation, c.description);
         // A command without required arguments may be called with no body at all.
         let body = (c.args.clone(), !c.required().is_empty());
         paths.insert(
             format!("/v1/exec/{}/{}", c.pack_id, c.verb),
-            json!({ "post": op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[timeout_param()], "ResultEnvelope", &call_statuses()) }),
+            json!({ "post": may_be_task(op(&format!("{}__{}", c.pack_id, c.verb.replace('.', "_")), &summary, Some(body), &[timeout_param()], "ResultEnvelope", &call_statuses())) }),
         );
     }
     json!({
@@ -155,6 +156,39 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
             "schemas": schemas(),
         },
     })
+}
+
+/// A call's operation, which answers `202` with a task when the request prefers `respond-async` and the call
+/// runs past the operator's bound. `Prefer` is said in the description, not as a parameter: a server must ignore
+/// the preferences (and the headers) it does not know (RFC 7240), and a second optional header parameter has
+/// schemathesis send an unknown header and expect it refused.
+fn may_be_task(mut o: Value) -> Value {
+    o["description"] = json!("With `Prefer: respond-async` (RFC 7240), a call still running after the operator's bound (sandbox.json tasks.after_ms), or of a command its pack marks long, answers 202 with a task: GET its Location (/v1/tasks/{id}) for its status and, once it ended, its result envelope; DELETE it to cancel. Other preferences are ignored.");
+    o["responses"]["202"] = json!({ "description": "The call runs on as a task (Prefer: respond-async); GET its Location",
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/TaskAnswer" } } } });
+    o
+}
+
+/// `GET /v1/tasks/{id}` and `DELETE /v1/tasks/{id}`: a task of the caller's own.
+fn task_paths(paths: &mut Map<String, Value>) {
+    let id = [param("id", "path", true, "A task id (tk_…)")];
+    let mut cancel = op(
+        "task_cancel",
+        "Cancel a task of the caller's: 202 once recorded (the call is stopped within a poll), 200 when it had already ended.",
+        None,
+        &id,
+        "TaskAnswer",
+        &[200, 202, 401, 404, 503],
+    );
+    cancel["responses"]["202"]["content"]["application/json"]["schema"] =
+        json!({ "$ref": "#/components/schemas/TaskAnswer" });
+    paths.insert(
+        "/v1/tasks/{id}".into(),
+        json!({
+            "get": op("task", "A task of the caller's: its status, and its result envelope once it ended.", None, &id, "TaskAnswer", &[200, 401, 404, 503]),
+            "delete": cancel,
+        }),
+    );
 }
 
 /// `GET /v1/approvals` and `POST /v1/approvals/{id}/approve|refuse` (approver Principals only).
@@ -425,6 +459,22 @@ fn schemas() -> Value {
             "properties": { "ok": { "type": "boolean" }, "store": { "type": "string" }, "error": { "type": "string" } },
         },
         "Any": { "type": "object", "required": ["ok"], "properties": { "ok": { "type": "boolean" } } },
+        "Task": {
+            "type": "object", "required": ["id", "status", "pack_id", "verb_key", "created_at", "updated_at"],
+            "properties": {
+                "id": { "type": "string" }, "status": { "enum": ["working", "completed", "failed", "cancelled"] },
+                "pack_id": { "type": "string" }, "verb_key": { "type": "string" },
+                "created_at": { "type": "string" }, "updated_at": { "type": "string" },
+                "finished_at": { "type": "string" }, "expires_at": { "type": "string" },
+                "cancel_requested": { "type": "boolean" }, "location": { "type": "string" },
+                "outcome": { "const": "unknown" }, "error": { "type": "string" },
+            },
+        },
+        "TaskAnswer": {
+            "type": "object", "required": ["ok", "task"],
+            "properties": { "ok": { "const": true }, "task": { "$ref": "#/components/schemas/Task" },
+                "result": { "$ref": "#/components/schemas/ResultEnvelope" } },
+        },
         "Document": { "type": "object" },
     })
 }

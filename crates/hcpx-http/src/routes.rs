@@ -100,7 +100,8 @@ fn millis(text: &str) -> Option<u64> {
 }
 
 /// A served call: no project directory (a `project`-mode pack is refused with `no_project`), and the deadline
-/// the request asks for, if any.
+/// the request asks for, if any. With `Prefer: respond-async` a call that runs past the operator's bound answers
+/// `202` with a task (`tasks.rs`).
 async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) -> Response {
     let deadline = match headers.get(TIMEOUT_HEADER).map(|v| millis(v.to_str().unwrap_or_default())) {
         None => None,
@@ -108,6 +109,12 @@ async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) 
         Some(None) => return bad_input(app, TIMEOUT_HEADER, "it takes a positive number of milliseconds"),
     };
     let ctx = CallContext { deadline, ..CallContext::default() };
+    if super::tasks::prefers_async(headers) {
+        return match app.runtime.clone().exec_or_task(who.principal, env, ctx).await {
+            crate::runtime::tasks::Started::Answered(out) => result(app, *out),
+            crate::runtime::tasks::Started::Task(rec) => super::tasks::accepted(&rec),
+        };
+    }
     result(app, app.runtime.clone().exec_async(who.principal, env, ctx).await)
 }
 

@@ -2,9 +2,10 @@
 //! envelopes and result envelopes into tool results; the pipeline decides everything else.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetPromptRequestParams,
+    GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -17,6 +18,8 @@ use super::tools::{activated_tools, ToolSpec};
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
 use crate::store::principals::Authenticated;
+
+mod tasks;
 
 /// Who a call is for, asked at each call (so a grant taken back in `grants.json` holds at once), or why
 /// there is no Principal.
@@ -125,6 +128,7 @@ impl ServerHandler for HcpServer {
             .enable_tools()
             .enable_resources_list_changed()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
@@ -148,8 +152,8 @@ impl ServerHandler for HcpServer {
         tokio::spawn(super::watch::watch(self.clone(), context.peer));
     }
 
-    /// From 2026-07-28 on (no session), a client hears of tool and resource list changes on a `subscriptions/listen`
-    /// stream instead.
+    /// From 2026-07-28 on (no session), a client hears of tool and resource list changes on a
+    /// `subscriptions/listen` stream instead.
     fn accepted_subscription_filter(
         &self,
         _requested: &rmcp::model::SubscriptionFilter,
@@ -222,6 +226,30 @@ impl ServerHandler for HcpServer {
         }
         answer
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.task_get(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_cancel(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_update(request, context).await
+    }
 }
 
 /// A tool's answer as a served caller (MCP over HTTP) reads it: the host's paths hidden (`call::hide_host_paths`).
@@ -286,6 +314,9 @@ impl HcpServer {
             && context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
         {
             return self.ask_the_person(tool, principal, args, context).await;
+        }
+        if tasks::takes_tasks(context) {
+            return self.call_or_task(tool, principal, args, context).await;
         }
         let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
         to_mcp_result(unless_cancelled(work, context, &tool.pack_id, &tool.verb_key).await).into()
@@ -499,6 +530,7 @@ pub async fn serve_stdio(
     context: CallContext,
     single_tool: bool,
 ) -> Result<(), McpServeError> {
+    runtime.clone().look_after_tasks();
     let server = HcpServer::new(runtime, principal, context).single_tool(single_tool);
     let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| McpServeError(e.to_string()))?;
     service.waiting().await.map(|_| ()).map_err(|e| McpServeError(e.to_string()))

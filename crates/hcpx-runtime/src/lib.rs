@@ -33,6 +33,7 @@ mod pipeline;
 pub mod report;
 pub mod scrub;
 pub mod sense;
+pub mod tasks;
 pub mod visible;
 
 pub use adapter::egress::{EgressRow, CLASSES as EGRESS_CLASSES};
@@ -75,6 +76,8 @@ pub struct Runtime {
     /// The store's and the temp directory's paths, which a served caller is never told: found on first use (a
     /// served face's), so a one-shot CLI call does not pay for them.
     host_paths: std::sync::OnceLock<host_paths::HostPaths>,
+    /// The tasks this process runs, for their cancellation (`tasks`).
+    running: tasks::Running,
 }
 
 /// Told of each call the async exec path answers (the served faces, HTTP and MCP over HTTP), after it ended:
@@ -153,6 +156,7 @@ impl Runtime {
             max_calls: 0,
             in_flight: Arc::new(AtomicUsize::new(0)),
             observer: None,
+            running: Default::default(),
         }
     }
 

@@ -20,6 +20,7 @@ use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::chain::Verified;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
+use crate::tasks::TaskRecord;
 use crate::turns::Turn;
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
@@ -115,6 +116,21 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn sense_version(&self, tenant: &str) -> Result<Option<SenseVersion>, StoreError>;
     /// Woken when an event is recorded anywhere; `None` when watchers poll.
     fn sense_wake(&self) -> Option<Arc<pg::Live>>;
+
+    /// What names this process as the owner of the tasks it runs (taking what shows it alive, once).
+    fn task_owner(&self) -> Result<String, StoreError>;
+    /// Records a new task.
+    fn task_create(&self, rec: &TaskRecord) -> Result<(), StoreError>;
+    /// Task `id` of `tenant` as stored, whoever made it (the store checks the Principal).
+    fn task_read(&self, tenant: &str, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Records a cancellation of task `id` of `tenant`, if it still works.
+    fn task_cancel(&self, tenant: &str, id: &str) -> Result<(), StoreError>;
+    /// Records how task `rec` ended, if it still works; whether it did.
+    fn task_finish(&self, rec: &TaskRecord) -> Result<bool, StoreError>;
+    /// Of the tasks `ids` (tenant, id), those with a cancellation recorded.
+    fn tasks_cancelled(&self, ids: &[(String, String)]) -> Result<Vec<String>, StoreError>;
+    /// Settles the tasks of owners that are gone and removes expired ones; how many it changed.
+    fn tasks_sweep(&self) -> Result<usize, StoreError>;
 
     /// Waits up to `wait` for `tenant`'s turn at the workspace of `pack` (in `workspaces`).
     fn workspace_turn(

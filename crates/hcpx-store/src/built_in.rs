@@ -133,6 +133,7 @@ impl Row {
             policy_hint: None,
             policy: PolicyRow { operation: self.operation, confirm: false, land: Land::default() },
             hosts: None,
+            long: false,
         }
     }
 }

@@ -77,6 +77,9 @@ pub struct SandboxConfig {
     /// private addresses.
     #[serde(default, skip_serializing_if = "Egress::is_empty")]
     pub egress: Egress,
+    /// When a served call becomes a task, and how long a task is kept once it ended (docs/mcp.md, Tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<crate::tasks::TaskSettings>,
 }
 
 /// `sandbox.json` `egress`: the operator's answers for names a wrap's hosts reach, for every pack.

@@ -34,6 +34,7 @@ pub mod packs;
 pub mod pg;
 pub mod principals;
 pub mod sense;
+pub mod tasks;
 pub mod turns;
 
 use serde::de::DeserializeOwned;

@@ -181,6 +181,8 @@ pub struct Command {
     pub policy: PolicyRow,
     /// The command's own `hosts`, in place of the pack's; `None`: the pack's.
     pub hosts: Option<Vec<HostRule>>,
+    /// The manifest's `long`: a served call of it becomes a task at once.
+    pub long: bool,
 }
 
 /// A `policy.json` row, defaults applied.

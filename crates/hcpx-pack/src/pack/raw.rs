@@ -276,6 +276,10 @@ pub struct RawCommand {
     pub preview: Option<RawPreview>,
     /// The hosts this command reaches, in place of the pack's `hosts` (`[]`: none).
     pub hosts: Option<Vec<String>>,
+    /// `true`: the command runs long, so a served call of it becomes a task at once where the client takes tasks
+    /// (MCP's tasks extension, `Prefer: respond-async` over HTTP) instead of after the operator's
+    /// `sandbox.json` `tasks.after_ms`.
+    pub long: Option<bool>,
 }
 
 /// A title form: one template or a list tried in order.

@@ -7,6 +7,7 @@ mod audit;
 mod cache;
 mod docs;
 mod sense;
+mod tasks;
 
 use std::any::TypeId;
 use std::fs;
@@ -19,6 +20,7 @@ use crate::backend::{Backend, Parse, Parsed, SenseVersion};
 use crate::chain::Verified;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
+use crate::tasks::TaskRecord;
 use crate::turns::Turn;
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
@@ -30,12 +32,14 @@ const POLL: Duration = Duration::from_millis(5);
 pub(crate) struct Files {
     home: PathBuf,
     cache: cache::ReadCache,
+    /// This process as the owner of the tasks it runs, once it runs one (`tasks.rs`).
+    owner: std::sync::OnceLock<tasks::Owner>,
 }
 
 impl Files {
     /// The files at `home` (which exists), with a read cache that may watch it.
     pub(crate) fn new(home: &Path) -> Files {
-        Files { home: home.to_path_buf(), cache: Default::default() }
+        Files { home: home.to_path_buf(), cache: Default::default(), owner: Default::default() }
     }
 
     /// A path inside the store.
@@ -72,7 +76,11 @@ impl Backend for Files {
     /// The read cache never watches the store's directory: closing the watch at exit would hold the
     /// process's end for milliseconds (see `cache`).
     fn one_shot(self: Arc<Self>) -> Arc<dyn Backend> {
-        Arc::new(Files { home: self.home.clone(), cache: cache::ReadCache::unwatched() })
+        Arc::new(Files {
+            home: self.home.clone(),
+            cache: cache::ReadCache::unwatched(),
+            owner: Default::default(),
+        })
     }
 
     fn lock(&self) -> Result<StoreLock, StoreError> {
@@ -188,6 +196,34 @@ impl Backend for Files {
     /// Watchers poll [`Backend::sense_version`].
     fn sense_wake(&self) -> Option<Arc<pg::Live>> {
         None
+    }
+
+    fn task_owner(&self) -> Result<String, StoreError> {
+        self.owner()
+    }
+
+    fn task_create(&self, rec: &TaskRecord) -> Result<(), StoreError> {
+        self.task_put(rec)
+    }
+
+    fn task_read(&self, tenant: &str, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.task_get(tenant, id)
+    }
+
+    fn task_cancel(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        self.task_mark_cancel(tenant, id)
+    }
+
+    fn task_finish(&self, rec: &TaskRecord) -> Result<bool, StoreError> {
+        self.task_end(rec)
+    }
+
+    fn tasks_cancelled(&self, ids: &[(String, String)]) -> Result<Vec<String>, StoreError> {
+        self.task_cancels(ids)
+    }
+
+    fn tasks_sweep(&self) -> Result<usize, StoreError> {
+        self.task_sweep()
     }
 
     /// A file lock beside the workspace, not in it: the call itself cannot reach (or remove) it.

@@ -166,6 +166,25 @@ async fn append_in(
 /// store's one-key locks).
 pub(crate) const LIVENESS: i32 = 0x6863_7078;
 
+/// Whether `replica` is gone: its liveness lock is free (taken here for a moment, and given back).
+pub(crate) async fn replica_gone(
+    c: &deadpool_postgres::Object,
+    shown: &str,
+    replica: i32,
+) -> Result<bool, StoreError> {
+    let free: bool = c
+        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LIVENESS, &replica])
+        .await
+        .map_err(|e| db_error(shown, e))?
+        .get(0);
+    if free {
+        c.execute("SELECT pg_advisory_unlock($1, $2)", &[&LIVENESS, &replica])
+            .await
+            .map_err(|e| db_error(shown, e))?;
+    }
+    Ok(free)
+}
+
 /// Turns the intents of every replica that is gone (its liveness lock is free) into `cancelled` lines, one
 /// intent per transaction, each taken only by the replica whose transaction deletes it.
 pub(crate) async fn sweep(pool: &deadpool_postgres::Pool, shown: &str, me: i32) -> Result<usize, StoreError> {
@@ -177,15 +196,7 @@ pub(crate) async fn sweep(pool: &deadpool_postgres::Pool, shown: &str, me: i32) 
     let mut gone = Vec::new();
     for r in rows {
         let replica: i32 = r.get(0);
-        let free: bool = c
-            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LIVENESS, &replica])
-            .await
-            .map_err(|e| db_error(shown, e))?
-            .get(0);
-        if free {
-            c.execute("SELECT pg_advisory_unlock($1, $2)", &[&LIVENESS, &replica])
-                .await
-                .map_err(|e| db_error(shown, e))?;
+        if replica_gone(&c, shown, replica).await? {
             gone.push(replica);
         }
     }

@@ -15,6 +15,7 @@ use crate::chain::{no_chain, verify_lines, Verified};
 use crate::packs::pack_files_digest;
 use crate::principals::LOCAL_TENANT;
 use crate::sense::{NewEvent, SenseEvent};
+use crate::tasks::TaskRecord;
 use crate::turns::Turn;
 use crate::{PoolStats, StoreError, StoreLock};
 
@@ -252,6 +253,36 @@ impl Backend for Postgres {
 
     fn sense_wake(&self) -> Option<Arc<Live>> {
         Some(self.db.live().clone())
+    }
+
+    /// This replica: its liveness lock is what shows its tasks' owner alive.
+    fn task_owner(&self) -> Result<String, StoreError> {
+        Ok(self.db.task_owner())
+    }
+
+    fn task_create(&self, rec: &TaskRecord) -> Result<(), StoreError> {
+        self.db.task_insert(rec)
+    }
+
+    fn task_read(&self, tenant: &str, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.db.task_select(tenant, id)
+    }
+
+    fn task_cancel(&self, tenant: &str, id: &str) -> Result<(), StoreError> {
+        self.db.task_set_cancel(tenant, id)
+    }
+
+    fn task_finish(&self, rec: &TaskRecord) -> Result<bool, StoreError> {
+        self.db.task_end(rec)
+    }
+
+    fn tasks_cancelled(&self, ids: &[(String, String)]) -> Result<Vec<String>, StoreError> {
+        self.db.task_cancels(ids)
+    }
+
+    /// Every replica also sweeps on its own every 2 s (`live.rs`).
+    fn tasks_sweep(&self) -> Result<usize, StoreError> {
+        self.db.task_sweep()
     }
 
     /// An advisory lock in the database, across replicas.

@@ -108,7 +108,8 @@ pub(super) fn spawn_listener(
 
 /// Holds this replica's liveness lock (a session advisory lock on a connection of its own, taken again after
 /// a reconnect) and, every few seconds, turns the write intents of replicas whose lock is free into
-/// `cancelled` audit lines (pg/audit.rs).
+/// `unknown` audit lines (pg/audit.rs), settles their working tasks as unknown and removes expired tasks
+/// (pg/tasks.rs).
 pub(super) fn spawn_liveness(
     handle: &tokio::runtime::Handle,
     config: tokio_postgres::Config,
@@ -134,6 +135,7 @@ pub(super) fn spawn_liveness(
     handle.spawn(async move {
         loop {
             let _ = super::audit::sweep(&pool, &shown, me).await;
+            let _ = super::tasks::sweep(&pool, &shown, me).await;
             tokio::time::sleep(SWEEP).await;
         }
     });

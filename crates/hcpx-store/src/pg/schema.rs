@@ -60,6 +60,22 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, id)
     );
     "#,
+    // 2: tasks (served calls that outlive their request), each bound to its tenant and Principal, with the
+    // replica that runs it; the record is the whole task as JSON, the columns what is queried.
+    r#"
+    CREATE TABLE hcpx_tasks (
+        id text PRIMARY KEY,
+        tenant text NOT NULL,
+        principal text NOT NULL,
+        replica integer NOT NULL,
+        status text NOT NULL,
+        cancel boolean NOT NULL DEFAULT false,
+        expires_ms bigint,
+        record text NOT NULL
+    );
+    CREATE INDEX hcpx_tasks_working ON hcpx_tasks (replica) WHERE status = 'working';
+    CREATE INDEX hcpx_tasks_expiring ON hcpx_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this hcpx writes.

@@ -124,6 +124,7 @@ pub(super) fn build_command(
         policy_hint: raw.policy,
         policy: policy_row(row),
         hosts,
+        long: raw.long.unwrap_or(false),
     })
 }
 /// Every placeholder of a `cli[]` token or preview must name a declared argument.

@@ -204,7 +204,12 @@ fn a_long_call_becomes_a_task_and_every_replica_answers_for_it() {
     let result = &done["result"]["result"];
     assert_eq!(result["isError"], false, "{done}");
     let env = envelope_of(result);
-    assert_eq!((env["ok"].as_bool(), env["result"]["waited"].as_bool()), (Some(true), Some(true)), "{done}");
+    // The command's result is the structured content; the envelope rides in `_meta`.
+    assert_eq!(
+        (env["ok"].as_bool(), result["structuredContent"]["waited"].as_bool()),
+        (Some(true), Some(true)),
+        "{done}"
+    );
     assert!(done["result"]["ttlMs"].as_u64().is_some_and(|t| t >= 3_600_000), "{done}");
     assert_eq!(db.psql("SELECT status FROM hcpx_tasks").trim(), "completed");
     // Another replica answers the same again.
@@ -343,10 +348,10 @@ fn a_client_without_the_extension_waits_as_before() {
     let answer = call(&s.addr, &ana, "slow__wait", false);
     assert!(started.elapsed() >= Duration::from_millis(1900), "{:?}", started.elapsed());
     assert!(answer["result"].get("resultType").is_none_or(|t| t == "complete"), "{answer}");
-    assert_eq!(envelope_of(&answer["result"])["result"]["waited"], true, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["waited"], true, "{answer}");
     // Even a command marked long (which a client that takes tasks gets as a task at once).
     let answer = call(&s.addr, &ana, "slow__quick", false);
-    assert_eq!(envelope_of(&answer["result"])["result"]["quick"], true, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["quick"], true, "{answer}");
     task_id(&call(&s.addr, &ana, "slow__quick", true));
     // Nor may it ask about tasks: the extension is required for that.
     let refused =
@@ -357,7 +362,7 @@ fn a_client_without_the_extension_waits_as_before() {
     std::thread::sleep(Duration::from_millis(50));
     let answer = call(&s.addr, &ana, "slow__wait", true);
     assert!(answer["result"].get("resultType").is_none_or(|t| t == "complete"), "{answer}");
-    assert_eq!(envelope_of(&answer["result"])["result"]["waited"], true, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["waited"], true, "{answer}");
 }
 
 #[test]
@@ -472,7 +477,7 @@ fn sigterm_lets_a_running_task_finish() {
     let next = Server::start(&h, &[]);
     let done = get(&next.addr, &ana, &id);
     assert_eq!(done["result"]["status"], "completed", "{done}");
-    assert_eq!(envelope_of(&done["result"]["result"])["result"]["waited"], true, "{done}");
+    assert_eq!(done["result"]["result"]["structuredContent"]["waited"], true, "{done}");
 }
 
 #[test]

@@ -40,7 +40,7 @@ ENVELOPE_META = "dev.hcpx/envelope"
 
 
 def envelope_of(result):
-    """A tool result's whole result envelope (`ok`, `code`, `error`, `preview`, …): in `_meta` under
-    `dev.hcpx/envelope` where the server puts it there, else the structured content."""
+    """A tool result's envelope (`ok`, `code`, `error`, `preview`, …: all but the result, which is the structured
+    content): in `_meta` under `dev.hcpx/envelope` where the server puts it there, else the structured content."""
     meta = getattr(result, "meta", None) or {}
     return meta.get(ENVELOPE_META) or result.structured_content

@@ -32,7 +32,7 @@ WAIT_S = 20  # for a list change: the server looks at the store every 300 ms
 def seen(r):
     env = envelope_of(r) or {}
     return {"is_error": bool(r.is_error), "code": env.get("code"), "ok": env.get("ok"),
-            "result": env.get("result"), "preview_title": (env.get("preview") or {}).get("title"),
+            "result": r.structured_content if not r.is_error else None, "preview_title": (env.get("preview") or {}).get("title"),
             "text": "\n".join(c.text for c in r.content if getattr(c, "text", None))}
 
 
@@ -57,7 +57,7 @@ async def exercise(call, list_names, report):
 
 
 async def ledger_amounts(call):
-    entries = (envelope_of(await call("ledger__list", {})) or {}).get("result", {}).get("entries", [])
+    entries = ((await call("ledger__list", {})).structured_content or {}).get("entries", [])
     return sorted(e["amount"] for e in entries if e.get("amount", "").startswith(f"1.{N}"))
 
 

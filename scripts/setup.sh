@@ -54,3 +54,8 @@ fi
 if ! python3 -c "import schemathesis" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check 'schemathesis==4.32.5'
 fi
+# The OAuth tests (tests/integration/oauth.rs) run a real OpenID provider, the npm package `oidc-provider`, with
+# node, installed from its lock file in tests/oidc.
+if [ ! -f "$(dirname "$0")/../tests/oidc/node_modules/oidc-provider/package.json" ]; then
+  (cd "$(dirname "$0")/../tests/oidc" && npm ci --no-audit --no-fund --loglevel=error)
+fi

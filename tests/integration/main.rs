@@ -44,6 +44,7 @@ mod house;
 mod lint;
 mod mcp;
 mod new;
+mod oauth;
 mod operator;
 mod pg;
 mod properties;

@@ -1,0 +1,143 @@
+//! A JWT-authenticated call beside a static-token one (#37: at most 1.1×, the issuer's keys cached), side by
+//! side in one run: `POST /v1/exec/hcp-cli/hcp.list` through the whole router in-process (auth layer, access
+//! log, handler, pipeline, the built-in pack's answer), its three cases interleaved call by call: a static
+//! token of principals.json, an ES256 token and an EdDSA token of an issuer whose key set is in the cache.
+//! Prints each case's p50 and p99 and the ratios to the static token's.
+//!
+//! Run: `cargo bench -p hcpx-http --bench jwt` (JWT_BENCH_N calls per case, default 3000).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use ring::rand::SystemRandom;
+use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tower::ServiceExt as _;
+
+use hcpx_http::oauth::jws::Jwk;
+use hcpx_http::oauth::Verifier;
+use hcpx_http::{router_with, AccessLog, Metrics, Parts, Readiness, ServeConfig};
+use hcpx_runtime::Runtime;
+use hcpx_store::issuers::IssuerRow;
+use hcpx_store::Store;
+
+const ISSUER: &str = "https://idp.bench";
+const AUDIENCE: &str = "https://hcp.bench/mcp";
+
+fn token(alg: &str, kid: &str, sign: &dyn Fn(&[u8]) -> Vec<u8>) -> String {
+    let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
+    let header = json!({ "alg": alg, "kid": kid, "typ": "at+jwt" });
+    let claims = json!({ "iss": ISSUER, "aud": AUDIENCE, "sub": "bench-svc", "exp": exp, "scope": "hcp.read",
+                         "client_id": "bench", "jti": "x" });
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let sig = sign(input.as_bytes());
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e6
+}
+
+fn main() {
+    let n: usize = std::env::var("JWT_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let static_token =
+        store.principal_add("bench", "bench", false, vec!["verb.exec.read:*".parse().unwrap()]).unwrap();
+    store
+        .issuer_add(
+            IssuerRow {
+                issuer: ISSUER.into(),
+                audience: AUDIENCE.into(),
+                principal_claim: None,
+                tenant: Some("bench".into()),
+                tenant_claim: None,
+                tenants: vec![],
+                scopes: [("hcp.read".to_string(), vec!["verb.exec.read:*".parse().unwrap()])].into(),
+                operator_scope: None,
+                approver_scope: None,
+                person_scope: None,
+            },
+            false,
+        )
+        .unwrap();
+
+    let rng = SystemRandom::new();
+    let p8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let es = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, p8.as_ref(), &rng).unwrap();
+    let point = es.public_key().as_ref().to_vec();
+    let e8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let ed = Ed25519KeyPair::from_pkcs8(e8.as_ref()).unwrap();
+    let jwks = json!({ "keys": [
+        { "kty": "EC", "crv": "P-256", "kid": "es", "alg": "ES256",
+          "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..]) },
+        { "kty": "OKP", "crv": "Ed25519", "kid": "ed", "alg": "EdDSA", "x": URL_SAFE_NO_PAD.encode(ed.public_key().as_ref()) },
+    ]});
+    let keys: Vec<Jwk> = hcpx_http::oauth::jws::parse_jwks(jwks.to_string().as_bytes()).unwrap();
+    let es_token = token("ES256", "es", &|m| es.sign(&SystemRandom::new(), m).unwrap().as_ref().to_vec());
+    let ed_token = token("EdDSA", "ed", &|m| ed.sign(m).as_ref().to_vec());
+
+    let oauth = Arc::new(Verifier::default());
+    oauth.keys.insert(ISSUER, keys);
+    let runtime = Arc::new(Runtime::new(store));
+    let metrics = Arc::new(Metrics::new());
+    let readiness = Arc::new(Readiness::default());
+    readiness.mark_loaded();
+    let parts = Parts {
+        log: AccessLog::to(Box::new(std::io::sink())),
+        shutdown: hcpx_http::ShutdownToken::new(),
+        metrics,
+        readiness,
+    };
+    let app = router_with(runtime, &ServeConfig::default(), parts, oauth);
+    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+
+    let call = |bearer: &str| {
+        let req = axum::http::Request::post("/v1/exec/hcp-cli/hcp.list")
+            .header("authorization", format!("Bearer {bearer}"))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from("{}"))
+            .unwrap();
+        let app = app.clone();
+        tokio.block_on(async move {
+            let t = Instant::now();
+            let resp = app.oneshot(req).await.unwrap();
+            let status = resp.status();
+            let _ = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+            assert_eq!(status, 200, "the call failed");
+            t.elapsed()
+        })
+    };
+    let cases = [
+        ("static token", static_token.as_str()),
+        ("JWT ES256", es_token.as_str()),
+        ("JWT EdDSA", ed_token.as_str()),
+    ];
+    for (_, t) in &cases {
+        for _ in 0..200 {
+            call(t);
+        }
+    }
+    let mut lat: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); cases.len()];
+    for _ in 0..n {
+        for (i, (_, t)) in cases.iter().enumerate() {
+            lat[i].push(call(t));
+        }
+    }
+    let mut p50s = Vec::new();
+    println!("| call | p50 µs | p99 µs | p50 ratio to static |");
+    println!("|------|-------:|-------:|--------------------:|");
+    for (i, (label, _)) in cases.iter().enumerate() {
+        lat[i].sort();
+        let (p50, p99) = (pct(&lat[i], 0.5), pct(&lat[i], 0.99));
+        p50s.push(p50);
+        println!("| {label} | {p50:.1} | {p99:.1} | {:.3} |", p50 / p50s[0]);
+    }
+}

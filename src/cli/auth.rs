@@ -5,7 +5,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::{open_store, AuthCmd, IssuerCmd};
+use super::{open_store, AuthCmd, IssuerAdd, IssuerCmd};
 use crate::output::Printer;
 use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_model::grants::Grant;
@@ -16,19 +16,20 @@ pub fn run(p: &Printer, c: &AuthCmd) -> anyhow::Result<u8> {
     let AuthCmd::Issuer(c) = c;
     let store = open_store()?;
     match c {
-        IssuerCmd::Add {
-            issuer,
-            audience,
-            principal_claim,
-            tenant,
-            tenant_claim,
-            tenants,
-            scopes,
-            operator_scope,
-            approver_scope,
-            person_scope,
-            replace,
-        } => {
+        IssuerCmd::Add(a) => {
+            let IssuerAdd {
+                issuer,
+                audience,
+                principal_claim,
+                tenant,
+                tenant_claim,
+                tenants,
+                scopes,
+                operator_scope,
+                approver_scope,
+                person_scope,
+                replace,
+            } = a.as_ref();
             let row = IssuerRow {
                 issuer: issuer.clone(),
                 audience: audience.clone(),

@@ -6,9 +6,11 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
 use serde_json::json;
 
+type Sign = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
 struct Signer {
     jwk: Value,
-    sign: Box<dyn Fn(&[u8]) -> Vec<u8>>,
+    sign: Sign,
 }
 
 fn es(alg: &'static sig::EcdsaSigningAlgorithm, crv: &str, kid: &str, jwk_alg: Option<&str>) -> Signer {

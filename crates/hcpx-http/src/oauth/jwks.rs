@@ -92,6 +92,13 @@ impl KeyCache {
         map.entry(issuer.to_string()).or_default().clone()
     }
 
+    /// The key set held for `issuer` while it is fresh.
+    pub fn current(&self, issuer: &str) -> Option<Arc<KeySet>> {
+        let slot = self.slot(issuer);
+        let held = slot.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        held.filter(|s| s.fresh())
+    }
+
     /// Puts `keys` in the cache for `issuer` as if just fetched (benchmarks, and tests of the verifier).
     pub fn insert(&self, issuer: &str, keys: Vec<Jwk>) {
         let slot = self.slot(issuer);

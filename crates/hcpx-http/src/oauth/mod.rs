@@ -8,6 +8,8 @@ pub mod jws;
 pub(crate) mod metadata;
 pub(crate) mod scope;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::model::Invoker;
@@ -27,7 +29,22 @@ pub enum Rejection {
 #[derive(Default)]
 pub struct Verifier {
     pub keys: jwks::KeyCache,
+    /// Tokens verified lately, by SHA-256: a client sends the same token with each call, and its signature
+    /// need not be checked again while the issuers' document and the issuer's key set it was checked against
+    /// are the very ones in use (each entry holds them, so a changed one is never mistaken for them) and it has
+    /// not expired.
+    verified: Mutex<HashMap<[u8; 32], Verified>>,
 }
+
+/// A token verified once, with what it was verified against.
+struct Verified {
+    who: Authenticated,
+    issuers: Arc<Issuers>,
+    keys: Arc<jwks::KeySet>,
+}
+
+/// The most tokens remembered; past it the memory starts over.
+const VERIFIED_MAX: usize = 4096;
 
 fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -38,9 +55,13 @@ impl Verifier {
     pub async fn authenticate(
         &self,
         token: &str,
-        issuers: &Issuers,
+        issuers: &Arc<Issuers>,
         invoker: Invoker,
     ) -> Result<Authenticated, Rejection> {
+        let digest = sha256(token.as_bytes());
+        if let Some(who) = self.remembered(&digest, issuers) {
+            return Ok(who);
+        }
         let invalid = |m: String| Rejection::Invalid(format!("denied: {m}"));
         let tok = jws::parse(token).map_err(|e| invalid(e.0))?;
         let iss = tok.claims.get("iss").and_then(serde_json::Value::as_str).unwrap_or_default();
@@ -62,7 +83,30 @@ impl Verifier {
         key.verify(tok.alg, tok.signing_input, &tok.signature).map_err(|e| invalid(e.0))?;
         let exp = jws::check_claims(&tok.claims, &issuer.row.issuer, &issuer.row.audience, now())
             .map_err(|e| invalid(e.0))?;
-        issuer.principal(&tok.claims, exp, sha256(token.as_bytes()), invoker).map_err(|e| invalid(e.0))
+        let who = issuer.principal(&tok.claims, exp, digest, invoker).map_err(|e| invalid(e.0))?;
+        let mut memory = self.verified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if memory.len() >= VERIFIED_MAX {
+            memory.clear();
+        }
+        memory.insert(digest, Verified { who: who.clone(), issuers: issuers.clone(), keys: set });
+        Ok(who)
+    }
+
+    /// The Principal of a token verified before, while nothing it was verified against has changed and it
+    /// has not expired.
+    fn remembered(&self, digest: &[u8; 32], issuers: &Arc<Issuers>) -> Option<Authenticated> {
+        let mut memory = self.verified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let v = memory.get(digest)?;
+        let crate::store::principals::Via::Issuer { issuer, expires_at, .. } = &v.who.via else {
+            return None;
+        };
+        let current = self.keys.current(issuer);
+        let same = Arc::ptr_eq(&v.issuers, issuers) && current.is_some_and(|k| Arc::ptr_eq(&k, &v.keys));
+        if same && now() <= expires_at.saturating_add(jws::LEEWAY_SECS) {
+            return Some(v.who.clone());
+        }
+        memory.remove(digest);
+        None
     }
 }
 

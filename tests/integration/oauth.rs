@@ -541,4 +541,12 @@ fn the_sdks_oauth_client_gets_a_token_steps_up_its_scope_and_calls_tools() {
         "{ex:?}"
     );
     assert_eq!(w.notes_saved(), 1, "the stepped-up write ran once");
+    // Downstream it is an ordinary Principal: the write's audit line names it, its tenant and invoker mcp.
+    let audit = w.h.audit_log();
+    assert!(
+        audit.lines().any(|l| l.contains("\"principal\":\"acme-es\"")
+            && l.contains("\"tenant\":\"acme\"")
+            && l.contains("\"invoker\":\"mcp\"")),
+        "{audit}"
+    );
 }

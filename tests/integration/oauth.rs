@@ -144,9 +144,14 @@ fn notes_pack(h: &Home) {
         "verbs": {
             "look": { "description": "List the notes.", "cli": ["notes", "look"] },
             "save": { "description": "Save a note.", "cli": ["notes", "save"] }
-        }
+        },
+        "stimulusTriggers": [{ "ref": "note.saved" }]
     });
-    f.policy = json!({ "surface_id": "notes", "verbs": { "look": { "operation": "read" }, "save": { "operation": "write" } } });
+    f.policy = json!({
+        "surface_id": "notes",
+        "verbs": { "look": { "operation": "read" }, "save": { "operation": "write" } },
+        "stimuli": { "note.saved": { "delivery": "announce" } }
+    });
     f.harness = "# Notes\n\nNotes.\n".into();
     let script = "#!/bin/sh\nif [ \"$1\" = save ]; then echo note >> note.txt; fi\nn=$(cat note.txt 2>/dev/null | wc -l)\nprintf '{\"notes\":%s}\\n' \"$n\"\n";
     f.files = vec![("bin/notes".into(), script.into(), true)];
@@ -189,6 +194,8 @@ impl World {
             "acme",
             "--scope",
             "hcp.read=verb.exec.read:*",
+            "--scope",
+            "hcp.read=sense.announce:notes",
             "--scope",
             "hcp.write=verb.exec.write:notes",
             "--operator-scope",
@@ -549,4 +556,33 @@ fn the_sdks_oauth_client_gets_a_token_steps_up_its_scope_and_calls_tools() {
             && l.contains("\"invoker\":\"mcp\"")),
         "{audit}"
     );
+}
+
+#[test]
+fn a_jwt_principals_sense_stream_ends_when_its_issuer_is_removed() {
+    if provider_unavailable() {
+        return;
+    }
+    let w = World::new();
+    let reader = w.token("acme-ed", "hcp.read");
+    let feeder = principal(&w.h, "feeder", "acme", &["sense.announce:notes"], false);
+    let (addr, token) = (w.server.addr.clone(), reader.clone());
+    let wait = Duration::from_secs(20);
+    let watching = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let got = crate::sense::sse(&addr, &token, "", None, 2, wait);
+        (got, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let post = |n: u64| w.post("/v1/sense/notes/note.saved", &feeder, &json!({ "n": n })).0;
+    assert_eq!(post(1), 200);
+    std::thread::sleep(Duration::from_millis(500));
+    // The issuer is removed while the JWT Principal's stream is open: nothing more reaches it, and it ends.
+    assert!(w.h.run(&["auth", "issuer", "remove", &w.issuer]).status.success());
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(post(2), 200);
+    let ((status, got), took) = watching.join().unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(got.iter().map(|e| e["payload"]["n"].clone()).collect::<Vec<_>>(), [json!(1)], "{got:?}");
+    assert!(took < wait, "the stream of a removed issuer's Principal stayed open");
 }

@@ -172,7 +172,11 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let h = Home::new();
+        World::on(Home::new())
+    }
+
+    /// The world over `h`'s store (the files under its HCP_HOME, or its PostgreSQL database).
+    fn on(h: Home) -> World {
         let w = tls(h.t.path());
         let port = free_port();
         let issuer = format!("https://127.0.0.1:{port}");
@@ -585,4 +589,26 @@ fn a_jwt_principals_sense_stream_ends_when_its_issuer_is_removed() {
     assert_eq!(status, 200);
     assert_eq!(got.iter().map(|e| e["payload"]["n"].clone()).collect::<Vec<_>>(), [json!(1)], "{got:?}");
     assert!(took < wait, "the stream of a removed issuer's Principal stayed open");
+}
+
+#[test]
+fn on_the_postgres_store_the_issuer_is_a_document_every_replica_reads_and_export_keeps_private() {
+    if provider_unavailable() || crate::pg::unavailable() {
+        return;
+    }
+    let w = World::on(Home::postgres());
+    let t = w.token("acme-rs", "hcp.read hcp.write");
+    let [v1, mcp] = w.both("save", &t);
+    assert_eq!(v1.0, 200, "{v1:?}");
+    assert_ne!(mcp.0, 401, "{mcp:?}");
+    let reader = w.token("acme-rs", "hcp.read");
+    assert_eq!(w.both("save", &reader)[0].0, 403);
+    let out_dir = w.h.t.join("export");
+    let out = w.h.run(&["store", "export", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let exported = out_dir.join("issuers.json");
+    let rows: Value = serde_json::from_str(&std::fs::read_to_string(&exported).unwrap()).unwrap();
+    assert_eq!(rows[0]["issuer"], json!(w.issuer), "{rows}");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&exported).unwrap().permissions().mode() & 0o777, 0o600);
 }

@@ -169,7 +169,7 @@ fn main() {
                 call(path, t);
             }
         }
-        let mut lat: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); cases.len()];
+        let mut lat: Vec<Vec<Duration>> = cases.iter().map(|_| Vec::with_capacity(n)).collect();
         for _ in 0..n {
             for (i, (_, t)) in cases.iter().enumerate() {
                 lat[i].push(call(path, t));
@@ -200,7 +200,7 @@ fn main() {
         })
         .collect();
     let path = "/v1/exec/hcp-cli/hcp.list";
-    let mut lat: Vec<Vec<Duration>> = vec![Vec::with_capacity(first); 3];
+    let mut lat: Vec<Vec<Duration>> = (0..3).map(|_| Vec::with_capacity(first)).collect();
     for (e, d) in &fresh {
         lat[0].push(call(path, &static_token));
         lat[1].push(call(path, e));

@@ -64,3 +64,8 @@ if [ ! -x "$conformance/node_modules/.bin/node" ] ||
   (cd "$conformance" && npm ci --no-audit --no-fund --loglevel=error &&
     cp package-lock.json node_modules/.package-lock.json.installed)
 fi
+# The OAuth tests (tests/integration/oauth.rs) run a real OpenID provider, the npm package `oidc-provider`, with
+# node, installed from its lock file in tests/oidc.
+if [ ! -f "$(dirname "$0")/../tests/oidc/node_modules/oidc-provider/package.json" ]; then
+  (cd "$(dirname "$0")/../tests/oidc" && npm ci --no-audit --no-fund --loglevel=error)
+fi

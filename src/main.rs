@@ -99,6 +99,7 @@ fn run() -> u8 {
         Command::Grant(a) => cli::grant::grant(&p, a),
         Command::Revoke(a) => cli::grant::revoke(&p, a),
         Command::Nested(cli::NestedCommand::Audit(a)) => cli::audit::run(&p, a),
+        Command::Nested(cli::NestedCommand::Auth(c)) => cli::auth::run(&p, c),
         Command::Doctor => cli::doctor::run(&p),
         Command::Credential(c) => cli::credential::run(&p, c),
         Command::Completions(a) => cli::completions::run(&p, a),

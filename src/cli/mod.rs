@@ -3,6 +3,7 @@
 
 pub mod approve;
 pub mod audit;
+pub mod auth;
 pub mod check;
 pub mod completions;
 pub mod confirm;

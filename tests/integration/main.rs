@@ -46,6 +46,7 @@ mod lint;
 mod mcp;
 mod mcp_reads;
 mod new;
+mod oauth;
 mod operator;
 mod pg;
 mod properties;

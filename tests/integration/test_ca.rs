@@ -46,4 +46,15 @@ impl TestCa {
                 .unwrap();
         Arc::new(config)
     }
+
+    /// A leaf naming `names` (host names or IP addresses), signed by this CA, as PEM: (certificate chain with the
+    /// CA, private key), for a server in another process (the OpenID provider of tests/integration/oauth.rs).
+    pub(crate) fn leaf_pem(&self, names: &[&str]) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+        leaf.distinguished_name.push(rcgen::DnType::CommonName, names[0]);
+        let leaf = leaf.signed_by(&key, &self.issuer).unwrap();
+        (format!("{}{}", leaf.pem(), self.pem), key.serialize_pem())
+    }
 }

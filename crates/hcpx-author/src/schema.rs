@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::model::grants::Grant;
 use crate::pack::raw::{RawEvalFile, RawManifest, RawPolicy};
 use crate::store::config::SandboxConfig;
+use crate::store::issuers::IssuerRow;
 use crate::store::principals::PrincipalRow;
 
 /// One file format: the file's name, where its schema is shipped (pack files only) and the schema.
@@ -90,6 +91,11 @@ pub fn formats() -> Vec<FileFormat> {
             file: "principals.json",
             shipped: None,
             schema: schema_of::<Vec<PrincipalRow>>("principals.json"),
+        },
+        FileFormat {
+            file: "issuers.json",
+            shipped: None,
+            schema: schema_of::<Vec<IssuerRow>>("issuers.json"),
         },
     ]
 }

@@ -84,3 +84,8 @@ pub const PRINCIPAL_GRANT: &str = "Examples:\n  hcpx principal grant alice verb.
 pub const PRINCIPAL_REVOKE: &str = "Examples:\n  hcpx principal revoke alice 'verb.exec.read:*'";
 pub const APPROVE: &str = "Examples:\n  hcpx approve                      (the writes waiting for a person, with their cards)\n  hcpx approve ap_5c1e0a9d3b7f2e4c6a8d0b1f";
 pub const REFUSE: &str = "Examples:\n  hcpx refuse ap_5c1e0a9d3b7f2e4c6a8d0b1f";
+pub const AUTH: &str = "Examples:\n  hcpx auth issuer add https://idp.example.com --audience https://hcp.example.com/mcp --tenant acme --scope 'hcp.read=verb.exec.read:*'\n  hcpx auth issuer list";
+pub const AUTH_ISSUER: &str = "Examples:\n  hcpx auth issuer add https://idp.example.com --audience https://hcp.example.com/mcp --tenant acme --scope 'hcp.read=verb.exec.read:*'\n  hcpx auth issuer list --json\n  hcpx auth issuer remove https://idp.example.com";
+pub const AUTH_ISSUER_ADD: &str = "Examples:\n  hcpx auth issuer add https://idp.example.com --audience https://hcp.example.com/mcp --tenant acme \\\n      --scope 'hcp.read=verb.exec.read:*' --scope hcp.write=verb.exec.write:ledger --operator-scope hcp.operator\n  hcpx auth issuer add https://login.example.com/realms/hcp --audience https://hcp.example.com/mcp \\\n      --tenant-claim org --tenants acme,globex --principal-claim client_id --scope 'hcp.read=verb.exec.read:*'";
+pub const AUTH_ISSUER_LIST: &str = "Examples:\n  hcpx auth issuer list\n  hcpx auth issuer list --json";
+pub const AUTH_ISSUER_REMOVE: &str = "Examples:\n  hcpx auth issuer remove https://idp.example.com";

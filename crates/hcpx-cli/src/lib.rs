@@ -129,6 +129,9 @@ pub enum NestedCommand {
     /// The audit log, newest last; filter it by pack and time, or keep the last N.
     #[command(after_help = examples::AUDIT)]
     Audit(AuditArgs),
+    /// Manage how a served runtime authenticates callers besides principals.json: OAuth issuers (`auth issuer`).
+    #[command(subcommand, after_help = examples::AUTH)]
+    Auth(AuthCmd),
 }
 
 // `hcpx approve [ID]`.

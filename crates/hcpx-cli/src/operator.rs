@@ -112,6 +112,74 @@ pub enum PrincipalCmd {
     },
 }
 
+// `hcpx auth issuer …`: the OAuth issuers a served runtime takes JWT access tokens from (issuers.json).
+#[derive(Debug, Subcommand)]
+pub enum AuthCmd {
+    /// Manage the OAuth 2.1 authorization servers whose JWT access tokens `hcpx serve` accepts (issuers.json).
+    #[command(subcommand, after_help = examples::AUTH_ISSUER)]
+    Issuer(IssuerCmd),
+}
+
+// `hcpx auth issuer add|list|remove`.
+#[derive(Debug, Subcommand)]
+pub enum IssuerCmd {
+    /// Accept the JWT access tokens of ISSUER made for this server (`aud` = --audience), mapping their claims to a
+    /// Principal: its id, its tenant, its grants by scope, and its roles.
+    #[command(after_help = examples::AUTH_ISSUER_ADD)]
+    Add(Box<IssuerAdd>),
+    /// The issuers and how each maps its tokens' claims.
+    #[command(after_help = examples::AUTH_ISSUER_LIST)]
+    List,
+    /// Stop accepting an issuer's tokens; they stop working at once.
+    #[command(after_help = examples::AUTH_ISSUER_REMOVE)]
+    Remove {
+        /// The issuer identifier, as `hcpx auth issuer list` shows it.
+        #[arg(value_name = "URL")]
+        issuer: String,
+    },
+}
+
+// `hcpx auth issuer add`.
+#[derive(Debug, clap::Args)]
+pub struct IssuerAdd {
+    /// The issuer identifier (an https URL); a token's `iss` must be exactly this.
+    #[arg(value_name = "URL")]
+    pub issuer: String,
+    /// This server's resource identifier at the issuer (RFC 8707), e.g. https://hcp.example.com/mcp; a
+    /// token's `aud` must hold it.
+    #[arg(long, value_name = "RESOURCE")]
+    pub audience: String,
+    /// The claim naming the Principal (default `sub`).
+    #[arg(long, value_name = "CLAIM")]
+    pub principal_claim: Option<String>,
+    /// The one tenant of every Principal of this issuer.
+    #[arg(long, conflicts_with = "tenant_claim", required_unless_present = "tenant_claim")]
+    pub tenant: Option<String>,
+    /// The claim naming each Principal's tenant; it must be one of --tenants.
+    #[arg(long, value_name = "CLAIM", requires = "tenants")]
+    pub tenant_claim: Option<String>,
+    /// The tenants this issuer may speak for (with --tenant-claim), comma-separated.
+    #[arg(long, value_delimiter = ',', requires = "tenant_claim")]
+    pub tenants: Vec<String>,
+    /// What a scope gives, `SCOPE=GRANT` with a grant as `hcpx principal add --grant` takes it
+    /// (e.g. `hcp.read=verb.exec.read:*`). Repeat for several grants and scopes.
+    #[arg(long = "scope", value_name = "SCOPE=GRANT")]
+    pub scopes: Vec<String>,
+    /// The scope that makes a Principal an operator (`GET /metrics`, `/v1/doctor`).
+    #[arg(long, value_name = "SCOPE")]
+    pub operator_scope: Option<String>,
+    /// The scope that makes a Principal an approver of its tenant's pending approvals.
+    #[arg(long, value_name = "SCOPE")]
+    pub approver_scope: Option<String>,
+    /// The scope that marks a Principal's MCP client as a person's own (with --approver-scope; vouch for it
+    /// only where a person, never a model, answers that client's questions).
+    #[arg(long, value_name = "SCOPE", requires = "approver_scope")]
+    pub person_scope: Option<String>,
+    /// Replace the row of the same issuer.
+    #[arg(long)]
+    pub replace: bool,
+}
+
 // `hcpx audit [--pack ID] [--since WHEN] [--limit N]`, or `hcpx audit verify [--head HASH]`.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]

@@ -3,7 +3,8 @@
 //! `/openapi.json`. Every route but `/healthz`, `/readyz` and `/openapi.json` needs a bearer token from
 //! `principals.json`; the handlers only authenticate and build an envelope, the pipeline decides the rest.
 //!
-//! May use: hcpx-model, hcpx-pack, hcpx-store, hcpx-runtime and hcpx-mcp, and axum over hyper. Must never:
+//! May use: hcpx-model, hcpx-pack, hcpx-store, hcpx-runtime, hcpx-mcp and hcpx-egress (its TLS client, to
+//! fetch an OAuth issuer's keys), axum over hyper, and ring to verify JWT access tokens. Must never:
 //! run a request that did not authenticate, answer a Host it was not told to serve, decide a call itself, or
 //! hold `unsafe` code.
 
@@ -22,6 +23,7 @@ mod listen;
 mod log;
 mod mcp_http;
 mod metrics;
+pub mod oauth;
 mod openapi;
 mod ops;
 mod routes;
@@ -109,6 +111,10 @@ pub(crate) struct App {
     /// What `/metrics` reports; the runtime records into it (`Runtime::with_observer`).
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
+    /// Verifies the JWT access tokens of the OAuth issuers, with their keys cached.
+    pub oauth: Arc<oauth::Verifier>,
+    /// The largest request body (the auth layer reads a JWT Principal's `tools/call` or envelope within it).
+    pub max_body_bytes: usize,
 }
 
 /// What a router is built from besides the runtime and its config.
@@ -122,8 +128,26 @@ pub struct Parts {
 
 /// The whole HTTP face over `runtime`, as an axum router (tests and embedders mount it themselves).
 pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router {
+    router_with(runtime, cfg, parts, Arc::default())
+}
+
+/// [`router`] verifying JWT access tokens with `oauth` (a benchmark fills its key cache beforehand).
+pub fn router_with(
+    runtime: Arc<Runtime>,
+    cfg: &ServeConfig,
+    parts: Parts,
+    oauth: Arc<oauth::Verifier>,
+) -> Router {
     let Parts { log, shutdown, metrics, readiness } = parts;
-    let app = Arc::new(App { runtime: runtime.clone(), log, shutdown: shutdown.clone(), metrics, readiness });
+    let app = Arc::new(App {
+        runtime: runtime.clone(),
+        log,
+        shutdown: shutdown.clone(),
+        metrics,
+        readiness,
+        oauth,
+        max_body_bytes: cfg.max_body_bytes,
+    });
     let authed = Router::new()
         .route("/v1/exec", post(routes::exec))
         .route("/v1/exec/{pack_id}/{verb_key}", post(routes::exec_command))
@@ -147,6 +171,9 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router 
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        // RFC 9728: unauthenticated, built from the configured audiences.
+        .route(oauth::metadata::WELL_KNOWN, get(oauth::metadata::root))
+        .route(&format!("{}/{{*path}}", oauth::metadata::WELL_KNOWN), get(oauth::metadata::suffixed))
         .route(
             "/openapi.json",
             get(openapi::document)

@@ -80,6 +80,9 @@ struct Watch {
     /// The token it was opened with, checked again at every poll: a removed token or a grant taken back ends
     /// the stream.
     token_sha256: [u8; 32],
+    /// What authenticated it: a JWT Principal's stream ends when its token expires or its issuer's row no
+    /// longer maps its claims to a Principal.
+    opened: Authenticated,
     pack: Option<String>,
     last: u64,
     version: Option<(u64, u64, i64, i64)>,
@@ -87,8 +90,18 @@ struct Watch {
     shutdown: super::ShutdownToken,
 }
 
-/// The Principal a token digest names now: `None` when the token was removed (or the file cannot be read).
-fn current(rt: &Runtime, digest: &[u8; 32], invoker: crate::model::Invoker) -> Option<Principal> {
+/// The Principal a token names now: `None` when the token was removed (or the file cannot be read), or, for a
+/// JWT Principal, when the token expired or its issuer's row no longer takes it.
+fn current(
+    rt: &Runtime,
+    opened: &Authenticated,
+    digest: &[u8; 32],
+    invoker: crate::model::Invoker,
+) -> Option<Principal> {
+    if let crate::store::principals::Via::Issuer { .. } = opened.via {
+        let issuers = rt.store().issuers().ok().flatten();
+        return crate::oauth::still_good(issuers.as_deref(), opened).map(|a| a.principal);
+    }
     let principals = rt.store().principals().ok().flatten()?;
     principals.authenticate_digest(digest, invoker).map(|a| a.principal)
 }
@@ -129,7 +142,8 @@ pub(crate) async fn watch(
     let state = Watch {
         runtime: app.runtime.clone(),
         token_sha256: who.token_sha256,
-        principal: who.principal,
+        principal: who.principal.clone(),
+        opened: who,
         pack: q.pack,
         last: first.last().map_or(after, |e| e.id),
         version,
@@ -165,7 +179,7 @@ pub(crate) async fn watch(
                 }
             }
             // Who is watching is decided again at every poll, from principals.json as it is now (a cached read).
-            st.principal = current(&st.runtime, &st.token_sha256, st.principal.invoker)?;
+            st.principal = current(&st.runtime, &st.opened, &st.token_sha256, st.principal.invoker)?;
             if st.runtime.sense_may_watch(&st.principal, st.pack.as_deref()).is_err() {
                 return None;
             }

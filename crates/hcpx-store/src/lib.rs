@@ -27,6 +27,7 @@ pub mod credentials;
 mod files;
 pub mod grants;
 pub mod hosts;
+pub mod issuers;
 mod keys;
 pub mod memo;
 pub use keys::KEY_DOC as REQUEST_STATE_KEY;

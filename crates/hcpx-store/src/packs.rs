@@ -449,7 +449,8 @@ impl Store {
         self.write_json(STATE, &state)
     }
 
-    /// A tenant an activation may name: `local` (the CLI's) or one a Principal belongs to, so a typo is refused
+    /// A tenant an activation may name: `local` (the CLI's), one a Principal belongs to or one an OAuth issuer
+    /// speaks for (`issuers.json`), so a typo is refused
     /// rather than recorded for nobody.
     pub(crate) fn check_tenant(&self, tenant: &str) -> Result<(), StoreError> {
         use super::principals::LOCAL_TENANT;
@@ -461,6 +462,14 @@ impl Store {
         if let Some(list) = principals.as_deref() {
             known.extend(list.rows().iter().map(|r| r.tenant.as_str()));
         }
+        // The tenants an OAuth issuer speaks for are as real as a Principal's.
+        let issuers = self.issuers()?;
+        if let Some(list) = issuers.as_deref() {
+            for i in list.list() {
+                known.extend(i.row.tenant.as_deref());
+                known.extend(i.row.tenants.iter().map(String::as_str));
+            }
+        }
         if known.contains(&tenant) {
             return Ok(());
         }
@@ -468,7 +477,7 @@ impl Store {
             .map(|n| format!("did you mean `{n}`? "))
             .unwrap_or_default();
         Err(StoreError::Refused(format!(
-            "no Principal belongs to tenant {tenant:?}; {near}add one first with `hcpx principal add NAME --tenant {tenant}`"
+            "no Principal belongs to tenant {tenant:?}; {near}add one first with `hcpx principal add NAME --tenant {tenant}` (or an issuer with `hcpx auth issuer add … --tenant {tenant}`)"
         )))
     }
 }

@@ -67,6 +67,18 @@ pub struct Authenticated {
     pub person: bool,
     /// The SHA-256 of the token it presented: a long-lived request (a Sense stream) checks it again later.
     pub token_sha256: [u8; 32],
+    /// What vouched for it: a row of `principals.json`, or an issuer's JWT access token.
+    pub via: Via,
+}
+
+/// What authenticated a Principal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A static bearer token of `principals.json`.
+    Token,
+    /// A JWT access token of an issuer of `issuers.json`, good until `expires_at` (Unix seconds); its verified
+    /// claims, so a long-lived request can map them again as the issuer's row is now.
+    Issuer { issuer: String, expires_at: i64, claims: Arc<serde_json::Map<String, serde_json::Value>> },
 }
 
 impl Principals {
@@ -131,6 +143,7 @@ impl Principals {
             approver: row.approver,
             person: row.person,
             token_sha256: *presented,
+            via: Via::Token,
         })
     }
 }

@@ -52,6 +52,7 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         // The request-state key and the approvals (their cards) are as private as the Principals.
         let private = secret
             || path.ends_with("principals.json")
+            || path.ends_with(crate::issuers::ISSUERS_FILE)
             || path.ends_with("connections.json")
             || path == crate::REQUEST_STATE_KEY
             || path.starts_with(&format!("{}/", crate::approvals::APPROVALS_DIR));

@@ -190,7 +190,8 @@ fn reference_problems(where_: &str, text: &str) -> (usize, Vec<String>) {
     let (mut seen, mut bad) = (0, Vec::new());
     for (path, anchor, before) in md_references(text) {
         // A pack's own Skill, not a file of this repository.
-        if path == "HARNESS.md" || before.ends_with('[') {
+        // Nor is a URI's path (`skill://PACK/SKILL.md`, the MCP resource of a pack's Skill), or any absolute path.
+        if path == "HARNESS.md" || before.ends_with('[') || path.starts_with('/') {
             continue; // (or a link's text: its target is checked)
         }
         // A Markdown link in generated docs (`[lint.md](lint.md)`) is relative to docs/.

@@ -523,7 +523,7 @@ fn the_sdks_oauth_client_gets_a_token_steps_up_its_scope_and_calls_tools() {
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     // With nothing stored: 401 → the metadata it names → the issuer's metadata → a token → the call.
     assert_eq!(r["fresh"]["is_error"], json!(false), "{r}");
-    assert_eq!(r["fresh"]["envelope"]["result"]["notes"], json!(0), "{r}");
+    assert_eq!(r["fresh"]["result"]["notes"], json!(0), "{r}");
     let urls: Vec<(String, u64)> = r["fresh_exchanges"]
         .as_array()
         .unwrap()
@@ -540,7 +540,7 @@ fn the_sdks_oauth_client_gets_a_token_steps_up_its_scope_and_calls_tools() {
     assert_eq!(r["tools"], json!(["notes__look"]), "a read token lists the reads: {r}");
     assert_eq!(r["read"]["is_error"], json!(false), "{r}");
     assert_eq!(r["write"]["is_error"], json!(false), "{r}");
-    assert_eq!(r["write"]["envelope"]["result"]["notes"], json!(1), "{r}");
+    assert_eq!(r["write"]["result"]["notes"], json!(1), "{r}");
     assert!(r["final_scope"].as_str().unwrap().split(' ').any(|s| s == "hcp.write"), "{r}");
     let ex = r["exchanges"].as_array().unwrap();
     assert!(

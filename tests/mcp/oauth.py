@@ -67,7 +67,7 @@ async def main() -> None:
     async with session(fresh, seen) as client:
         report["protocol"] = client.session.protocol_version
         r = await client.call_tool("notes__look", {})
-        report["fresh"] = {"is_error": bool(r.is_error), "envelope": envelope_of(r),
+        report["fresh"] = {"is_error": bool(r.is_error), "envelope": envelope_of(r), "result": r.structured_content,
                            "scope": fresh.tokens.scope if fresh.tokens else None}
     report["fresh_exchanges"] = seen
 
@@ -77,9 +77,9 @@ async def main() -> None:
         tools = await client.list_tools()
         report["tools"] = sorted(t.name for t in tools.tools)
         r = await client.call_tool("notes__look", {})
-        report["read"] = {"is_error": bool(r.is_error), "envelope": envelope_of(r)}
+        report["read"] = {"is_error": bool(r.is_error), "envelope": envelope_of(r), "result": r.structured_content}
         w = await client.call_tool("notes__save", {})
-        report["write"] = {"is_error": bool(w.is_error), "envelope": envelope_of(w)}
+        report["write"] = {"is_error": bool(w.is_error), "envelope": envelope_of(w), "result": w.structured_content}
         report["final_scope"] = reader.tokens.scope if reader.tokens else None
     report["exchanges"] = seen
     print(json.dumps(report))

@@ -44,6 +44,7 @@ mod hosts;
 mod house;
 mod lint;
 mod mcp;
+mod mcp_replicas;
 mod new;
 mod operator;
 mod pg;

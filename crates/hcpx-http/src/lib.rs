@@ -21,6 +21,7 @@ mod auth;
 mod listen;
 mod log;
 mod mcp_http;
+mod mcp_sessions;
 mod metrics;
 mod openapi;
 mod ops;
@@ -140,7 +141,7 @@ pub fn router(runtime: Arc<Runtime>, cfg: &ServeConfig, parts: Parts) -> Router 
         .route("/v1/sense", get(sense::watch))
         .route("/v1/sense/{pack}/{ref}", post(sense::emit))
         .route("/metrics", get(ops::metrics))
-        .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
+        .nest_service("/mcp", mcp_http::service(&app, cfg))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
     Router::new()
         .route("/healthz", get(ops::healthz))

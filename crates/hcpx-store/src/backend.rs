@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::chain::Verified;
+use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::turns::Turn;
@@ -115,6 +116,16 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn sense_version(&self, tenant: &str) -> Result<Option<SenseVersion>, StoreError>;
     /// Woken when an event is recorded anywhere; `None` when watchers poll.
     fn sense_wake(&self) -> Option<Arc<pg::Live>>;
+
+    /// Records MCP session `key` (the SHA-256 of its id, `crate::mcp_sessions`).
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError>;
+    /// MCP session `key`, its last use brought up to now when older than `mcp_sessions::TOUCH_AFTER`; `None`
+    /// when there is none, or it was idle past `idle` (it is then removed).
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError>;
+    /// Removes MCP session `key`; whether there was one.
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError>;
+    /// Removes every MCP session idle past `idle`.
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError>;
 
     /// Waits up to `wait` for `tenant`'s turn at the workspace of `pack` (in `workspaces`).
     fn workspace_turn(

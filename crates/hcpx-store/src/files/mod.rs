@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
 use crate::chain::Verified;
+use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::turns::Turn;
@@ -188,6 +189,22 @@ impl Backend for Files {
     /// Watchers poll [`Backend::sense_version`].
     fn sense_wake(&self) -> Option<Arc<pg::Live>> {
         None
+    }
+
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
+        crate::mcp_sessions::files::put(self, key, s)
+    }
+
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+        crate::mcp_sessions::files::take_up(self, key, idle)
+    }
+
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError> {
+        crate::mcp_sessions::files::delete(self, key)
+    }
+
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError> {
+        crate::mcp_sessions::files::prune(self, idle)
     }
 
     /// A file lock beside the workspace, not in it: the call itself cannot reach (or remove) it.

@@ -12,6 +12,7 @@ use super::{Db, Live};
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
 use crate::chain::{no_chain, verify_lines, Verified};
+use crate::mcp_sessions::McpSession;
 use crate::packs::pack_files_digest;
 use crate::principals::LOCAL_TENANT;
 use crate::sense::{NewEvent, SenseEvent};
@@ -252,6 +253,22 @@ impl Backend for Postgres {
 
     fn sense_wake(&self) -> Option<Arc<Live>> {
         Some(self.db.live().clone())
+    }
+
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
+        self.db.mcp_session_put(key, s)
+    }
+
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+        self.db.mcp_session_use(key, idle)
+    }
+
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.db.mcp_session_delete(key)
+    }
+
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError> {
+        self.db.mcp_sessions_prune(idle)
     }
 
     /// An advisory lock in the database, across replicas.

@@ -19,6 +19,7 @@ mod password;
 mod schema;
 pub mod seal;
 mod sense;
+mod sessions;
 pub mod transfer;
 
 use std::future::Future;

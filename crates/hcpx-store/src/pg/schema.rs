@@ -60,6 +60,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, id)
     );
     "#,
+    // 2: the MCP sessions of clients before protocol 2026-07-28 (mcp_sessions.rs), each under its id's SHA-256.
+    r#"
+    CREATE TABLE hcpx_mcp_sessions (
+        id_sha256 text PRIMARY KEY,
+        principal text NOT NULL,
+        tenant text NOT NULL,
+        init text NOT NULL,
+        last_used timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX hcpx_mcp_sessions_last_used ON hcpx_mcp_sessions (last_used);
+    "#,
 ];
 
 /// The schema version this hcpx writes.

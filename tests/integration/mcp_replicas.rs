@@ -45,7 +45,9 @@ fn ledger(h: &Home) {
 fn client(h: &Home, script: &str, args: &[&str]) -> (Value, Vec<Value>) {
     let routes = h.t.join("routes.json");
     let _ = std::fs::remove_file(&routes);
-    let out = Command::new("python3")
+    // Bounded: a client whose answer is lost would otherwise wait for its SDK's read timeout.
+    let out = Command::new("timeout")
+        .args(["120", "python3"])
         .arg(repo().join("tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_hcpx"))
         .arg(h.store())
@@ -163,6 +165,31 @@ on_both_stores! {
     }
 }
 
+/// A client on 2025-11-25 asked by the server for the person's approval (`elicitation/create`, in the call's
+/// response stream) answers with a POST of its own, which the balancer sends to another replica than the one
+/// waiting for it: the answer still reaches the question, the approval runs the write once, the refusal nothing.
+fn older_client_answers_through_another_replica(h: &Home) {
+    ledger(h);
+    let alice = principal(h, "alice", "acme", WRITER, false);
+    let rs = replicas(h, 3);
+    let (r, routes) = client(h, "elicit.py", &[&urls(&rs), &alice]);
+    crate::mcp::check_elicitation(h, &r);
+    let mut pairs = Vec::new();
+    for (i, call) in routes.iter().enumerate().filter(|(_, x)| x["rpc"] == "tools/call") {
+        let answer = routes[i..].iter().find(|x| x["rpc"] == "response").unwrap_or_else(|| panic!("{}", trail(&routes)));
+        assert!(answer["status"].as_u64().is_some_and(|s| s < 300), "{}", trail(&routes));
+        pairs.push((call["replica"].clone(), answer["replica"].clone()));
+    }
+    assert_eq!(pairs.len(), 2, "{}", trail(&routes));
+    assert!(pairs.iter().any(|(c, a)| c != a), "an answer went to another replica: {}", trail(&routes));
+}
+
+on_both_stores! {
+    fn an_older_client_answers_the_persons_question_through_any_replica / an_older_client_answers_the_persons_question_through_any_replica_postgres (h) {
+        older_client_answers_through_another_replica(&h);
+    }
+}
+
 /// A request in session `session` (or none) of protocol 2025-11-25 → (status, lowercased head, body).
 fn mcp(addr: &str, method: &str, token: &str, session: Option<&str>, body: Option<&Value>) -> (u16, String, String) {
     let body = body.map(|b| b.to_string());
@@ -232,6 +259,9 @@ on_both_stores! {
                 assert_eq!(st, 404, "another's session has no stream for it either: {body}");
                 let (st, _, body) = mcp(addr, "DELETE", thief, Some(&session), None);
                 assert_eq!(st, 404, "nor can it end another's session: {body}");
+                let answer = json!({ "jsonrpc": "2.0", "id": 0, "result": { "action": "accept", "content": { "approve": true } } });
+                let (st, _, body) = mcp(addr, "POST", thief, Some(&session), Some(&answer));
+                assert_eq!(st, 404, "nor answer what the server asks its owner: {body}");
             }
         }
         // alice's session is untouched: both replicas still serve it, and her read ran; nobody else's did.
@@ -244,6 +274,12 @@ on_both_stores! {
         }
         let audit = h.audit_log();
         assert!(!audit.contains("\"bob\"") && !audit.contains("\"mallory\""), "{audit}");
+        // Answers nobody asked for are kept only so far: a client cannot fill the store with them.
+        let answer = |id: u64| json!({ "jsonrpc": "2.0", "id": 1000 + id, "result": { "action": "decline" } });
+        for i in 0..16 {
+            assert_eq!(mcp(a1, "POST", &alice, Some(&session), Some(&answer(i))).0, 202, "{i}");
+        }
+        assert_eq!(mcp(a1, "POST", &alice, Some(&session), Some(&answer(16))).0, 429);
         // Her DELETE ends it everywhere.
         let (st, _, body) = mcp(a1, "DELETE", &alice, Some(&session), None);
         assert!(st < 300, "{st} {body}");

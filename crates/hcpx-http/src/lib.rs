@@ -20,6 +20,7 @@ mod approvals;
 mod auth;
 mod listen;
 mod log;
+mod mcp_answers;
 mod mcp_http;
 mod mcp_sessions;
 mod metrics;

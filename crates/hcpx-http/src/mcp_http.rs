@@ -33,6 +33,11 @@ pub(crate) fn service(app: &Arc<App>, cfg: &ServeConfig) -> Router {
         sessions.clone(),
         config,
     );
-    let state = Guard { app: app.clone(), sessions };
+    let state = Guard {
+        app: app.clone(),
+        sessions,
+        asked: super::mcp_answers::asked(),
+        max_body_bytes: cfg.max_body_bytes,
+    };
     Router::new().fallback_service(mcp).layer(axum::middleware::from_fn_with_state(state, guard))
 }

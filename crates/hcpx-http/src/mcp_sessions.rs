@@ -44,7 +44,7 @@ fn caller() -> Option<Caller> {
 }
 
 /// Runs a store operation off the async workers (the store is synchronous).
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
     tokio::task::spawn_blocking(f)
@@ -92,26 +92,33 @@ impl SessionStore for StoreSessions {
     }
 }
 
-/// What [`guard`] needs: the server's state, and this replica's sessions in memory (to close one the store no
-/// longer holds).
+/// What [`guard`] needs: the server's state, this replica's sessions in memory (to close one the store no longer
+/// holds, and to hand one an answer that reached another replica), and the questions it asked in them.
 #[derive(Clone)]
 pub(crate) struct Guard {
     pub app: Arc<App>,
     pub sessions: Arc<LocalSessionManager>,
+    pub asked: Arc<super::mcp_answers::Asked>,
+    pub max_body_bytes: usize,
 }
 
-/// Stands before rmcp at `/mcp` (see the module's text).
+/// Stands before rmcp at `/mcp` (see the module's text). In a session, a client's answer to another replica's
+/// question goes to the store, and the server's own questions are noted as they stream (`mcp_answers`).
 pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
     let Some(who) = req.extensions().get::<Authenticated>() else { return next.run(req).await };
     let who = Caller { principal: who.principal.id.clone(), tenant: who.principal.tenant.clone() };
-    if let Some(named) = req.headers().get("mcp-session-id") {
-        // A header that is not text names no session.
-        let id = named.to_str().unwrap_or_default().to_string();
-        if let Err(refused) = check(&g, &id, &who, req.method() == axum::http::Method::DELETE).await {
-            return refused;
-        }
+    let Some(named) = req.headers().get("mcp-session-id") else { return CALLER.scope(who, next.run(req)).await };
+    // A header that is not text names no session.
+    let id = named.to_str().unwrap_or_default().to_string();
+    if let Err(refused) = check(&g, &id, &who, req.method() == axum::http::Method::DELETE).await {
+        return refused;
     }
-    CALLER.scope(who, next.run(req)).await
+    let req = match super::mcp_answers::elsewhere(&g, &id, req).await {
+        Ok(req) => req,
+        Err(answered) => return answered,
+    };
+    let resp = CALLER.scope(who, next.run(req)).await;
+    super::mcp_answers::watch(&g, id, resp)
 }
 
 /// Whether session `id` may serve `who`: the store holds it, live, opened by `who`. A DELETE ends it in the
@@ -143,7 +150,7 @@ fn unknown_session() -> Response {
 }
 
 /// The store does not answer: retry, perhaps on another replica (as the bearer check answers).
-fn unavailable(app: &App, e: &StoreError) -> Response {
+pub(crate) fn unavailable(app: &App, e: &StoreError) -> Response {
     let why = super::ops::store_failure(app, e);
     let mut resp = http_error(
         app,

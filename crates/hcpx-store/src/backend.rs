@@ -126,6 +126,11 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError>;
     /// Removes every MCP session idle past `idle`.
     fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError>;
+    /// Leaves an answer to question `question` of MCP session `key` (`crate::mcp_answers`); false when the
+    /// session has `mcp_answers::MAX_WAITING` waiting already.
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError>;
+    /// Takes the answer to question `question` of MCP session `key`, if one is waiting.
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError>;
 
     /// Waits up to `wait` for `tenant`'s turn at the workspace of `pack` (in `workspaces`).
     fn workspace_turn(

@@ -28,6 +28,7 @@ mod files;
 pub mod grants;
 pub mod hosts;
 mod keys;
+pub mod mcp_answers;
 pub mod mcp_sessions;
 pub mod memo;
 pub use keys::KEY_DOC as REQUEST_STATE_KEY;

@@ -207,6 +207,14 @@ impl Backend for Files {
         crate::mcp_sessions::files::prune(self, idle)
     }
 
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError> {
+        crate::mcp_answers::files::put(self, key, question, body)
+    }
+
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError> {
+        crate::mcp_answers::files::take(self, key, question)
+    }
+
     /// A file lock beside the workspace, not in it: the call itself cannot reach (or remove) it.
     fn workspace_turn(
         &self,

@@ -271,6 +271,14 @@ impl Backend for Postgres {
         self.db.mcp_sessions_prune(idle)
     }
 
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError> {
+        self.db.mcp_answer_put(key, question, body)
+    }
+
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError> {
+        self.db.mcp_answer_take(key, question)
+    }
+
     /// An advisory lock in the database, across replicas.
     fn workspace_turn(
         &self,

@@ -60,7 +60,8 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, id)
     );
     "#,
-    // 2: the MCP sessions of clients before protocol 2026-07-28 (mcp_sessions.rs), each under its id's SHA-256.
+    // 2: the MCP sessions of clients before protocol 2026-07-28 (mcp_sessions.rs), each under its id's SHA-256,
+    // and their answers to a replica's questions that reached another replica (mcp_answers.rs).
     r#"
     CREATE TABLE hcpx_mcp_sessions (
         id_sha256 text PRIMARY KEY,
@@ -70,6 +71,13 @@ const MIGRATIONS: &[&str] = &[
         last_used timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX hcpx_mcp_sessions_last_used ON hcpx_mcp_sessions (last_used);
+    CREATE TABLE hcpx_mcp_answers (
+        id_sha256 text NOT NULL,
+        question text NOT NULL,
+        body text NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (id_sha256, question)
+    );
     "#,
 ];
 

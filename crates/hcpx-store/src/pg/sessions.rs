@@ -1,11 +1,13 @@
 //! MCP sessions in the database (`crate::mcp_sessions`): rows of `hcpx_mcp_sessions`, keyed by the SHA-256 of
 //! the session id, their age measured by the database's clock so every replica agrees on it. A use is one
 //! round trip (a second, the touch, once a minute); nothing here notifies, so sessions never disturb the
-//! replicas' cached documents.
+//! replicas' cached documents. A session's answers that reached another replica than the one that asked are
+//! rows of `hcpx_mcp_answers` (`crate::mcp_answers`).
 
 use std::time::Duration;
 
 use super::{db_error, Db};
+use crate::mcp_answers::{KEEP, MAX_WAITING};
 use crate::mcp_sessions::{McpSession, TOUCH_AFTER};
 use crate::StoreError;
 
@@ -106,6 +108,56 @@ impl Db {
                 .await
                 .map_err(|e| db_error(&shown, e))?;
             Ok(())
+        })
+    }
+
+    /// Leaves an answer to question `question` of session `key`; false when the session has [`MAX_WAITING`]
+    /// waiting. Answers older than [`KEEP`] are dropped first, in the same transaction.
+    pub(crate) fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown().to_string());
+        let (key, question, body) = (key.to_string(), question.to_string(), body.to_string());
+        let keep_s = KEEP.as_secs_f64();
+        self.run(async move {
+            let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
+            tx.execute("DELETE FROM hcpx_mcp_answers WHERE at < now() - make_interval(secs => $1)", &[&keep_s])
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            let waiting: i64 = tx
+                .query_one("SELECT count(*) FROM hcpx_mcp_answers WHERE id_sha256 = $1", &[&key])
+                .await
+                .map_err(|e| db_error(&shown, e))?
+                .get(0);
+            if waiting >= MAX_WAITING as i64 {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO hcpx_mcp_answers (id_sha256, question, body) VALUES ($1, $2, $3)
+                 ON CONFLICT (id_sha256, question) DO UPDATE SET body = $3, at = now()",
+                &[&key, &question, &body],
+            )
+            .await
+            .map_err(|e| db_error(&shown, e))?;
+            tx.commit().await.map_err(|e| db_error(&shown, e))?;
+            Ok(true)
+        })
+    }
+
+    /// Takes (removes and returns) the answer to question `question` of session `key`, if one is waiting.
+    pub(crate) fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown().to_string());
+        let (key, question, keep_s) = (key.to_string(), question.to_string(), KEEP.as_secs_f64());
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let row = c
+                .query_opt(
+                    "DELETE FROM hcpx_mcp_answers WHERE id_sha256 = $1 AND question = $2
+                     RETURNING body, at >= now() - make_interval(secs => $3)",
+                    &[&key, &question, &keep_s],
+                )
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            Ok(row.filter(|r| r.get::<_, bool>(1)).map(|r| r.get(0)))
         })
     }
 }

@@ -70,14 +70,19 @@ fn client(h: &Home, script: &str, args: &[&str]) -> (Value, Vec<Value>) {
 
 /// Each route's (replica, JSON-RPC method), for messages.
 fn trail(routes: &[Value]) -> String {
-    routes.iter().map(|r| format!("{}:{}:{} ", r["replica"], r["rpc"].as_str().unwrap_or(""), r["status"])).collect()
+    routes
+        .iter()
+        .map(|r| format!("{}:{}:{} ", r["replica"], r["rpc"].as_str().unwrap_or(""), r["status"]))
+        .collect()
 }
 
 /// Every replica answered `rpc` at least once with a 2xx.
 fn each_replica_answered(routes: &[Value], rpc: &str, n: u64) {
     for i in 0..n {
         assert!(
-            routes.iter().any(|r| r["replica"] == i && r["rpc"] == rpc && r["status"].as_u64().is_some_and(|s| s < 300)),
+            routes.iter().any(|r| r["replica"] == i
+                && r["rpc"] == rpc
+                && r["status"].as_u64().is_some_and(|s| s < 300)),
             "replica {i} answered no {rpc}: {}",
             trail(routes)
         );
@@ -108,7 +113,11 @@ fn the_newest_mcp_client_needs_no_session_on_any_of_three_replicas_postgres() {
     assert_eq!(r["protocol"], "2026-07-28", "{r}");
     assert_eq!((r["discovered"].as_bool(), r["server"].as_str()), (Some(true), Some("hcpx")), "{r}");
     check_rounds(&r);
-    assert!(routes.iter().all(|x| x["session_id_issued"] == false), "no session for 2026-07-28: {}", trail(&routes));
+    assert!(
+        routes.iter().all(|x| x["session_id_issued"] == false),
+        "no session for 2026-07-28: {}",
+        trail(&routes)
+    );
     assert!(routes.iter().all(|x| x["named_session"] == false), "{}", trail(&routes));
     assert!(routes.iter().any(|x| x["rpc"] == "server/discover" && x["status"] == 200), "{}", trail(&routes));
     each_replica_answered(&routes, "tools/list", 3);
@@ -176,7 +185,10 @@ fn older_client_answers_through_another_replica(h: &Home) {
     crate::mcp::check_elicitation(h, &r);
     let mut pairs = Vec::new();
     for (i, call) in routes.iter().enumerate().filter(|(_, x)| x["rpc"] == "tools/call") {
-        let answer = routes[i..].iter().find(|x| x["rpc"] == "response").unwrap_or_else(|| panic!("{}", trail(&routes)));
+        let answer = routes[i..]
+            .iter()
+            .find(|x| x["rpc"] == "response")
+            .unwrap_or_else(|| panic!("{}", trail(&routes)));
         assert!(answer["status"].as_u64().is_some_and(|s| s < 300), "{}", trail(&routes));
         pairs.push((call["replica"].clone(), answer["replica"].clone()));
     }
@@ -191,9 +203,16 @@ on_both_stores! {
 }
 
 /// A request in session `session` (or none) of protocol 2025-11-25 → (status, lowercased head, body).
-fn mcp(addr: &str, method: &str, token: &str, session: Option<&str>, body: Option<&Value>) -> (u16, String, String) {
+fn mcp(
+    addr: &str,
+    method: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, String, String) {
     let body = body.map(|b| b.to_string());
-    let mut extra = vec![("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", "2025-11-25")];
+    let mut extra =
+        vec![("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", "2025-11-25")];
     if let Some(s) = session {
         extra.push(("Mcp-Session-Id", s));
     }

@@ -15,7 +15,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::session::store::{SessionState, SessionStore, SessionStoreError};
+use rmcp::transport::streamable_http_server::session::store::{
+    SessionState, SessionStore, SessionStoreError,
+};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use std::sync::Arc;
 
@@ -107,7 +109,9 @@ pub(crate) struct Guard {
 pub(crate) async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
     let Some(who) = req.extensions().get::<Authenticated>() else { return next.run(req).await };
     let who = Caller { principal: who.principal.id.clone(), tenant: who.principal.tenant.clone() };
-    let Some(named) = req.headers().get("mcp-session-id") else { return CALLER.scope(who, next.run(req)).await };
+    let Some(named) = req.headers().get("mcp-session-id") else {
+        return CALLER.scope(who, next.run(req)).await;
+    };
     // A header that is not text names no session.
     let id = named.to_str().unwrap_or_default().to_string();
     if let Err(refused) = check(&g, &id, &who, req.method() == axum::http::Method::DELETE).await {

@@ -62,7 +62,9 @@ impl Store {
         init: serde_json::Value,
     ) -> Result<(), StoreError> {
         let key = session_key(id).ok_or_else(|| {
-            StoreError::Refused(format!("{id:?} is not an MCP session id (1 to {MAX_ID} visible ASCII characters)"))
+            StoreError::Refused(format!(
+                "{id:?} is not an MCP session id (1 to {MAX_ID} visible ASCII characters)"
+            ))
         })?;
         let s = McpSession {
             principal: principal.to_string(),
@@ -126,7 +128,11 @@ pub(crate) mod files {
         crate::backend::write(b, &rel(key), s, 0o600)
     }
 
-    pub(crate) fn take_up(b: &dyn Backend, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+    pub(crate) fn take_up(
+        b: &dyn Backend,
+        key: &str,
+        idle: Duration,
+    ) -> Result<Option<McpSession>, StoreError> {
         let Some(s) = read(b, key)? else { return Ok(None) };
         let age = now_ms().saturating_sub(s.last_used_ms);
         if age >= idle.as_millis() as u64 {
@@ -201,7 +207,8 @@ mod tests {
             let key = session_key(id).unwrap();
             let mut s = files::take_up(store.backend.as_ref(), &key, IDLE).unwrap().unwrap();
             s.last_used_ms = now_ms() - ms;
-            crate::backend::write(store.backend.as_ref(), &format!("{SESSIONS_DIR}/{key}.json"), &s, 0o600).unwrap();
+            crate::backend::write(store.backend.as_ref(), &format!("{SESSIONS_DIR}/{key}.json"), &s, 0o600)
+                .unwrap();
         };
         age(old, IDLE.as_millis() as u64 + 1);
         age(busy, IDLE.as_millis() as u64 - 60_000);
@@ -209,7 +216,11 @@ mod tests {
         let s = store.mcp_session(busy).unwrap().unwrap();
         assert!(now_ms() - s.last_used_ms < 5_000, "a use past TOUCH_AFTER brings it up to now");
         assert!(store.mcp_session(busy).unwrap().is_some());
-        assert_eq!(std::fs::read_dir(t.path().join(SESSIONS_DIR)).unwrap().count(), 1, "the idle one is gone");
+        assert_eq!(
+            std::fs::read_dir(t.path().join(SESSIONS_DIR)).unwrap().count(),
+            1,
+            "the idle one is gone"
+        );
         // A prune removes the idle ones no request names any more.
         store.mcp_session_open("gone", "bob", "acme", init()).unwrap();
         age("gone", IDLE.as_millis() as u64 + 1);
@@ -231,7 +242,8 @@ mod tests {
         // An id shaped like a path is only ever a digest in a file name.
         let path = "../../principals";
         store.mcp_session_open(path, "a", "t", init()).unwrap();
-        let names: Vec<_> = std::fs::read_dir(t.path().join(SESSIONS_DIR)).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(t.path().join(SESSIONS_DIR)).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from(format!("{}.json", sha256_hex(path.as_bytes())))]);
         assert!(!t.path().join("principals.json").exists());
     }

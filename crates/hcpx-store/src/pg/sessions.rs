@@ -37,7 +37,11 @@ impl Db {
 
     /// Session `key`, touched when its last use is older than [`TOUCH_AFTER`]; `None` when there is none or it
     /// was idle past `idle` (removed).
-    pub(crate) fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+    pub(crate) fn mcp_session_use(
+        &self,
+        key: &str,
+        idle: Duration,
+    ) -> Result<Option<McpSession>, StoreError> {
         let (pool, shown, k) = (self.pool(), self.shown().to_string(), key.to_string());
         let (idle_s, touch_s) = (idle.as_secs_f64(), TOUCH_AFTER.as_secs_f64());
         let row = self.run(async move {
@@ -52,7 +56,8 @@ impl Db {
                 )
                 .await
                 .map_err(|e| db_error(&shown, e))?;
-            let Some(r) = c.query_opt(&st, &[&k, &idle_s, &touch_s]).await.map_err(|e| db_error(&shown, e))?
+            let Some(r) =
+                c.query_opt(&st, &[&k, &idle_s, &touch_s]).await.map_err(|e| db_error(&shown, e))?
             else {
                 return Ok(None);
             };
@@ -104,9 +109,12 @@ impl Db {
         let (pool, shown, idle_s) = (self.pool(), self.shown().to_string(), idle.as_secs_f64());
         self.run(async move {
             let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
-            c.execute("DELETE FROM hcpx_mcp_sessions WHERE last_used < now() - make_interval(secs => $1)", &[&idle_s])
-                .await
-                .map_err(|e| db_error(&shown, e))?;
+            c.execute(
+                "DELETE FROM hcpx_mcp_sessions WHERE last_used < now() - make_interval(secs => $1)",
+                &[&idle_s],
+            )
+            .await
+            .map_err(|e| db_error(&shown, e))?;
             Ok(())
         })
     }
@@ -120,9 +128,12 @@ impl Db {
         self.run(async move {
             let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
             let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
-            tx.execute("DELETE FROM hcpx_mcp_answers WHERE at < now() - make_interval(secs => $1)", &[&keep_s])
-                .await
-                .map_err(|e| db_error(&shown, e))?;
+            tx.execute(
+                "DELETE FROM hcpx_mcp_answers WHERE at < now() - make_interval(secs => $1)",
+                &[&keep_s],
+            )
+            .await
+            .map_err(|e| db_error(&shown, e))?;
             let waiting: i64 = tx
                 .query_one("SELECT count(*) FROM hcpx_mcp_answers WHERE id_sha256 = $1", &[&key])
                 .await

@@ -40,7 +40,7 @@ fn payments(h: &Home) -> Vec<Value> {
 
 /// What modern.py saw: one approval ran once, a decline and a "no" ran nothing, and every replayed, altered, moved
 /// or forged request state was refused.
-fn check_modern(h: &Home, r: &Value) {
+pub(crate) fn check_modern(h: &Home, r: &Value) {
     assert_eq!(r["protocol"], "2026-07-28", "the SDK's default client negotiates the newest protocol: {r}");
     assert_eq!(r["asked"].as_array().unwrap().len(), 3, "{r}");
     assert!(r["asked"][0].as_str().unwrap().contains("Pay demo-transit"), "{r}");

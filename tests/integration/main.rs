@@ -45,6 +45,7 @@ mod house;
 mod lint;
 mod mcp;
 mod mcp_reads;
+mod mcp_replicas;
 mod new;
 mod oauth;
 mod operator;

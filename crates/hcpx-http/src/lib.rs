@@ -21,7 +21,9 @@ mod approvals;
 mod auth;
 mod listen;
 mod log;
+mod mcp_answers;
 mod mcp_http;
+mod mcp_sessions;
 mod metrics;
 pub mod oauth;
 mod openapi;
@@ -166,7 +168,7 @@ pub fn router_with(
         .route("/v1/sense/{pack}/{ref}", post(sense::emit))
         .route("/v1/tasks/{id}", get(tasks::get).delete(tasks::cancel))
         .route("/metrics", get(ops::metrics))
-        .nest_service("/mcp", mcp_http::service(runtime, cfg, shutdown))
+        .nest_service("/mcp", mcp_http::service(&app, cfg))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_bearer));
     Router::new()
         .route("/healthz", get(ops::healthz))

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::chain::Verified;
+use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
@@ -131,6 +132,20 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn tasks_cancelled(&self, ids: &[(String, String)]) -> Result<Vec<String>, StoreError>;
     /// Settles the tasks of owners that are gone and removes expired ones; how many it changed.
     fn tasks_sweep(&self) -> Result<usize, StoreError>;
+    /// Records MCP session `key` (the SHA-256 of its id, `crate::mcp_sessions`).
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError>;
+    /// MCP session `key`, its last use brought up to now when older than `mcp_sessions::TOUCH_AFTER`; `None`
+    /// when there is none, or it was idle past `idle` (it is then removed).
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError>;
+    /// Removes MCP session `key`; whether there was one.
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError>;
+    /// Removes every MCP session idle past `idle`.
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError>;
+    /// Leaves an answer to question `question` of MCP session `key` (`crate::mcp_answers`); false when the
+    /// session has `mcp_answers::MAX_WAITING` waiting already.
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError>;
+    /// Takes the answer to question `question` of MCP session `key`, if one is waiting.
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError>;
 
     /// Waits up to `wait` for `tenant`'s turn at the workspace of `pack` (in `workspaces`).
     fn workspace_turn(

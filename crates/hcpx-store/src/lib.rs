@@ -29,6 +29,8 @@ pub mod grants;
 pub mod hosts;
 pub mod issuers;
 mod keys;
+pub mod mcp_answers;
+pub mod mcp_sessions;
 pub mod memo;
 pub use keys::KEY_DOC as REQUEST_STATE_KEY;
 pub mod packs;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
 use crate::chain::Verified;
+use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
@@ -224,6 +225,30 @@ impl Backend for Files {
 
     fn tasks_sweep(&self) -> Result<usize, StoreError> {
         self.task_sweep()
+    }
+
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
+        crate::mcp_sessions::files::put(self, key, s)
+    }
+
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+        crate::mcp_sessions::files::take_up(self, key, idle)
+    }
+
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError> {
+        crate::mcp_sessions::files::delete(self, key)
+    }
+
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError> {
+        crate::mcp_sessions::files::prune(self, idle)
+    }
+
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError> {
+        crate::mcp_answers::files::put(self, key, question, body)
+    }
+
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError> {
+        crate::mcp_answers::files::take(self, key, question)
     }
 
     /// A file lock beside the workspace, not in it: the call itself cannot reach (or remove) it.

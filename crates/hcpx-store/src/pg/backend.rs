@@ -12,6 +12,7 @@ use super::{Db, Live};
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
 use crate::chain::{no_chain, verify_lines, Verified};
+use crate::mcp_sessions::McpSession;
 use crate::packs::pack_files_digest;
 use crate::principals::LOCAL_TENANT;
 use crate::sense::{NewEvent, SenseEvent};
@@ -283,6 +284,30 @@ impl Backend for Postgres {
     /// Every replica also sweeps on its own every 2 s (`live.rs`).
     fn tasks_sweep(&self) -> Result<usize, StoreError> {
         self.db.task_sweep()
+    }
+
+    fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
+        self.db.mcp_session_put(key, s)
+    }
+
+    fn mcp_session_use(&self, key: &str, idle: Duration) -> Result<Option<McpSession>, StoreError> {
+        self.db.mcp_session_use(key, idle)
+    }
+
+    fn mcp_session_delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.db.mcp_session_delete(key)
+    }
+
+    fn mcp_sessions_prune(&self, idle: Duration) -> Result<(), StoreError> {
+        self.db.mcp_sessions_prune(idle)
+    }
+
+    fn mcp_answer_put(&self, key: &str, question: &str, body: &str) -> Result<bool, StoreError> {
+        self.db.mcp_answer_put(key, question, body)
+    }
+
+    fn mcp_answer_take(&self, key: &str, question: &str) -> Result<Option<String>, StoreError> {
+        self.db.mcp_answer_take(key, question)
     }
 
     /// An advisory lock in the database, across replicas.

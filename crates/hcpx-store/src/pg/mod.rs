@@ -20,6 +20,7 @@ mod schema;
 pub mod seal;
 mod sense;
 mod tasks;
+mod sessions;
 pub mod transfer;
 
 use std::future::Future;

@@ -76,6 +76,25 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX hcpx_tasks_working ON hcpx_tasks (replica) WHERE status = 'working';
     CREATE INDEX hcpx_tasks_expiring ON hcpx_tasks (expires_ms) WHERE expires_ms IS NOT NULL;
     "#,
+    // 3: the MCP sessions of clients before protocol 2026-07-28 (mcp_sessions.rs), each under its id's SHA-256,
+    // and their answers to a replica's questions that reached another replica (mcp_answers.rs).
+    r#"
+    CREATE TABLE hcpx_mcp_sessions (
+        id_sha256 text PRIMARY KEY,
+        principal text NOT NULL,
+        tenant text NOT NULL,
+        init text NOT NULL,
+        last_used timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX hcpx_mcp_sessions_last_used ON hcpx_mcp_sessions (last_used);
+    CREATE TABLE hcpx_mcp_answers (
+        id_sha256 text NOT NULL,
+        question text NOT NULL,
+        body text NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (id_sha256, question)
+    );
+    "#,
 ];
 
 /// The schema version this hcpx writes.

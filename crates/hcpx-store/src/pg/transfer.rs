@@ -105,7 +105,8 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
 /// audit and Sense logs.
 fn documents(dir: &Path) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
-    let skip = ["packs", "workspaces", "tmp", "cache", "audit", "sense"];
+    // MCP sessions are a replica's clients' and stay behind (their clients open new ones).
+    let skip = ["packs", "workspaces", "tmp", "cache", "audit", "sense", crate::mcp_sessions::SESSIONS_DIR];
     let mut stack = vec![(dir.to_path_buf(), String::new(), 0usize)];
     while let Some((abs, rel, depth)) = stack.pop() {
         let entries = std::fs::read_dir(&abs).map_err(|e| StoreError::io(&abs, e))?;

@@ -19,8 +19,8 @@ mod password;
 mod schema;
 pub mod seal;
 mod sense;
-mod tasks;
 mod sessions;
+mod tasks;
 pub mod transfer;
 
 use std::future::Future;

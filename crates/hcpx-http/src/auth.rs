@@ -33,7 +33,7 @@ fn path_of(req: &Request) -> String {
 
 /// 503 for a store whose database does not answer: the caller is not known yet, so the answer does not name
 /// the database (the log does, masked).
-fn store_away(app: &App, e: &crate::store::StoreError) -> Response {
+pub(crate) fn store_away(app: &App, e: &crate::store::StoreError) -> Response {
     let why = super::ops::store_failure(app, e);
     let mut resp = http_error(
         app,

@@ -11,7 +11,7 @@
 //! is taken up only for its owner.
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -21,9 +21,7 @@ use rmcp::transport::streamable_http_server::session::store::{
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use std::sync::Arc;
 
-use super::routes::http_error;
 use super::App;
-use crate::model::Code;
 use crate::store::principals::Authenticated;
 use crate::store::{Store, StoreError};
 
@@ -153,15 +151,7 @@ fn unknown_session() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
-/// The store does not answer: retry, perhaps on another replica (as the bearer check answers).
+/// The store does not answer: retry, perhaps on another replica (the bearer check's answer).
 pub(crate) fn unavailable(app: &App, e: &StoreError) -> Response {
-    let why = super::ops::store_failure(app, e);
-    let mut resp = http_error(
-        app,
-        StatusCode::SERVICE_UNAVAILABLE,
-        Code::Busy,
-        &format!("unavailable: the store does not answer: {why}; retry, perhaps on another replica"),
-    );
-    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    resp
+    super::auth::store_away(app, e)
 }

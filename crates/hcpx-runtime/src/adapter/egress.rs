@@ -225,45 +225,44 @@ pub fn call_policy(pack: &Pack, verb_key: &str, cfg: &SandboxConfig, tenant: &st
     policy(&allowed_hosts(pack, verb_key, cfg, tenant), cfg)
 }
 
-/// Starts the egress proxy of a wrap call of `pack`'s `verb_key` for `tenant`, when the command reaches hosts
-/// the operator allowed and the pack has no `inet` (which reaches anywhere, the operator's explicit choice).
-/// With host-bound fields (`placeholders`), the proxy terminates the call's HTTPS with a CA of the call's own
-/// and puts each real value where its rule says. `None`: the call gets no network from hosts.
-pub fn start_for(
-    pack: &Pack,
-    network: &[NetKind],
-    verb_key: &str,
-    cfg: &SandboxConfig,
-    tenant: &str,
-    binding: &MintedBinding,
-    placeholders: &BTreeMap<String, String>,
-) -> Result<Option<CallProxy>, Denial> {
-    if network.contains(&NetKind::Inet) {
-        return Ok(None);
-    }
-    let hosts = allowed_hosts(pack, verb_key, cfg, tenant);
-    if hosts.is_empty() {
-        return Ok(None);
-    }
-    let secrets = secrets(pack, binding, placeholders)?;
-    start(policy(&hosts, cfg)?, secrets).map(Some)
+/// A wrap call's egress: what decides whether it gets a proxy and what the proxy does.
+pub struct CallEgress<'a> {
+    pub pack: &'a Pack,
+    pub network: &'a [NetKind],
+    pub verb_key: &'a str,
+    pub cfg: &'a SandboxConfig,
+    pub tenant: &'a str,
+    pub binding: &'a MintedBinding,
+    pub placeholders: &'a BTreeMap<String, String>,
 }
 
-/// What [`start_for`] would give the call, without starting anything (`hcpx exec --dry-run`): `None` when no
-/// proxy, else whether it would terminate the call's HTTPS (the child then trusts the call's CA).
-pub fn planned_for(
-    pack: &Pack,
-    network: &[NetKind],
-    verb_key: &str,
-    cfg: &SandboxConfig,
-    tenant: &str,
-    binding: &MintedBinding,
-    placeholders: &BTreeMap<String, String>,
-) -> Result<Option<bool>, Denial> {
-    if network.contains(&NetKind::Inet) || allowed_hosts(pack, verb_key, cfg, tenant).is_empty() {
-        return Ok(None);
+impl CallEgress<'_> {
+    /// The hosts the call's proxy allows and the values it puts in, when the command reaches hosts the operator
+    /// allowed and the pack has no `inet` (which reaches anywhere, the operator's explicit choice); `None`: the
+    /// call gets no network from hosts.
+    fn wanted(&self) -> Result<Option<(Vec<HostRule>, Secrets)>, Denial> {
+        if self.network.contains(&NetKind::Inet) {
+            return Ok(None);
+        }
+        let hosts = allowed_hosts(self.pack, self.verb_key, self.cfg, self.tenant);
+        if hosts.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((hosts, secrets(self.pack, self.binding, self.placeholders)?)))
     }
-    Ok(Some(!secrets(pack, binding, placeholders)?.is_empty()))
+
+    /// Starts the call's egress proxy. With host-bound fields (`placeholders`), it terminates the call's HTTPS
+    /// with a CA of the call's own and puts each real value where its rule says.
+    pub fn start(&self) -> Result<Option<CallProxy>, Denial> {
+        let Some((hosts, secrets)) = self.wanted()? else { return Ok(None) };
+        start(policy(&hosts, self.cfg)?, secrets).map(Some)
+    }
+
+    /// What [`Self::start`] would give the call, starting nothing (`hcpx exec --dry-run`): `None` when no proxy,
+    /// else whether it would terminate the call's HTTPS (the child then trusts the call's CA).
+    pub fn planned(&self) -> Result<Option<bool>, Denial> {
+        Ok(self.wanted()?.map(|(_, secrets)| !secrets.is_empty()))
+    }
 }
 
 fn start(policy: Policy, secrets: Secrets) -> Result<CallProxy, Denial> {

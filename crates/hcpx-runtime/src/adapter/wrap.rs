@@ -47,15 +47,7 @@ impl Adapter for WrapAdapter {
         let (workdir, workdir_writable) = super::workdir_words(call, wrap.workspace);
         let placeholders = super::egress::placeholders(call.pack, call.binding)?;
         // The proxy and CA variables a run would set, named as a run names them (the port and file are per call).
-        let proxy = super::egress::planned_for(
-            call.pack,
-            &wrap.network,
-            call.verb_key,
-            call.env.sandbox,
-            &call.principal.tenant,
-            call.binding,
-            &placeholders,
-        )?;
+        let proxy = egress_of(call, wrap, &placeholders).planned()?;
         let ca_file = proxy.filter(|terminates| *terminates).map(|_| PathBuf::from(CA_FILE));
         let net = ChildNet { placeholders, ca_file };
         let env = child_env(call, wrap, &net, Path::new(""), Path::new(""), "", proxy.map(|_| 0))
@@ -145,15 +137,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     // Host-bound fields: the child sees a placeholder, never the value (issue #36 point 5).
     let placeholders = super::egress::placeholders(call.pack, call.binding)?;
     // The command's allowed hosts, through a proxy of this call's own (egress.rs); none: no network from hosts.
-    let proxy = super::egress::start_for(
-        call.pack,
-        &wrap.network,
-        call.verb_key,
-        sandbox,
-        &call.principal.tenant,
-        call.binding,
-        &placeholders,
-    )?;
+    let proxy = egress_of(call, wrap, &placeholders).start()?;
     // A terminating proxy: the child trusts the call's CA, whose certificate only is written to its TMPDIR.
     let ca_file = match proxy.as_ref().and_then(|p| p.ca_pem()) {
         Some(pem) => {
@@ -368,6 +352,23 @@ pub fn resolve_bin(pack: &Pack, wrap: &WrapTarget, sandbox: &SandboxConfig) -> R
                 )
             })
         }
+    }
+}
+
+/// The call's egress, as its proxy is decided.
+fn egress_of<'a>(
+    call: &'a Call<'a>,
+    wrap: &'a WrapTarget,
+    placeholders: &'a std::collections::BTreeMap<String, String>,
+) -> super::egress::CallEgress<'a> {
+    super::egress::CallEgress {
+        pack: call.pack,
+        network: &wrap.network,
+        verb_key: call.verb_key,
+        cfg: call.env.sandbox,
+        tenant: &call.principal.tenant,
+        binding: call.binding,
+        placeholders,
     }
 }
 

@@ -5,8 +5,9 @@ the connection each case keeps alive, with the headers and body the Python SDK s
 2026-07-28 `Mcp-Method` and the per-request `_meta`); the time is from the request's first byte to the response's
 last. Loopback only, a fixed number of rounds.
 
-Usage: mcp_http.py TOKEN ROUNDS LABEL=HOST:PORT…   (each LABEL a server; the first is the one under test)
-Prints one JSON line per case: its label, p50/p90/p99 in µs, and its p50 over the first server's session call.
+Usage: mcp_http.py TOKEN ROUNDS LABEL=HOST:PORT…   (each LABEL a server; the first is the one under test, the last
+the reference: with one server, itself)
+Prints one JSON line per case: its label, p50/p90/p99 in µs, and its p50 over the reference's session call.
 """
 
 import http.client
@@ -73,10 +74,9 @@ class Session:
 
 def main():
     cases = []
-    for i, (label, addr) in enumerate(SERVERS):
+    for label, addr in SERVERS:
         cases.append((f"{label}: 2025-11-25 session", Session(addr)))
-        if i == 0:
-            cases.append((f"{label}: 2026-07-28 stateless", Stateless(addr)))
+        cases.append((f"{label}: 2026-07-28 stateless", Stateless(addr)))
     times = {label: [] for label, _ in cases}
     for _ in range(20):  # warm: the component compiled and loaded, the connections up
         for label, c in cases:
@@ -90,13 +90,13 @@ def main():
             times[label].append((time.perf_counter_ns() - t) / 1000)
             if status != 200 or not answered(text):
                 raise SystemExit(f"{label}: {status} {text[:300]}")
-    base = statistics.median(times[cases[0][0]])
+    base = statistics.median(times[f"{SERVERS[-1][0]}: 2025-11-25 session"])
     for label, _ in cases:
         t = sorted(times[label])
         q = statistics.quantiles(t, n=100)
         p50 = statistics.median(t)
         print(json.dumps({"case": label, "p50_us": round(p50, 1), "p90_us": round(q[89], 1),
-                          "p99_us": round(q[98], 1), "over_session": round(p50 / base, 3)}))
+                          "p99_us": round(q[98], 1), "over_reference_session": round(p50 / base, 3)}))
 
 
 main()

@@ -360,7 +360,8 @@ fn a_cached_install_by_tag_asks_the_registry_only_for_the_tag_s_digest_and_sees_
     let skill = fs::read_to_string(dir.join("HARNESS.md")).unwrap();
     fs::write(dir.join("HARNESS.md"), format!("{skill}\nAlso plans trips at night.\n")).unwrap();
     let moved = publish(&h, &dir, &r, Some(&private));
-    let v = run_json(&h, &["install", &via, "--registry-timeout", "1500"], 1);
+    // The bound leaves the HEAD before it room on a loaded machine; the stalled GET never ends within it.
+    let v = run_json(&h, &["install", &via, "--registry-timeout", "4000"], 1);
     assert!(v["error"].as_str().unwrap().contains("did not finish the manifest request"), "{v}");
     assert_eq!(store_snapshot(&h).1, Vec::<String>::new());
     let v = run_json(&h, &["install", &r], 0);

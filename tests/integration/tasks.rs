@@ -425,14 +425,7 @@ fn over_v1_prefer_respond_async_answers_202_with_a_task() {
     let (st, _, v) = request_with(&s.addr, "DELETE", &format!("/v1/tasks/{hung}"), Some(&ana), None, &[]);
     assert_eq!((st, v["task"]["cancel_requested"].as_bool()), (202, Some(true)), "{v}");
     assert!(eventually(Duration::from_secs(10), || survivors(&tok).is_empty()), "{:?}", survivors(&tok));
-    let start = Instant::now();
-    let v = loop {
-        let (_, _, v) = request_with(&s.addr, "GET", &format!("/v1/tasks/{hung}"), Some(&ana), None, &[]);
-        if v["task"]["status"] != "working" || start.elapsed() > Duration::from_secs(10) {
-            break v;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let v = v1_settled(&s.addr, &ana, &hung);
     assert_eq!(
         (v["task"]["status"].as_str(), v["result"]["code"].as_str()),
         (Some("cancelled"), Some("cancelled")),
@@ -499,13 +492,7 @@ fn a_cancelled_composite_task_stops_its_component() {
     let (st, _, v) = request_with(&s.addr, "DELETE", &format!("/v1/tasks/{task}"), Some(&ana), None, &[]);
     assert_eq!(st, 202, "{v}");
     let start = Instant::now();
-    let v = loop {
-        let (_, _, v) = request_with(&s.addr, "GET", &format!("/v1/tasks/{task}"), Some(&ana), None, &[]);
-        if v["task"]["status"] != "working" || start.elapsed() > Duration::from_secs(10) {
-            break v;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let v = v1_settled(&s.addr, &ana, &task);
     assert_eq!(
         (v["task"]["status"].as_str(), v["result"]["code"].as_str()),
         (Some("cancelled"), Some("cancelled")),
@@ -516,4 +503,16 @@ fn a_cancelled_composite_task_stops_its_component() {
     let (st, _, v) =
         request_with(&s.addr, "POST", &format!("/v1/exec/{id}/ok"), Some(&ana), Some(b"{}"), &[]);
     assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
+}
+
+/// `GET /v1/tasks/ID` until the task no longer works (10 s at most): its last answer.
+fn v1_settled(addr: &str, token: &str, id: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let (_, _, v) = request_with(addr, "GET", &format!("/v1/tasks/{id}"), Some(token), None, &[]);
+        if v["task"]["status"] != "working" || start.elapsed() > Duration::from_secs(10) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

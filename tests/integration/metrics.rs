@@ -76,10 +76,8 @@ pub fn named_in(doc: &str) -> BTreeSet<String> {
             .map_or(doc.len(), |e| start + e);
         if fresh {
             let name = &doc[start..end];
-            let family = ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|s| name.strip_suffix(s))
-                .unwrap_or(name);
+            let family =
+                ["_bucket", "_sum", "_count"].iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name);
             out.insert(family.to_string());
         }
         i = end;
@@ -106,8 +104,10 @@ fn a_failing_tenant_shows_on_every_replica_with_when_its_failures_began() {
     db.ok("admin", &["install", pack.to_str().unwrap()]);
     db.ok("admin", &["activate", "transit-db"]);
     let grant = ["--grant", "verb.exec.read:*"];
-    let alice = token_of(&db.ok("admin", &[&["principal", "add", "alice", "--tenant", "acme"][..], &grant].concat()));
-    let bob = token_of(&db.ok("admin", &[&["principal", "add", "bob", "--tenant", "beta"][..], &grant].concat()));
+    let alice =
+        token_of(&db.ok("admin", &[&["principal", "add", "alice", "--tenant", "acme"][..], &grant].concat()));
+    let bob =
+        token_of(&db.ok("admin", &[&["principal", "add", "bob", "--tenant", "beta"][..], &grant].concat()));
     let ops = token_of(&db.ok("admin", &["principal", "add", "ops", "--tenant", "acme", "--operator"]));
     // Beta's pack is taken away from it: every call of beta fails, acme's are served.
     db.ok("admin", &["deactivate", "transit-db", "--tenant", "beta"]);
@@ -139,7 +139,10 @@ fn a_failing_tenant_shows_on_every_replica_with_when_its_failures_began() {
         assert_eq!((sample(&text, &denial("beta")), sample(&text, &denial("acme"))), (2.0, 0.0), "{text}");
         // Since when: beta's run of failures began during the calls above; acme is not failing.
         let since = value(&text, "hcp_tenant_failing_since_seconds{tenant=\"beta\"}").unwrap();
-        assert!(since >= first_failure - 1.0 && since <= scraped + 1.0, "replica {i}: beta failing since {since}");
+        assert!(
+            since >= first_failure - 1.0 && since <= scraped + 1.0,
+            "replica {i}: beta failing since {since}"
+        );
         assert_eq!(value(&text, "hcp_tenant_failing_since_seconds{tenant=\"acme\"}"), Some(0.0), "{text}");
         assert!(sample(&text, "hcp_tenant_last_success_seconds{tenant=\"acme\"}") >= first_failure - 1.0);
         assert_eq!(sample(&text, "hcp_tenant_last_success_seconds{tenant=\"beta\"}"), 0.0, "{text}");
@@ -157,7 +160,10 @@ fn a_failing_tenant_shows_on_every_replica_with_when_its_failures_began() {
             .collect();
         assert!(buckets.len() > 10 && buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
         assert_eq!(buckets.last(), Some(&count), "{text}");
-        assert!(buckets[..buckets.len() - 1].iter().any(|b| *b > 0.0), "every read past the last bound: {text}");
+        assert!(
+            buckets[..buckets.len() - 1].iter().any(|b| *b > 0.0),
+            "every read past the last bound: {text}"
+        );
         // No label carries an argument value, a token or a Principal.
         for secret in [alice.as_str(), bob.as_str(), ops.as_str(), "Argument-Value-A", "alice", "bob"] {
             assert!(!text.contains(secret), "{secret:?} is on the page");
@@ -322,9 +328,16 @@ fn a_replica_given_the_wrong_seal_key_counts_the_credentials_it_cannot_open() {
     let out = db.run("a", &["install", repo().join("packs/ledger").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     db.ok("a", &["activate", "ledger"]);
-    let alice = token_of(&db.ok("a", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.read:*"]));
+    let alice = token_of(
+        &db.ok("a", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.read:*"]),
+    );
     let ops = token_of(&db.ok("a", &["principal", "add", "ops", "--tenant", "acme", "--operator"]));
-    let set = db.run_with("a", &["credential", "set", "ledger", "token", "--tenant", "acme"], &[], Some("s3cret-value"));
+    let set = db.run_with(
+        "a",
+        &["credential", "set", "ledger", "token", "--tenant", "acme"],
+        &[],
+        Some("s3cret-value"),
+    );
     assert_eq!(set.status.code(), Some(0), "{}", String::from_utf8_lossy(&set.stderr));
 
     // A replica with the right key opens it (whatever the wrap then does): nothing counted.
@@ -360,9 +373,14 @@ fn wrong_key_replica(db: &PgStore, key: &Path) -> Server {
 fn the_docs_name_metrics_by_their_families() {
     // The reader the drift check above relies on: a histogram's series are its family's, and a name inside
     // another word is not a metric.
-    let got = named_in("rate(hcp_calls_total[5m]) / histogram_quantile(0.99, hcp_call_duration_seconds_bucket) x_hcp_no");
+    let got = named_in(
+        "rate(hcp_calls_total[5m]) / histogram_quantile(0.99, hcp_call_duration_seconds_bucket) x_hcp_no",
+    );
     assert_eq!(got, BTreeSet::from(["hcp_calls_total".to_string(), "hcp_call_duration_seconds".to_string()]));
     for (doc, body) in docs_texts() {
-        assert!(named_in(&body).contains("hcp_tenant_failing_since_seconds"), "{doc} does not show since when");
+        assert!(
+            named_in(&body).contains("hcp_tenant_failing_since_seconds"),
+            "{doc} does not show since when"
+        );
     }
 }

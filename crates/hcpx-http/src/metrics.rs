@@ -223,7 +223,14 @@ impl Metrics {
 
 impl CallObserver for Metrics {
     fn observed(&self, principal: &Principal, env: &Envelope, out: &ResultEnvelope, took: Duration) {
-        self.record(&principal.tenant, principal.invoker.as_str(), &env.pack_id, &env.verb_key, out.code, took);
+        self.record(
+            &principal.tenant,
+            principal.invoker.as_str(),
+            &env.pack_id,
+            &env.verb_key,
+            out.code,
+            took,
+        );
     }
 
     fn egress(&self, _principal: &Principal, env: &Envelope, rows: &[EgressRow]) {

@@ -47,7 +47,8 @@ impl StoreGauges {
                 return g.clone();
             }
         }
-        let g = Arc::new(Gathered { approvals: store.approvals_waiting().ok(), tasks: store.task_counts().ok() });
+        let g =
+            Arc::new(Gathered { approvals: store.approvals_waiting().ok(), tasks: store.task_counts().ok() });
         *last = Some((Instant::now(), g.clone()));
         g
     }
@@ -81,11 +82,10 @@ pub(crate) fn render_gathered(out: &mut String, g: &Gathered, max: usize) {
          # TYPE hcp_approvals_waiting gauge\n",
     );
     let approvals = g.approvals.clone().unwrap_or_default();
-    let approvals = fold(
-        approvals.into_iter().map(|w| (w.tenant, (w.count, w.oldest_ms))).collect(),
-        max,
-        |a, b| *a = (a.0 + b.0, a.1.min(b.1)),
-    );
+    let approvals =
+        fold(approvals.into_iter().map(|w| (w.tenant, (w.count, w.oldest_ms))).collect(), max, |a, b| {
+            *a = (a.0 + b.0, a.1.min(b.1))
+        });
     for (tenant, (count, _)) in &approvals {
         let _ = writeln!(out, "hcp_approvals_waiting{{tenant=\"{}\"}} {count}", escape(tenant));
     }
@@ -119,7 +119,8 @@ pub(crate) fn render_gathered(out: &mut String, g: &Gathered, max: usize) {
     );
     for (tenant, by) in &tasks {
         for (state, n) in STATES.iter().zip(by) {
-            let _ = writeln!(out, "hcp_tasks{{tenant=\"{}\",state=\"{}\"}} {n}", escape(tenant), state.as_str());
+            let _ =
+                writeln!(out, "hcp_tasks{{tenant=\"{}\",state=\"{}\"}} {n}", escape(tenant), state.as_str());
         }
     }
 }

@@ -240,7 +240,8 @@ impl Store {
                 .ok()
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map_or(now, |d| d.as_millis() as u64);
-            let w = by.entry(a.tenant.clone()).or_insert(Waiting { tenant: a.tenant, count: 0, oldest_ms: at });
+            let w =
+                by.entry(a.tenant.clone()).or_insert(Waiting { tenant: a.tenant, count: 0, oldest_ms: at });
             w.count += 1;
             w.oldest_ms = w.oldest_ms.min(at);
         }

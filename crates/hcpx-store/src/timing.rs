@@ -66,7 +66,8 @@ impl Hist {
     }
 }
 
-static HISTS: [[Hist; OPS.len()]; STORES.len()] = [const { [const { Hist::new() }; OPS.len()] }; STORES.len()];
+static HISTS: [[Hist; OPS.len()]; STORES.len()] =
+    [const { [const { Hist::new() }; OPS.len()] }; STORES.len()];
 
 fn record(store: usize, op: Op, took: Duration) {
     let h = &HISTS[store][op as usize];

@@ -132,7 +132,10 @@ impl Sealer {
         if sealed.nonce.len() != 24 {
             return failed(StoreError::Refused(format!("{path}: its sealed row is damaged (nonce)")));
         }
-        match self.cipher.decrypt(XNonce::from_slice(&sealed.nonce), Payload { msg: &sealed.bytes, aad: &aad(path) }) {
+        match self
+            .cipher
+            .decrypt(XNonce::from_slice(&sealed.nonce), Payload { msg: &sealed.bytes, aad: &aad(path) })
+        {
             Ok(plain) => Ok(plain),
             Err(_) => failed(StoreError::Refused(format!(
                 "{path}: its sealed row does not open with key {} (altered, or moved from another row)",

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Why: what the metrics work adds to a served composite call, side by side. Two `hcpx serve` on one store
 (BENCH_BASE, an hcpx built from the tree before the change, and this tree's), both over loopback, answering
-transit-composite's `plan` one call at a time over a kept-alive connection, in alternating rounds so a
-machine's drift hits both alike; prints each one's p50 / p99 and the ratio of medians. Bounded: ROUNDS x N
+transit-composite's `plan` one call at a time over a kept-alive connection, the two in turn call by call so
+a machine's drift hits both alike; prints each one's p50 / p99 and the ratio of medians. Bounded: ROUNDS x N
 calls per server, loopback only.
 
 Usage: BENCH_BASE=/path/to/old/hcpx [BENCH_NEW=target/release/hcpx] [BENCH_N=2000] [BENCH_ROUNDS=5] \
@@ -81,9 +81,11 @@ try:
     for _, (_, conn) in servers.items():
         for _ in range(200):
             call(conn)
-    for _ in range(ROUNDS):
-        for k, (_, conn) in servers.items():
-            lat[k].extend(call(conn) for _ in range(N))
+    # Call by call, the two in turn (which goes first alternates), so load from elsewhere hits both alike.
+    order = list(servers.items())
+    for i in range(ROUNDS * N):
+        for k, (_, conn) in order if i % 2 == 0 else order[::-1]:
+            lat[k].append(call(conn))
 finally:
     for p, _ in servers.values():
         p.terminate()

@@ -285,6 +285,16 @@ on_both_stores! {
         );
         let age = value(&text, "hcp_approvals_oldest_waiting_seconds{tenant=\"acme\"}").unwrap();
         assert!((0.0..60.0).contains(&age), "{text}");
+        // A scrape storm reads the store's approvals at most once per 2 s: twenty scrapes in a row list them
+        // once or twice (a read may fall due meanwhile), not twenty times.
+        let lists = |t: &str| {
+            let store = if t.contains("store=\"postgres\"") { "postgres" } else { "files" };
+            sample(t, &format!("hcp_store_operation_duration_seconds_count{{store=\"{store}\",op=\"doc_list\"}}"))
+        };
+        let before = lists(&text);
+        let storm: Vec<String> = (0..20).map(|_| scrape(&s.addr, &ops)).collect();
+        let after = lists(storm.last().unwrap());
+        assert!(after - before <= 2.0, "{} lists of the approvals for 20 scrapes", after - before);
         // One is refused by a person: one waits.
         let (st, v) = s.post(&format!("/v1/approvals/{}/refuse", ids[0]), &bob, &json!({}));
         assert_eq!(st, 200, "{v}");
@@ -382,5 +392,42 @@ fn the_docs_name_metrics_by_their_families() {
             named_in(&body).contains("hcp_tenant_failing_since_seconds"),
             "{doc} does not show since when"
         );
+    }
+    // The dashboard: every panel has a title and queries, inside Grafana's 24-column grid.
+    let dash: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("docs/grafana/hcpx.json")).unwrap())
+            .unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    assert!(panels.len() >= 8, "{dash}");
+    for p in panels {
+        assert!(p["title"].as_str().is_some_and(|t| !t.is_empty()), "{p}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(
+            !targets.is_empty()
+                && targets.iter().any(|t| t["expr"].as_str().is_some_and(|e| e.contains("hcp_")))
+        );
+        let g = &p["gridPos"];
+        assert!(g["x"].as_u64().unwrap() + g["w"].as_u64().unwrap() <= 24, "{p}");
+    }
+    // The rules: YAML (read with PyYAML, which the test machine has for schemathesis) whose every rule has an
+    // alert, an expression, a severity and a summary; and, where promtool is installed, rules Prometheus loads.
+    let alerts = repo().join("docs/alerts.yml");
+    let out = Command::new("python3")
+        .args(["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))"])
+        .arg(&alerts)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rules: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&Value> =
+        rules["groups"].as_array().unwrap().iter().flat_map(|g| g["rules"].as_array().unwrap()).collect();
+    assert!(rules.len() >= 5, "{rules:?}");
+    for r in &rules {
+        assert!(r["alert"].is_string() && r["expr"].is_string(), "{r}");
+        assert!(r["labels"]["severity"].is_string() && r["annotations"]["summary"].is_string(), "{r}");
+    }
+    match Command::new("promtool").arg("check").arg("rules").arg(&alerts).output() {
+        Ok(out) => assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout)),
+        Err(_) => eprintln!("skipped: promtool is not installed; the rules' PromQL is not parsed here"),
     }
 }

@@ -439,3 +439,22 @@ fn the_docs_name_metrics_by_their_families() {
         Err(_) => eprintln!("skipped: promtool is not installed; the rules' PromQL is not parsed here"),
     }
 }
+
+#[test]
+fn a_draining_replica_says_it_is_not_ready_on_its_page() {
+    let (h, _, ops) = tenants_home(1);
+    let mut s = Server::start(&h, &["--drain-ms", "3000"]);
+    assert_eq!(value(&scrape(&s.addr, &ops), "hcp_ready"), Some(1.0));
+    s.signal(libc::SIGTERM);
+    // Draining, it still answers its page, which says what /readyz says.
+    let mut text = String::new();
+    assert!(
+        eventually(Duration::from_secs(3), || {
+            text = scrape(&s.addr, &ops);
+            value(&text, "hcp_ready") == Some(0.0)
+        }),
+        "{text}"
+    );
+    assert_eq!(request_raw(&s.addr, "GET", "/readyz", None, None, &[]).0, 503);
+    assert_eq!(s.terminate(), Some(0), "{}", s.log());
+}

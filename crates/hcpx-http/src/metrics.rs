@@ -118,7 +118,7 @@ impl Metrics {
             .fetch_add(1, Ordering::Relaxed);
         let denial =
             code.filter(|c| is_denial(*c)).and_then(|c| Code::NAMES.iter().position(|n| *n == c.as_str()));
-        Tenants::record(&stats, code, denial, took);
+        stats.record(code, denial, took);
     }
 
     /// Reads the store's approvals and tasks for the next render (cached briefly; blocks).

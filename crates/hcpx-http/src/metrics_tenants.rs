@@ -68,7 +68,7 @@ fn now_ms() -> u64 {
 
 impl TenantStats {
     /// Records one call of this tenant: `denial` is its index in `Code::NAMES` when it was refused.
-    fn record(&self, code: Option<Code>, denial: Option<usize>, took: Duration) {
+    pub(crate) fn record(&self, code: Option<Code>, denial: Option<usize>, took: Duration) {
         if let Some(i) = denial {
             self.denials[i].fetch_add(1, Ordering::Relaxed);
         }
@@ -136,11 +136,6 @@ impl Tenants {
         let s: Arc<TenantStats> = Arc::default();
         t.insert(tenant.to_string(), s.clone());
         (tenant, s)
-    }
-
-    /// Records one call of `stats`' tenant.
-    pub(crate) fn record(stats: &TenantStats, code: Option<Code>, denial: Option<usize>, took: Duration) {
-        stats.record(code, denial, took);
     }
 
     /// Every tenant seen, in order, then `_other` if any call was counted under it.

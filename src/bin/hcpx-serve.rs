@@ -45,6 +45,21 @@ fn handed_over(fd: i32) -> Result<ServeArgs, String> {
     serde_json::from_str(&text).map_err(|e| format!("it holds no flags ({e})"))
 }
 
+/// How many tenants `/metrics` names before it folds the rest into `_other`: `HCP_METRICS_MAX_TENANTS`, else
+/// the default.
+fn metrics_max_tenants() -> Result<usize, String> {
+    match std::env::var("HCP_METRICS_MAX_TENANTS") {
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "HCP_METRICS_MAX_TENANTS is {v:?}, not a whole number from 1; set it to how many tenants /metrics names (default {}), or unset it",
+                hcpx_http::METRICS_MAX_TENANTS
+            )),
+        },
+        _ => Ok(hcpx_http::METRICS_MAX_TENANTS),
+    }
+}
+
 /// Resolves on SIGTERM or SIGINT.
 async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -77,7 +92,10 @@ fn main() -> ExitCode {
     if let Err(e) = store.principals() {
         return fail(&format!("{e}; the server would refuse every token"));
     }
-    let metrics = Arc::new(Metrics::new());
+    let metrics = match metrics_max_tenants() {
+        Ok(max) => Arc::new(Metrics::with_max_tenants(max)),
+        Err(e) => return fail(&e),
+    };
     let runtime = Arc::new(Runtime::new(store).with_max_calls(f.max_calls).with_observer(metrics.clone()));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,

@@ -46,6 +46,7 @@ mod lint;
 mod mcp;
 mod mcp_reads;
 mod mcp_replicas;
+mod metrics;
 mod new;
 mod oauth;
 mod operator;

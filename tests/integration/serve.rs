@@ -579,7 +579,7 @@ on_both_stores! {
         let (st, _, text) = request_raw(&s.addr, "GET", "/metrics", Some(&ops), None, &[]);
         assert_eq!(st, 200, "{text}");
         assert!(
-            text.lines().any(|l| l.starts_with("hcp_calls_total{invoker=\"mcp\",")),
+            text.lines().any(|l| l.starts_with("hcp_calls_total{tenant=\"acme\",invoker=\"mcp\",")),
             "{text}"
         );
     }

@@ -105,11 +105,11 @@ on_both_stores! {
             assert!(head.contains("content-type: text/plain; version=0.0.4"), "{head}");
             text
         };
-        let read = "hcp_calls_total{invoker=\"http\",pack=\"probe\",verb=\"look\",code=\"ok\"}";
+        let read = "hcp_calls_total{tenant=\"acme\",invoker=\"http\",pack=\"probe\",verb=\"look\",code=\"ok\"}";
         let denied_write =
-            "hcp_calls_total{invoker=\"http\",pack=\"probe\",verb=\"put\",code=\"confirm_required\"}";
-        let denials = "hcp_denials_total{code=\"confirm_required\"}";
-        let count = "hcp_call_duration_seconds_count";
+            "hcp_calls_total{tenant=\"acme\",invoker=\"http\",pack=\"probe\",verb=\"put\",code=\"confirm_required\"}";
+        let denials = "hcp_denials_total{tenant=\"acme\",code=\"confirm_required\"}";
+        let count = "hcp_call_duration_seconds_count{tenant=\"acme\"}";
         let before = scrape();
         assert_eq!((sample(&before, read), sample(&before, denied_write)), (0.0, 0.0), "{before}");
         assert!(before.contains("# TYPE hcp_call_duration_seconds histogram"), "{before}");
@@ -125,7 +125,7 @@ on_both_stores! {
         assert_eq!(sample(&after, denied_write), 1.0, "{after}");
         assert_eq!(sample(&after, denials) - sample(&before, denials), 1.0, "{after}");
         assert_eq!(sample(&after, count) - sample(&before, count), 2.0, "{after}");
-        let inf = "hcp_call_duration_seconds_bucket{le=\"+Inf\"}";
+        let inf = "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"+Inf\"}";
         assert_eq!(sample(&after, inf), sample(&after, count), "{after}");
         assert_eq!(sample(&after, "hcp_calls_in_flight"), 0.0, "{after}");
         // The file store has no pool; a PostgreSQL store reports its own.
@@ -135,7 +135,7 @@ on_both_stores! {
         assert_eq!(st, 404);
         let last = scrape();
         assert!(!last.contains("made-up-pack"), "{last}");
-        assert_eq!(sample(&last, "hcp_denials_total{code=\"unknown_pack\"}"), 1.0, "{last}");
+        assert_eq!(sample(&last, "hcp_denials_total{tenant=\"acme\",code=\"unknown_pack\"}"), 1.0, "{last}");
     }
 }
 

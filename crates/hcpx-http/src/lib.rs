@@ -25,6 +25,8 @@ mod mcp_answers;
 mod mcp_http;
 mod mcp_sessions;
 mod metrics;
+mod metrics_store;
+mod metrics_tenants;
 pub mod oauth;
 mod openapi;
 mod ops;
@@ -44,6 +46,7 @@ use crate::runtime::Runtime;
 
 pub use log::AccessLog;
 pub use metrics::Metrics;
+pub use metrics_tenants::DEFAULT_MAX_TENANTS as METRICS_MAX_TENANTS;
 
 /// How a server runs.
 #[derive(Debug, Clone)]

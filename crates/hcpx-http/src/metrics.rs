@@ -1,6 +1,8 @@
-//! `GET /metrics`: what a served runtime has done, in the Prometheus text format — calls by invoker, pack,
-//! command and code, denials by code, a call latency histogram, the calls in flight, the store's pool, and the
-//! requests wraps sent through their egress proxies (by pack, scheme and class) with their bytes. Every
+//! `GET /metrics`: what a served runtime has done, in the Prometheus text format — calls by tenant, invoker,
+//! pack, command and code, and per tenant its denials by code, a call latency histogram and when its current
+//! failures began (`metrics_tenants`); the calls in flight, the store's pool, approvals waiting, tasks, store
+//! latency and seal failures (`metrics_store`); and the requests wraps sent through their egress proxies (by
+//! pack, scheme and class) with their bytes. Every
 //! call the async exec path answers (HTTP and MCP over HTTP) is recorded once, by `Runtime`'s observer hook,
 //! with atomics: a read lock on the label table (a write lock only the first time a label set is seen), never a
 //! lock per call.
@@ -11,12 +13,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use super::metrics_store::{self, Gathered, StoreGauges};
+use super::metrics_tenants::{Tenants, DEFAULT_MAX_TENANTS};
 use crate::model::{Code, Envelope, Principal, ResultEnvelope};
 use crate::runtime::{CallObserver, EgressRow, EGRESS_CLASSES};
-use crate::store::PoolStats;
+use crate::store::{PoolStats, Store};
 
 /// The latency buckets' upper bounds, in seconds: 0.5 ms to 10 s.
-const BUCKETS: [f64; 14] =
+pub(crate) const BUCKETS: [f64; 14] =
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
 /// Past this many label sets, new ones are counted under `_other`: a caller's made-up pack or command names
@@ -25,22 +29,22 @@ const MAX_SERIES: usize = 4096;
 
 /// A label value standing for a name the runtime does not know (an unknown pack or command).
 const UNKNOWN: &str = "_unknown";
-const OTHER: &str = "_other";
+/// The label value a name past a limit is counted under (a pack or command past `MAX_SERIES` label sets, a
+/// tenant past the tenants' limit, an egress class the runtime does not know).
+pub(crate) const OTHER: &str = "_other";
 
-/// One call's labels: invoker, pack, command, code (`ok` for a success).
-type CallKey = (&'static str, String, String, &'static str);
+/// One call's labels: tenant, invoker, pack, command, code (`ok` for a success).
+type CallKey = (String, &'static str, String, String, &'static str);
 /// One outgoing request's labels: pack, scheme (`https`, `http`, `none`), class (`allowed` or the refusal's kind).
 type EgressKey = (String, &'static str, &'static str);
 
 /// The counters `/metrics` reports; shared by the runtime (which records) and the handler (which renders).
 pub struct Metrics {
     calls: RwLock<HashMap<CallKey, Arc<AtomicU64>>>,
-    /// Indexed like `Code::NAMES`.
-    denials: Vec<AtomicU64>,
-    /// Cumulative counts per bucket are made when rendered; here each call lands in exactly one slot (the last
-    /// is `+Inf`).
-    buckets: Vec<AtomicU64>,
-    sum_nanos: AtomicU64,
+    /// Per tenant: denials, latency and the failure streak.
+    tenants: Tenants,
+    /// Approvals and tasks, read from the store when scraped.
+    store: StoreGauges,
     egress: RwLock<HashMap<EgressKey, Arc<AtomicU64>>>,
     /// Per pack: bytes up (to the origin) and down.
     egress_bytes: RwLock<HashMap<String, Arc<[AtomicU64; 2]>>>,
@@ -61,11 +65,16 @@ fn is_denial(code: Code) -> bool {
 
 impl Metrics {
     pub fn new() -> Metrics {
+        Metrics::with_max_tenants(DEFAULT_MAX_TENANTS)
+    }
+
+    /// Metrics that name at most `max` tenants (at least 1); calls of further tenants are counted under
+    /// `_other`.
+    pub fn with_max_tenants(max: usize) -> Metrics {
         Metrics {
             calls: RwLock::new(HashMap::new()),
-            denials: Code::NAMES.iter().map(|_| AtomicU64::new(0)).collect(),
-            buckets: (0..=BUCKETS.len()).map(|_| AtomicU64::new(0)).collect(),
-            sum_nanos: AtomicU64::new(0),
+            tenants: Tenants::new(max.max(1)),
+            store: StoreGauges::default(),
             egress: RwLock::new(HashMap::new()),
             egress_bytes: RwLock::new(HashMap::new()),
         }
@@ -87,43 +96,53 @@ impl Metrics {
         bytes[1].fetch_add(down, Ordering::Relaxed);
     }
 
-    /// Records one call.
-    pub fn record(&self, invoker: &'static str, pack: &str, verb: &str, code: Option<Code>, took: Duration) {
+    /// Records one call of `tenant`.
+    pub fn record(
+        &self,
+        tenant: &str,
+        invoker: &'static str,
+        pack: &str,
+        verb: &str,
+        code: Option<Code>,
+        took: Duration,
+    ) {
         let (pack, verb) = match code {
             Some(Code::UnknownPack) => (UNKNOWN, UNKNOWN),
             Some(Code::NoPolicy) => (pack, UNKNOWN),
             _ => (pack, verb),
         };
+        let (tenant, stats) = self.tenants.of(tenant);
         let code_label = code.map_or("ok", Code::as_str);
-        self.call_counter(invoker, pack, verb, code_label).fetch_add(1, Ordering::Relaxed);
-        if let Some(c) = code.filter(|c| is_denial(*c)) {
-            if let Some(i) = Code::NAMES.iter().position(|n| *n == c.as_str()) {
-                self.denials[i].fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let secs = took.as_secs_f64();
-        let slot = BUCKETS.iter().position(|b| secs <= *b).unwrap_or(BUCKETS.len());
-        self.buckets[slot].fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        let key = (tenant.to_string(), invoker, pack.to_string(), verb.to_string(), code_label);
+        counter(&self.calls, key, |k| (k.0.clone(), k.1, OTHER.to_string(), OTHER.to_string(), k.4))
+            .fetch_add(1, Ordering::Relaxed);
+        let denial =
+            code.filter(|c| is_denial(*c)).and_then(|c| Code::NAMES.iter().position(|n| *n == c.as_str()));
+        stats.record(code, denial, took);
     }
 
-    /// The counter of one label set, made the first time it is seen.
-    fn call_counter(
-        &self,
-        invoker: &'static str,
-        pack: &str,
-        verb: &str,
-        code: &'static str,
-    ) -> Arc<AtomicU64> {
-        let key = (invoker, pack.to_string(), verb.to_string(), code);
-        counter(&self.calls, key, |k| (k.0, OTHER.to_string(), OTHER.to_string(), k.3))
+    /// Reads the store's approvals and tasks for the next render (cached briefly; blocks).
+    pub(crate) fn gather(&self, store: &Store) -> Arc<Gathered> {
+        self.store.gather(store)
     }
 
-    /// The text exposition (format 0.0.4), with the calls in flight and the store's pool as they are now.
+    /// The text exposition (format 0.0.4), with the calls in flight and the store's pool as they are now (and
+    /// no approvals or tasks: see [`Metrics::render_gathered`]).
     pub fn render(&self, in_flight: usize, store_kind: &str, pool: Option<PoolStats>) -> String {
+        self.render_gathered(in_flight, store_kind, pool, None)
+    }
+
+    /// The text exposition, with what [`Metrics::gather`] read from the store.
+    pub(crate) fn render_gathered(
+        &self,
+        in_flight: usize,
+        store_kind: &str,
+        pool: Option<PoolStats>,
+        gathered: Option<&Gathered>,
+    ) -> String {
         let mut out = String::with_capacity(4096);
         out.push_str(
-            "# HELP hcp_calls_total Calls answered, by invoker, pack, command and code (ok for a success).\n",
+            "# HELP hcp_calls_total Calls answered, by tenant, invoker, pack, command and code (ok for a success).\n",
         );
         out.push_str("# TYPE hcp_calls_total counter\n");
         let mut rows: Vec<(CallKey, u64)> = match self.calls.read() {
@@ -131,21 +150,18 @@ impl Metrics {
             Err(_) => Vec::new(),
         };
         rows.sort();
-        for ((invoker, pack, verb, code), n) in rows {
+        for ((tenant, invoker, pack, verb, code), n) in rows {
             let _ = writeln!(
                 out,
-                "hcp_calls_total{{invoker=\"{}\",pack=\"{}\",verb=\"{}\",code=\"{}\"}} {n}",
+                "hcp_calls_total{{tenant=\"{}\",invoker=\"{}\",pack=\"{}\",verb=\"{}\",code=\"{}\"}} {n}",
+                escape(&tenant),
                 escape(invoker),
                 escape(&pack),
                 escape(&verb),
                 escape(code)
             );
         }
-        out.push_str("# HELP hcp_denials_total Calls refused before or instead of running, by code.\n");
-        out.push_str("# TYPE hcp_denials_total counter\n");
-        for (name, n) in Code::NAMES.iter().zip(&self.denials) {
-            let _ = writeln!(out, "hcp_denials_total{{code=\"{name}\"}} {}", n.load(Ordering::Relaxed));
-        }
+        self.tenants.render(&mut out);
         out.push_str(
             "# HELP hcp_egress_requests_total Requests wraps sent through their egress proxy, by pack, scheme and \
              class (allowed, or the refusal's kind).\n",
@@ -181,18 +197,6 @@ impl Metrics {
             let _ = writeln!(out, "hcp_egress_bytes_total{{pack=\"{pack}\",direction=\"up\"}} {up}");
             let _ = writeln!(out, "hcp_egress_bytes_total{{pack=\"{pack}\",direction=\"down\"}} {down}");
         }
-        out.push_str("# HELP hcp_call_duration_seconds How long calls took, from admission to result.\n");
-        out.push_str("# TYPE hcp_call_duration_seconds histogram\n");
-        let mut cumulative = 0u64;
-        for (i, slot) in self.buckets.iter().enumerate() {
-            cumulative += slot.load(Ordering::Relaxed);
-            let le = BUCKETS.get(i).map_or("+Inf".to_string(), |b| b.to_string());
-            let _ = writeln!(out, "hcp_call_duration_seconds_bucket{{le=\"{le}\"}} {cumulative}");
-        }
-        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-        let _ = writeln!(out, "hcp_call_duration_seconds_sum {sum}");
-        // The count is the `+Inf` bucket's, so a scrape never sees the two disagree.
-        let _ = writeln!(out, "hcp_call_duration_seconds_count {cumulative}");
         out.push_str("# HELP hcp_calls_in_flight Calls running now.\n# TYPE hcp_calls_in_flight gauge\n");
         let _ = writeln!(out, "hcp_calls_in_flight {in_flight}");
         if let Some(p) = pool {
@@ -209,13 +213,24 @@ impl Metrics {
                 );
             }
         }
+        if let Some(g) = gathered {
+            metrics_store::render_gathered(&mut out, g, self.tenants.max());
+        }
+        metrics_store::render_store(&mut out);
         out
     }
 }
 
 impl CallObserver for Metrics {
     fn observed(&self, principal: &Principal, env: &Envelope, out: &ResultEnvelope, took: Duration) {
-        self.record(principal.invoker.as_str(), &env.pack_id, &env.verb_key, out.code, took);
+        self.record(
+            &principal.tenant,
+            principal.invoker.as_str(),
+            &env.pack_id,
+            &env.verb_key,
+            out.code,
+            took,
+        );
     }
 
     fn egress(&self, _principal: &Principal, env: &Envelope, rows: &[EgressRow]) {
@@ -248,7 +263,7 @@ where
 
 /// A label value as the text format wants it: `\`, `"` and newlines escaped, and what would hide or reorder
 /// text for whoever reads the page (controls, bidirectional overrides) shown as `\xNN` / `\u{NNNN}` first.
-fn escape(v: &str) -> String {
+pub(crate) fn escape(v: &str) -> String {
     let shown = crate::model::shown::shown(v);
     shown.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
@@ -267,25 +282,25 @@ mod tests {
     #[test]
     fn calls_denials_and_latency_add_up_in_the_exposition() {
         let m = Metrics::new();
-        m.record("http", "ledger", "list", None, Duration::from_micros(300));
-        m.record("http", "ledger", "list", None, Duration::from_millis(3));
-        m.record("mcp", "ledger", "transfer", Some(Code::ConfirmRequired), Duration::from_millis(20));
-        m.record("http", "no\"pe", "x", Some(Code::UnknownPack), Duration::from_secs(30));
-        m.record("http", "ledger", "list", Some(Code::ExitNonzero), Duration::from_millis(1));
+        m.record("acme", "http", "ledger", "list", None, Duration::from_micros(300));
+        m.record("acme", "http", "ledger", "list", None, Duration::from_millis(3));
+        m.record("acme", "mcp", "ledger", "transfer", Some(Code::ConfirmRequired), Duration::from_millis(20));
+        m.record("acme", "http", "no\"pe", "x", Some(Code::UnknownPack), Duration::from_secs(30));
+        m.record("acme", "http", "ledger", "list", Some(Code::ExitNonzero), Duration::from_millis(1));
         let text = m.render(2, "files", None);
         for line in [
-            "hcp_calls_total{invoker=\"http\",pack=\"ledger\",verb=\"list\",code=\"ok\"} 2",
-            "hcp_calls_total{invoker=\"mcp\",pack=\"ledger\",verb=\"transfer\",code=\"confirm_required\"} 1",
-            "hcp_calls_total{invoker=\"http\",pack=\"_unknown\",verb=\"_unknown\",code=\"unknown_pack\"} 1",
-            "hcp_denials_total{code=\"confirm_required\"} 1",
-            "hcp_denials_total{code=\"unknown_pack\"} 1",
-            "hcp_denials_total{code=\"exit_nonzero\"} 0",
-            "hcp_call_duration_seconds_bucket{le=\"0.0005\"} 1",
-            "hcp_call_duration_seconds_bucket{le=\"0.001\"} 2",
-            "hcp_call_duration_seconds_bucket{le=\"0.005\"} 3",
-            "hcp_call_duration_seconds_bucket{le=\"10\"} 4",
-            "hcp_call_duration_seconds_bucket{le=\"+Inf\"} 5",
-            "hcp_call_duration_seconds_count 5",
+            "hcp_calls_total{tenant=\"acme\",invoker=\"http\",pack=\"ledger\",verb=\"list\",code=\"ok\"} 2",
+            "hcp_calls_total{tenant=\"acme\",invoker=\"mcp\",pack=\"ledger\",verb=\"transfer\",code=\"confirm_required\"} 1",
+            "hcp_calls_total{tenant=\"acme\",invoker=\"http\",pack=\"_unknown\",verb=\"_unknown\",code=\"unknown_pack\"} 1",
+            "hcp_denials_total{tenant=\"acme\",code=\"confirm_required\"} 1",
+            "hcp_denials_total{tenant=\"acme\",code=\"unknown_pack\"} 1",
+            "hcp_denials_total{tenant=\"acme\",code=\"exit_nonzero\"} 0",
+            "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"0.0005\"} 1",
+            "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"0.001\"} 2",
+            "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"0.005\"} 3",
+            "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"10\"} 4",
+            "hcp_call_duration_seconds_bucket{tenant=\"acme\",le=\"+Inf\"} 5",
+            "hcp_call_duration_seconds_count{tenant=\"acme\"} 5",
             "hcp_calls_in_flight 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
@@ -320,7 +335,7 @@ mod tests {
     fn made_up_names_cannot_grow_the_table_without_bound() {
         let m = Metrics::new();
         for i in 0..(MAX_SERIES + 50) {
-            m.record("http", "ledger", &format!("v{i}"), Some(Code::Denied), Duration::ZERO);
+            m.record("acme", "http", "ledger", &format!("v{i}"), Some(Code::Denied), Duration::ZERO);
         }
         assert!(m.calls.read().unwrap().len() <= MAX_SERIES + 1);
         assert!(m.render(0, "files", None).contains("verb=\"_other\",code=\"denied\"} 50"));

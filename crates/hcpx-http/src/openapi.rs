@@ -58,7 +58,7 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
     paths.insert("/readyz".into(), json!({ "get": ready }));
     let mut metrics = op(
         "metrics",
-        "Calls, denials, latency, calls in flight and the store's pool in the Prometheus text format; operators only.",
+        "Calls, denials and latency by tenant, when each tenant's failures began, approvals waiting, tasks, store latency, seal failures, calls in flight and the store's pool in the Prometheus text format; operators only.",
         None,
         &[],
         "Any",

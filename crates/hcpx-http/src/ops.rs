@@ -82,8 +82,24 @@ pub(crate) async fn metrics(
             ),
         );
     }
+    // Approvals and tasks are read from the store off the async workers (and at most once per
+    // `metrics_store::GATHER_TTL`); a store that does not answer leaves those families empty.
+    let (metrics, rt) = (app.metrics.clone(), app.runtime.clone());
+    let gathered = tokio::task::spawn_blocking(move || metrics.gather(rt.store())).await.ok();
     let store = app.runtime.store();
-    let text = app.metrics.render(app.runtime.calls_in_flight(), store.kind(), store.pool_stats());
+    let mut text = app.metrics.render_gathered(
+        app.runtime.calls_in_flight(),
+        store.kind(),
+        store.pool_stats(),
+        gathered.as_deref(),
+    );
+    // What `/readyz` says of this replica's own state (loaded, not draining); the store's answer is the
+    // store's families'.
+    let ready = u8::from(app.readiness.ready().is_ok());
+    text.push_str(&format!(
+        "# HELP hcp_ready Whether this replica takes traffic (1), or is starting or draining (0).\n\
+         # TYPE hcp_ready gauge\nhcp_ready {ready}\n"
+    ));
     let mut resp = text.into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

@@ -18,6 +18,15 @@ pub const APPROVALS_DIR: &str = "approvals";
 /// How long an expired approval is kept (so a late retry is told it expired) before it is removed.
 const KEEP_EXPIRED_MS: u64 = 60 * 60 * 1000;
 
+/// One tenant's approvals waiting for a person (`Store::approvals_waiting`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub tenant: String,
+    pub count: u64,
+    /// When the oldest of them was requested, in milliseconds since the Unix epoch.
+    pub oldest_ms: u64,
+}
+
 /// The prefix of every approval id.
 const ID_PREFIX: &str = "ap_";
 
@@ -216,6 +225,27 @@ impl Store {
             .collect();
         out.sort_by(|a, b| a.requested_at.cmp(&b.requested_at));
         Ok(out)
+    }
+
+    /// Per tenant, how many approvals wait for a person now and when the oldest was requested (ms since the Unix
+    /// epoch), tenants in order: `/metrics`' `hcp_approvals_waiting`. Read only (nothing is pruned).
+    pub fn approvals_waiting(&self) -> Result<Vec<Waiting>, StoreError> {
+        let now = now_ms();
+        let mut by: std::collections::BTreeMap<String, Waiting> = Default::default();
+        for a in self.approvals_all()? {
+            if a.state != ApprovalState::Pending || a.expired(now) {
+                continue;
+            }
+            let at = humantime::parse_rfc3339_weak(&a.requested_at)
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(now, |d| d.as_millis() as u64);
+            let w =
+                by.entry(a.tenant.clone()).or_insert(Waiting { tenant: a.tenant, count: 0, oldest_ms: at });
+            w.count += 1;
+            w.oldest_ms = w.oldest_ms.min(at);
+        }
+        Ok(by.into_values().collect())
     }
 
     /// Every approval in the store, whatever its state (an unreadable one is skipped).

@@ -132,6 +132,8 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn tasks_cancelled(&self, ids: &[(String, String)]) -> Result<Vec<String>, StoreError>;
     /// Settles the tasks of owners that are gone and removes expired ones; how many it changed.
     fn tasks_sweep(&self) -> Result<usize, StoreError>;
+    /// How many tasks each tenant has in each state (for `/metrics`).
+    fn task_counts(&self) -> Result<Vec<(String, crate::tasks::TaskStatus, u64)>, StoreError>;
     /// Records MCP session `key` (the SHA-256 of its id, `crate::mcp_sessions`).
     fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError>;
     /// MCP session `key`, its last use brought up to now when older than `mcp_sessions::TOUCH_AFTER`; `None`

@@ -38,6 +38,7 @@ pub mod pg;
 pub mod principals;
 pub mod sense;
 pub mod tasks;
+pub mod timing;
 pub mod turns;
 
 use serde::de::DeserializeOwned;
@@ -131,7 +132,12 @@ impl Store {
 
     /// The store at `home` (which exists) on `backend`.
     fn on(home: &Path, backend: Arc<dyn Backend>) -> Store {
-        Store { home: home.to_path_buf(), backend, state_key: Default::default(), compile_cache: None }
+        Store {
+            home: home.to_path_buf(),
+            backend: timing::Timed::wrap(backend),
+            state_key: Default::default(),
+            compile_cache: None,
+        }
     }
 
     /// Whether `HCP_STORE` leaves every command on the files under `HCP_HOME` (unset, empty or `files`).

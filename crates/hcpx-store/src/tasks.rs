@@ -290,6 +290,13 @@ impl Store {
     pub fn tasks_sweep(&self) -> Result<usize, StoreError> {
         self.backend.tasks_sweep()
     }
+
+    /// How many tasks each tenant has in each state, tenants in order (`/metrics`' `hcp_tasks`).
+    pub fn task_counts(&self) -> Result<Vec<(String, TaskStatus, u64)>, StoreError> {
+        let mut counts = self.backend.task_counts()?;
+        counts.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
+        Ok(counts)
+    }
 }
 
 #[cfg(test)]

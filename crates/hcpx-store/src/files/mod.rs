@@ -226,6 +226,9 @@ impl Backend for Files {
     fn tasks_sweep(&self) -> Result<usize, StoreError> {
         self.task_sweep()
     }
+    fn task_counts(&self) -> Result<Vec<(String, crate::tasks::TaskStatus, u64)>, StoreError> {
+        Ok(self.task_tally())
+    }
 
     fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
         crate::mcp_sessions::files::put(self, key, s)

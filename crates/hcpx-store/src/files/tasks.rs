@@ -137,6 +137,21 @@ impl Files {
             .collect()
     }
 
+    /// How many tasks each tenant has in each state; a file that does not parse is left out.
+    pub(super) fn task_tally(&self) -> Vec<(String, TaskStatus, u64)> {
+        let mut counts: std::collections::BTreeMap<(String, &'static str), (TaskStatus, u64)> =
+            Default::default();
+        for p in self.task_files() {
+            let Some(t) =
+                fs::read_to_string(&p).ok().and_then(|s| serde_json::from_str::<TaskRecord>(&s).ok())
+            else {
+                continue;
+            };
+            counts.entry((t.tenant, t.status.as_str())).or_insert((t.status, 0)).1 += 1;
+        }
+        counts.into_iter().map(|((tenant, _), (status, n))| (tenant, status, n)).collect()
+    }
+
     /// Whether owner `name` is gone: its liveness lock can be taken (or was never there).
     fn owner_gone(&self, name: &str) -> bool {
         if !is_owner(name) || self.owner.get().is_some_and(|o| o.name == name) {

@@ -285,6 +285,9 @@ impl Backend for Postgres {
     fn tasks_sweep(&self) -> Result<usize, StoreError> {
         self.db.task_sweep()
     }
+    fn task_counts(&self) -> Result<Vec<(String, crate::tasks::TaskStatus, u64)>, StoreError> {
+        self.db.task_tally()
+    }
 
     fn mcp_session_put(&self, key: &str, s: &McpSession) -> Result<(), StoreError> {
         self.db.mcp_session_put(key, s)

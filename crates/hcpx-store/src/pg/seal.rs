@@ -6,6 +6,7 @@
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::StoreError;
 
@@ -28,6 +29,20 @@ pub struct Sealed {
     pub bytes: Vec<u8>,
     pub nonce: Vec<u8>,
     pub key_id: String,
+}
+
+/// Sealed documents this process could not open with its key (sealed under another key, altered, or moved):
+/// `/metrics`' `hcp_seal_failures_total`. Any is an operator's to look at (a replica given the wrong key file).
+static FAILURES: AtomicU64 = AtomicU64::new(0);
+
+/// How many sealed documents this process failed to open.
+pub fn failures() -> u64 {
+    FAILURES.load(Ordering::Relaxed)
+}
+
+fn failed<T>(e: StoreError) -> Result<T, StoreError> {
+    FAILURES.fetch_add(1, Ordering::Relaxed);
+    Err(e)
 }
 
 fn aad(path: &str) -> Vec<u8> {
@@ -109,22 +124,24 @@ impl Sealer {
     /// Opens the sealed document at `path`; a row sealed under another key, or altered, is refused.
     pub fn open(&self, path: &str, sealed: &Sealed) -> Result<Vec<u8>, StoreError> {
         if sealed.key_id != self.id {
-            return Err(StoreError::Refused(format!(
+            return failed(StoreError::Refused(format!(
                 "{path} is sealed with key {}, but HCP_SEAL_KEY_FILE holds key {}; point HCP_SEAL_KEY_FILE at the key it was sealed with (or finish `hcpx credential rotate-key`)",
                 sealed.key_id, self.id
             )));
         }
         if sealed.nonce.len() != 24 {
-            return Err(StoreError::Refused(format!("{path}: its sealed row is damaged (nonce)")));
+            return failed(StoreError::Refused(format!("{path}: its sealed row is damaged (nonce)")));
         }
-        self.cipher
+        match self
+            .cipher
             .decrypt(XNonce::from_slice(&sealed.nonce), Payload { msg: &sealed.bytes, aad: &aad(path) })
-            .map_err(|_| {
-                StoreError::Refused(format!(
-                    "{path}: its sealed row does not open with key {} (altered, or moved from another row)",
-                    self.id
-                ))
-            })
+        {
+            Ok(plain) => Ok(plain),
+            Err(_) => failed(StoreError::Refused(format!(
+                "{path}: its sealed row does not open with key {} (altered, or moved from another row)",
+                self.id
+            ))),
+        }
     }
 }
 
@@ -162,6 +179,7 @@ mod tests {
         let a = Sealer::from_key(&[7u8; 32]);
         let b = Sealer::from_key(&[8u8; 32]);
         let s = a.seal("credentials/gh.json", b"{\"token\":\"s3cret\"}").unwrap();
+        let before = failures();
         assert!(!s.bytes.windows(6).any(|w| w == b"s3cret"));
         assert_eq!(a.open("credentials/gh.json", &s).unwrap(), b"{\"token\":\"s3cret\"}");
         let other_key = b.open("credentials/gh.json", &s).unwrap_err().to_string();
@@ -171,6 +189,8 @@ mod tests {
         let mut flipped = s.clone();
         flipped.bytes[0] ^= 1;
         assert!(a.open("credentials/gh.json", &flipped).is_err());
+        // Each of the three that did not open is counted (other tests may add theirs meanwhile).
+        assert!(failures() - before >= 3, "{}", failures() - before);
     }
 
     #[test]

@@ -111,6 +111,25 @@ impl Db {
         })
     }
 
+    /// How many tasks each tenant has in each state (a status no release writes is left out).
+    pub(crate) fn task_tally(&self) -> Result<Vec<(String, TaskStatus, u64)>, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown().to_string());
+        self.run(async move {
+            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
+            let rows = c
+                .query("SELECT tenant, status, count(*) FROM hcpx_tasks GROUP BY tenant, status", &[])
+                .await
+                .map_err(|e| db_error(&shown, e))?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let status = TaskStatus::parse(r.get(1))?;
+                    Some((r.get::<_, String>(0), status, u64::try_from(r.get::<_, i64>(2)).unwrap_or(0)))
+                })
+                .collect())
+        })
+    }
+
     pub(crate) fn task_sweep(&self) -> Result<usize, StoreError> {
         let (pool, shown, me) = (self.pool(), self.shown().to_string(), self.replica);
         self.run(async move { sweep(&pool, &shown, me).await })

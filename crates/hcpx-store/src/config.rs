@@ -267,6 +267,39 @@ pub struct Limits {
 }
 
 impl SandboxConfig {
+    /// The loader every reader of `sandbox.json` uses (the runtime through [`Store::sandbox`], `hcpx config` before
+    /// it writes): the text parsed (unknown fields refused) and then checked; the reason names what is wrong.
+    pub fn load(text: &str) -> Result<SandboxConfig, String> {
+        let raw: SandboxConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        raw.checked()
+    }
+
+    /// What serde cannot say: a name that could never match, which would leave a setting silently unapplied (a
+    /// `human_approval` that names `Ledger` guards nothing).
+    pub fn checked(self) -> Result<SandboxConfig, String> {
+        use crate::model::naming::{is_command_name, is_pack_id};
+        if let Some(id) = self.packs.keys().find(|id| !is_pack_id(id)) {
+            return Err(format!(
+                "packs: {id:?} is not a pack id (a lower-case letter, then letters, digits, `-` or `_`); name an installed pack as `hcpx list` shows it"
+            ));
+        }
+        for s in self.human_approval.iter().flat_map(|h| &h.commands) {
+            if s.pack_id != "*" && !is_pack_id(&s.pack_id) {
+                return Err(format!(
+                    "human_approval.commands: pack_id {:?} is not a pack id or `*`; name a pack as `hcpx list` shows it",
+                    s.pack_id
+                ));
+            }
+            if let Some(k) = s.verb_keys.iter().flatten().find(|k| !is_command_name(k)) {
+                return Err(format!(
+                    "human_approval.commands: verb_key {k:?} of pack {} is not a command name; name one as `hcpx commands {}` shows it",
+                    s.pack_id, s.pack_id
+                ));
+            }
+        }
+        Ok(self)
+    }
+
     /// The effective limits.
     pub fn limits(&self) -> Limits {
         Limits {
@@ -298,7 +331,7 @@ impl SandboxConfig {
 }
 
 /// Refuses an extra read path that is relative, `/`, or holds or lies in the store at `home`.
-fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
+pub(crate) fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
     let shown = p.display();
     if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return Err(StoreError::Refused(format!(
@@ -322,7 +355,9 @@ impl Store {
         // No file is the defaults, shared rather than made again on every call.
         static DEFAULTS: std::sync::LazyLock<std::sync::Arc<SandboxConfig>> =
             std::sync::LazyLock::new(Default::default);
-        Ok(self.read_json_cached("sandbox.json")?.unwrap_or_else(|| DEFAULTS.clone()))
+        Ok(self
+            .read_json_cached_with("sandbox.json", SandboxConfig::checked)?
+            .unwrap_or_else(|| DEFAULTS.clone()))
     }
 
     /// Adds (`allow = true`) or removes bins from the allow-list; returns the new list.

@@ -37,6 +37,7 @@ pub mod packs;
 pub mod pg;
 pub mod principals;
 pub mod sense;
+pub mod settings;
 pub mod tasks;
 pub mod turns;
 
@@ -487,6 +488,7 @@ mod tests {
             decision: None,
             outcome: None,
             egress: None,
+            setting: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

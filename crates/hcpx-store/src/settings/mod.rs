@@ -172,7 +172,8 @@ impl Store {
         let loaded_before = text.as_deref().map(SandboxConfig::load).transpose();
         let raw_before = doc_value(text.as_deref()).map_err(|_| {
             SettingError::Unloadable(format!(
-                "{place} is not JSON, so no key of it can be changed; every call fails until it is fixed: write it again whole (`hcpx config show` on a working store shows one), or remove it to fall back to the defaults"
+                "{place} is not JSON, so no key of it can be changed; every call fails until it is fixed: {}",
+                crate::advice::corrupt_fix(&place)
             ))
         })?;
         // Compared as the loader writes it back, so a change names only what it moved.
@@ -288,12 +289,12 @@ fn refuse_owned(key: &str, path: &[String]) -> Result<(), SettingError> {
 
 fn unloadable(place: &str, reason: &str) -> SettingError {
     SettingError::Unloadable(format!(
-        "{place} does not load: {}; every call is refused until it does: fix it with `hcpx config set KEY VALUE` or `hcpx config unset KEY` (for the key it names)",
-        without_position(reason)
+        "{place} does not load: {reason}; every call is refused until it does: fix it with `hcpx config set KEY VALUE` or `hcpx config unset KEY` (for the key it names)"
     ))
 }
 
-/// A JSON parse error without its ` at line L column C` (the document is written by the store, not by hand).
+/// A JSON parse error without its ` at line L column C`, for a document this module made (its lines are not the
+/// stored ones).
 fn without_position(reason: &str) -> String {
     match reason.rfind(" at line ") {
         Some(i) if reason[i..].contains(" column ") => reason[..i].to_string(),

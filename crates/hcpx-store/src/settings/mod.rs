@@ -92,7 +92,8 @@ pub struct Changed {
     pub still_invalid: Option<String>,
 }
 
-/// Keys another command sets, with the checks it makes: `hcpx config` unsets them but does not set them.
+/// Keys of a pack another command sets, with the checks it makes (`allow` too, `hcpx allow`): `hcpx config`
+/// unsets them but does not set them.
 const OWNED: &[(&str, &str)] = &[
     ("network", "hcpx allow-network ID KIND (it checks the pack declares the kind)"),
     ("hosts", "hcpx allow-host ID HOST (it checks the pack declares the host)"),
@@ -275,6 +276,11 @@ fn refuse_owned(key: &str, path: &[String]) -> Result<(), SettingError> {
     if path.first().is_some_and(|p| p == "packs") && path.len() < 3 {
         return Err(SettingError::Owned(format!(
             "{key}: set a pack's settings one by one (packs.<id>.write, packs.<id>.read, …), each checked as it is set"
+        )));
+    }
+    if path.first().is_some_and(|p| p == "allow") {
+        return Err(SettingError::Owned(format!(
+            "{key} is set with `hcpx allow BIN…` (it checks each is a bare name, and warns of an interpreter, which runs any code a pack ships); `hcpx config unset {key}` empties it"
         )));
     }
     if let (Some(p), Some(field)) = (path.first(), path.get(2)) {

@@ -8,6 +8,7 @@
 //! tenant is allowed beyond the others is inside it, `packs.<id>.tenant_hosts.<tenant>`).
 
 mod keys;
+mod load;
 
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -223,6 +223,17 @@ fn a_sandbox_json_that_does_not_load_makes_readyz_503_until_config_fixes_it() {
     assert_eq!((code, v["changes"][0]["old"].clone()), (0, json!(5)), "{v}");
     assert!(within(Duration::from_secs(3), || get(&s.addr, "/readyz").0 == 200));
     assert_eq!(shown(&h, "memory_mb"), (json!(32), false));
+
+    // Text that is not JSON at all: not ready either; no command can change a key of it, and none says to
+    // remove it (the defaults would drop the operator's settings); corrected by hand, ready again.
+    let good = std::fs::read_to_string(h.store().join("sandbox.json")).unwrap();
+    std::fs::write(h.store().join("sandbox.json"), "{ not json").unwrap();
+    assert!(within(Duration::from_secs(3), || get(&s.addr, "/readyz").0 == 503));
+    let (code, v) = run(&h, &["config", "unset", "memory_mb"]);
+    assert_eq!((code, v["code"].as_str()), (1, Some("settings_do_not_load")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("never remove it"), "{v}");
+    std::fs::write(h.store().join("sandbox.json"), good).unwrap();
+    assert!(within(Duration::from_secs(3), || get(&s.addr, "/readyz").0 == 200));
 }
 
 /// Three replicas of one database: `hcpx config set human_approval…` made with the CLI is in force at every

@@ -111,10 +111,11 @@ impl Store {
             Some(k) => keys.locate(k).map_err(SettingError::Unknown)?,
         };
         let text = self.read_text(SANDBOX)?;
+        let place = self.backend.doc_place(SANDBOX);
+        let doc = doc_value(text.as_deref()).map_err(|e| not_json(&place, &e))?;
         if let Some(t) = &text {
-            SandboxConfig::load(t).map_err(|e| unloadable(&self.backend.doc_place(SANDBOX), &e))?;
+            SandboxConfig::load(t).map_err(|e| unloadable(&place, &e))?;
         }
-        let doc = doc_value(text.as_deref())?;
         Ok(keys
             .entries(&doc, &located)
             .into_iter()
@@ -172,12 +173,7 @@ impl Store {
         let lock = self.lock()?;
         let text = self.read_text(SANDBOX)?; // uncached: under the lock
         let loaded_before = text.as_deref().map(SandboxConfig::load).transpose();
-        let raw_before = doc_value(text.as_deref()).map_err(|_| {
-            SettingError::Unloadable(format!(
-                "{place} is not JSON, so no key of it can be changed; every call fails until it is fixed: {}",
-                crate::advice::corrupt_fix(&place)
-            ))
-        })?;
+        let raw_before = doc_value(text.as_deref()).map_err(|e| not_json(&place, &e))?;
         // Compared as the loader writes it back, so a change names only what it moved.
         let before = match &loaded_before {
             Ok(Some(cfg)) => as_value(cfg)?,
@@ -294,6 +290,13 @@ fn refuse_owned(key: &str, path: &[String]) -> Result<(), SettingError> {
     Ok(())
 }
 
+/// A stored document that is not a JSON object: no key of it can be changed by command.
+fn not_json(place: &str, e: &SettingError) -> SettingError {
+    SettingError::Unloadable(format!(
+        "{place} is not a JSON object ({e}), so `hcpx config` cannot change a key of it, and every call is refused until it is fixed: correct its text where it is stored (the file, or the `sandbox.json` row of the database's hcpx_documents), keeping a copy first; never remove it: that drops the operator's settings (the allow-list, `require`, `human_approval`, per-pack paths and limits) for the defaults"
+    ))
+}
+
 fn unloadable(place: &str, reason: &str) -> SettingError {
     SettingError::Unloadable(format!(
         "{place} does not load: {reason}; every call is refused until it does: fix it with `hcpx config set KEY VALUE` or `hcpx config unset KEY` (for the key it names)"
@@ -315,7 +318,7 @@ fn doc_value(text: Option<&str>) -> Result<Value, SettingError> {
         None => Ok(Value::Object(Map::new())),
         Some(t) => match serde_json::from_str::<Value>(t) {
             Ok(v @ Value::Object(_)) => Ok(v),
-            Ok(_) => Err(SettingError::Unloadable("sandbox.json is not a JSON object".into())),
+            Ok(_) => Err(SettingError::Unloadable("its text is JSON, but not an object".into())),
             Err(e) => Err(SettingError::Unloadable(e.to_string())),
         },
     }

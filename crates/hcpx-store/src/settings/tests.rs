@@ -115,3 +115,21 @@ fn a_document_with_a_typo_is_refused_until_the_typo_is_unset() {
     assert!(c.still_invalid.is_none());
     assert!(s.sandbox().unwrap().requires_full());
 }
+
+#[test]
+fn a_document_that_is_not_json_is_named_and_never_removed() {
+    let (t, s, by) = store();
+    std::fs::write(t.path().join("sandbox.json"), "{ not json").unwrap();
+    for e in [
+        s.settings(None).unwrap_err(),
+        s.setting_unset("timeout_ms", &by).unwrap_err(),
+        s.setting_set("timeout_ms", json!(5), &by).unwrap_err(),
+    ] {
+        assert_eq!(e.code(), "settings_do_not_load");
+        assert!(
+            e.to_string().contains("line 1 column 3") && e.to_string().contains("never remove it"),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(t.path().join("sandbox.json")).unwrap(), "{ not json");
+}

@@ -28,7 +28,8 @@ pub fn run(p: &Printer, c: &ConfigCmd) -> anyhow::Result<u8> {
         ConfigCmd::Unset { key } => {
             let by = store.local_principal(Invoker::Cli)?;
             let changed = store.setting_unset(key, &by).map_err(refused)?;
-            Ok(p.report(&Done { ok: true, store: kind, changed }))
+            // Taking one fault out of a document that still does not load is done, but not fixed.
+            Ok(p.report(&Done { ok: changed.still_invalid.is_none(), store: kind, changed }))
         }
     }
 }
@@ -112,6 +113,14 @@ impl Report for Done {
                 "{} still does not load: {why}; every call is refused until it does (`hcpx config unset KEY` for the key it names)",
                 c.document
             ));
+        }
+    }
+
+    fn exit(&self) -> u8 {
+        if self.ok {
+            super::exit::OK
+        } else {
+            super::exit::FAILURE
         }
     }
 }

@@ -110,6 +110,10 @@ fn a_document_with_a_typo_is_refused_until_the_typo_is_unset() {
     assert_eq!(s.settings(None).unwrap_err().code(), "settings_do_not_load");
     let e = s.setting_set("memory_mb", json!(32), &by).unwrap_err();
     assert!(e.to_string().contains("timout_ms"), "{e}");
+    std::fs::write(t.path().join("sandbox.json"), r#"{"timout_ms": 5, "require": "full", "memroy_mb": 1}"#)
+        .unwrap();
+    let c = s.setting_unset("memroy_mb", &by).unwrap();
+    assert!(c.still_invalid.as_deref().is_some_and(|w| w.contains("timout_ms")), "{c:?}");
     let c = s.setting_unset("timout_ms", &by).unwrap();
     assert_eq!(c.changes[0].key, "timout_ms");
     assert!(c.still_invalid.is_none());

@@ -102,8 +102,9 @@ const OWNED: &[(&str, &str)] = &[
 ];
 
 impl Store {
-    /// The settings of `sandbox.json` in force (all, or those under `key`), defaults filled in. A stored
-    /// document that does not load is refused with the reason, as the runtime refuses every call then.
+    /// The settings of `sandbox.json` in force (all, or those under `key`), as the loader reads them (a name
+    /// lower-cased, as it applies), defaults filled in and marked (a value equal to its default is marked too).
+    /// A stored document that does not load is refused with the reason, as the runtime refuses every call then.
     pub fn settings(&self, key: Option<&str>) -> Result<Vec<Setting>, SettingError> {
         let keys = &*SANDBOX_KEYS;
         let located = match key {
@@ -112,15 +113,16 @@ impl Store {
         };
         let text = self.read_text(SANDBOX)?;
         let place = self.backend.doc_place(SANDBOX);
-        let doc = doc_value(text.as_deref()).map_err(|e| not_json(&place, &e))?;
-        if let Some(t) = &text {
-            SandboxConfig::load(t).map_err(|e| unloadable(&place, &e))?;
-        }
+        doc_value(text.as_deref()).map_err(|e| not_json(&place, &e))?;
+        let cfg = match &text {
+            Some(t) => SandboxConfig::load(t).map_err(|e| unloadable(&place, &e))?,
+            None => SandboxConfig::default(),
+        };
         Ok(keys
-            .entries(&doc, &located)
+            .entries(&as_value(&cfg)?, &located)
             .into_iter()
             .map(|(key, set, default)| match set {
-                Some(value) => Setting { key, value, default: false },
+                Some(value) => Setting { default: Some(&value) == default.as_ref(), key, value },
                 None => Setting { key, value: default.unwrap_or(Value::Null), default: true },
             })
             .collect())

@@ -96,6 +96,7 @@ fn run() -> u8 {
         Command::AllowRead(a) => cli::manage::read_paths(&p, a, true),
         Command::DisallowRead(a) => cli::manage::read_paths(&p, a, false),
         Command::Tasks(a) => cli::tasks::run(&p, a),
+        Command::Config(c) => cli::config::run(&p, c),
         Command::Grant(a) => cli::grant::grant(&p, a),
         Command::Revoke(a) => cli::grant::revoke(&p, a),
         Command::Nested(cli::NestedCommand::Audit(a)) => cli::audit::run(&p, a),

@@ -155,6 +155,24 @@ fn egress_line(r: &AuditRecord) -> String {
     line
 }
 
+/// An operator's change of a setting (`hcpx config`): who, the document, the key, old → new.
+fn setting_line(r: &AuditRecord) -> String {
+    let Some(s) = &r.setting else { return String::new() };
+    let v = |v: &Option<serde_json::Value>| v.as_ref().map_or("(not set)".to_string(), |v| v.to_string());
+    let action = if r.action == Some(hcpx_store::audit::AuditAction::ConfigUnset) { "unset" } else { "set" };
+    format!(
+        "{}  {}@{} via {}  config {action} {} {}: {} → {}",
+        r.at,
+        r.principal,
+        r.tenant,
+        r.invoker,
+        s.document,
+        s.key,
+        v(&s.old),
+        v(&s.new)
+    )
+}
+
 /// When, who through which face, and which command: how every line of `hcpx audit` starts.
 fn who_and_what(r: &AuditRecord) -> String {
     format!("{}  {}@{} via {}  {}.{}", r.at, r.principal, r.tenant, r.invoker, r.pack_id, r.verb_key)
@@ -176,6 +194,7 @@ impl Report for Records<'_> {
         for row in self.rows {
             match row {
                 AuditRow::Record(r) if r.egress.is_some() => out.data(&egress_line(r)),
+                AuditRow::Record(r) if r.setting.is_some() => out.data(&setting_line(r)),
                 AuditRow::Record(r) => {
                     let mut outcome = (match (r.ok, r.outcome) {
                         (_, Some(hcpx_store::audit::Outcome::Unknown)) => "unknown",

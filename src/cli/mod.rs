@@ -6,6 +6,7 @@ pub mod audit;
 pub mod auth;
 pub mod check;
 pub mod completions;
+pub mod config;
 pub mod confirm;
 pub mod connect;
 pub mod credential;

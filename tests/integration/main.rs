@@ -15,6 +15,7 @@ mod composite;
 mod composite_http;
 mod composite_lang;
 mod composite_secrets;
+mod config;
 mod conformance;
 mod connect;
 mod conventions;

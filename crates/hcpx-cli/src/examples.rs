@@ -89,3 +89,8 @@ pub const AUTH_ISSUER: &str = "Examples:\n  hcpx auth issuer add https://idp.exa
 pub const AUTH_ISSUER_ADD: &str = "Examples:\n  hcpx auth issuer add https://idp.example.com --audience https://hcp.example.com/mcp --tenant acme \\\n      --scope 'hcp.read=verb.exec.read:*' --scope hcp.write=verb.exec.write:ledger --operator-scope hcp.operator\n  hcpx auth issuer add https://login.example.com/realms/hcp --audience https://hcp.example.com/mcp \\\n      --tenant-claim org --tenants acme,globex --principal-claim client_id --scope 'hcp.read=verb.exec.read:*'";
 pub const AUTH_ISSUER_LIST: &str = "Examples:\n  hcpx auth issuer list\n  hcpx auth issuer list --json";
 pub const AUTH_ISSUER_REMOVE: &str = "Examples:\n  hcpx auth issuer remove https://idp.example.com";
+pub const CONFIG: &str = "Examples:\n  hcpx config show\n  hcpx config set human_approval.commands '[{\"pack_id\": \"ledger\", \"verb_keys\": [\"transfer\"]}]'\n  hcpx config unset timeout_ms";
+pub const CONFIG_SHOW: &str = "Examples:\n  hcpx config show\n  hcpx config show human_approval\n  HCP_STORE=postgres://hcpx@db:5432/hcpx hcpx config show --json";
+pub const CONFIG_SET: &str = "Examples:\n  hcpx config set timeout_ms 30000\n  hcpx config set require full\n  hcpx config set human_approval.commands '[{\"pack_id\": \"ledger\"}]'\n  hcpx config set tasks.after_ms 5000\n  hcpx config set packs.notes.write '[\"/srv/notes\"]'";
+pub const CONFIG_UNSET: &str =
+    "Examples:\n  hcpx config unset timeout_ms\n  hcpx config unset human_approval";

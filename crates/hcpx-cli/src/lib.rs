@@ -248,6 +248,10 @@ pub enum Command {
     /// flag, the settings now.
     #[command(after_help = examples::TASKS)]
     Tasks(TasksArgs),
+    /// Show, set and unset the operator settings (sandbox.json: limits, require, human_approval, tasks, egress, …)
+    /// on either store, checked before they are written and audited.
+    #[command(subcommand, after_help = examples::CONFIG)]
+    Config(ConfigCmd),
     /// Give the local Principal grants (grants.json); with none named, list the grants it holds.
     #[command(after_help = examples::GRANT)]
     Grant(GrantArgs),

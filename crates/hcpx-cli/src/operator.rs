@@ -368,3 +368,30 @@ pub enum CredentialCmd {
         to: PathBuf,
     },
 }
+
+// `hcpx config show|set|unset`.
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum ConfigCmd {
+    /// The operator settings in force (sandbox.json), each marked when it is a default; or those under KEY.
+    #[command(after_help = examples::CONFIG_SHOW)]
+    Show {
+        /// A dotted key (`timeout_ms`, `human_approval`, `tasks.after_ms`, `packs.<id>.write`).
+        key: Option<String>,
+    },
+    /// Set a setting: checked by the runtime's own loader before anything is written, shown old → new, audited.
+    #[command(after_help = examples::CONFIG_SET)]
+    Set {
+        /// A dotted key (`timeout_ms`, `human_approval.commands`, `tasks.keep_ms`, `egress.hosts.<name>`).
+        key: String,
+        /// The value: read as JSON when it is JSON (`30000`, `false`, `["/srv/data"]`), else as a string (`full`).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+    /// Take a setting back to its default (a key written by hand with a typo is taken out too).
+    #[command(after_help = examples::CONFIG_UNSET)]
+    Unset {
+        /// A dotted key.
+        key: String,
+    },
+}

@@ -50,11 +50,11 @@ pub fn build(runtime: &Runtime, principal: Option<&Principal>) -> Value {
     paths.insert("/healthz".into(), json!({ "get": health }));
     let mut ready = public_op(
         "readyz",
-        "Whether to send this server traffic: its packs are loaded, the store answers, it is not shutting down.",
+        "Whether to send this server traffic: its packs are loaded, the store answers, the stored settings (sandbox.json) load, it is not shutting down.",
         "Health",
     );
     ready["responses"]["503"] =
-        health_answer("Not ready: loading, shutting down, or the store does not answer");
+        health_answer("Not ready: loading, shutting down, the store does not answer, or the stored settings do not load (`document`, `reason`)");
     paths.insert("/readyz".into(), json!({ "get": ready }));
     let mut metrics = op(
         "metrics",
@@ -456,7 +456,9 @@ fn schemas() -> Value {
         },
         "Health": {
             "type": "object", "required": ["ok", "store"],
-            "properties": { "ok": { "type": "boolean" }, "store": { "type": "string" }, "error": { "type": "string" } },
+            "properties": { "ok": { "type": "boolean" }, "store": { "type": "string" }, "error": { "type": "string" },
+                "document": { "type": "string", "description": "The stored settings document that does not load (/readyz)" },
+                "reason": { "type": "string", "description": "Why it does not load" } },
         },
         "Any": { "type": "object", "required": ["ok"], "properties": { "ok": { "type": "boolean" } } },
         "Task": {

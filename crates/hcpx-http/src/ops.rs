@@ -53,15 +53,55 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
 }
 
 /// `GET /readyz`: 200 once the server has loaded its packs and the store answers; 503 while it shuts down
-/// (so a load balancer drains it) or while the store does not answer.
+/// (so a load balancer drains it), while the store does not answer, or while the stored operator settings
+/// (`sandbox.json`) do not load — every call would be refused then — naming the document and why, until they
+/// are fixed (`hcpx config`), without a restart.
 pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     let kind = app.runtime.store().kind();
     if let Err(reason) = app.readiness.ready() {
         return unavailable(kind, reason);
     }
-    match store_health(&app).await {
+    if let Err(reason) = store_health(&app).await {
+        return unavailable(kind, &reason);
+    }
+    match settings_load(&app).await {
         Ok(()) => Json(json!({ "ok": true, "store": kind })).into_response(),
-        Err(reason) => unavailable(kind, &reason),
+        Err(SettingsFault::Unloadable { reason }) => {
+            let document = crate::store::settings::SANDBOX;
+            let body = json!({
+                "ok": false,
+                "store": kind,
+                "error": format!("the operator settings ({document}) do not load, so every call would be refused: {reason}; fix them with `hcpx config set KEY VALUE` or `hcpx config unset KEY`"),
+                "document": document,
+                "reason": reason,
+            });
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        }
+        Err(SettingsFault::Other(reason)) => unavailable(kind, &reason),
+    }
+}
+
+/// Why the stored settings cannot be used.
+enum SettingsFault {
+    /// The document does not parse or check, as the runtime reads it.
+    Unloadable { reason: String },
+    /// The store failed reading it.
+    Other(String),
+}
+
+/// Whether the stored operator settings load, read as every call reads them (through the store's cache, so a
+/// document another replica or a hand wrote is seen within the cache's bound), off the async workers.
+async fn settings_load(app: &App) -> Result<(), SettingsFault> {
+    let rt = app.runtime.clone();
+    match tokio::task::spawn_blocking(move || rt.store().sandbox().map(|_| ())).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(StoreError::Corrupt { reason, .. })) => {
+            Err(SettingsFault::Unloadable { reason: app.runtime.host_paths().hide(&reason).into_owned() })
+        }
+        Ok(Err(e)) => {
+            Err(SettingsFault::Other(format!("the store does not answer: {}", store_failure(app, &e))))
+        }
+        Err(e) => Err(SettingsFault::Other(format!("the settings check's thread failed: {e}"))),
     }
 }
 

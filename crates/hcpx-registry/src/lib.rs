@@ -607,6 +607,7 @@ pub(crate) fn install_pulled(
             outcome: None,
             egress: None,
             action: None,
+            setting: None,
             prev: None,
         };
         store.append_audit(&rec)?;

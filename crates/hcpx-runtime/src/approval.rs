@@ -134,6 +134,7 @@ impl Runtime {
             outcome: None,
             egress: None,
             action: None,
+            setting: None,
             prev: None,
         };
         // A decision that cannot be audited is taken back: never an unrecorded approval.

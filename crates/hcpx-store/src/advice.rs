@@ -34,7 +34,7 @@ pub fn corrupt_fix(path: &str) -> String {
             "until it parses no token authenticates; {how} (`hcpx principal list` reads it once it does); never remove it: that drops every Principal and its grants"
         ),
         "sandbox.json" => format!(
-            "{how}; never remove it: that drops the operator's settings (the allow-list, `require`, per-pack paths and limits) for the defaults"
+            "`hcpx config unset KEY` takes out a key it names (`hcpx config set KEY VALUE` sets a wrong value right); if it is not JSON at all, {how}; never remove it: that drops the operator's settings (the allow-list, `require`, per-pack paths and limits) for the defaults"
         ),
         "state.json" => format!(
             "{how} (`hcpx list` reads it once it parses); never remove it: that forgets every installed pack and its activation"

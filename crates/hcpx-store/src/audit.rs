@@ -52,6 +52,9 @@ pub struct AuditRecord {
     /// One outgoing request of the command (not the command itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<AuditEgress>,
+    /// An operator's change of a setting (`hcpx config set|unset`, `action` `config.set` or `config.unset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<AuditSetting>,
     /// The SHA-256 of the line before (the genesis for the first line); set by the store on append.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
@@ -96,6 +99,19 @@ impl AuditEgress {
     }
 }
 
+/// One setting an operator changed (`hcpx config`): which document, which key, its value before and after (none:
+/// not set, so its default). Settings hold no secret; a value is recorded as it was written. No
+/// `deny_unknown_fields`, so fields added later still read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditSetting {
+    pub document: String,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<serde_json::Value>,
+}
+
 /// What is known of a write's outcome when its line was not written by the replica that ran it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -113,6 +129,12 @@ pub enum AuditAction {
     /// `hcpx sense watch` or `GET /v1/sense`, refused.
     #[serde(rename = "sense.watch")]
     SenseWatch,
+    /// `hcpx config set`: an operator set a setting (`setting` says which, and its values).
+    #[serde(rename = "config.set")]
+    ConfigSet,
+    /// `hcpx config unset`: an operator took a setting back to its default.
+    #[serde(rename = "config.unset")]
+    ConfigUnset,
 }
 
 /// One row of the log as `hcpx audit` lists it: a record, or a line that does not parse, kept in its place.
@@ -171,6 +193,7 @@ impl AuditRecord {
             outcome: None,
             action: None,
             egress: None,
+            setting: None,
             prev: None,
         }
     }

@@ -298,7 +298,7 @@ impl SandboxConfig {
 }
 
 /// Refuses an extra read path that is relative, `/`, or holds or lies in the store at `home`.
-fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
+pub(crate) fn refuse_read_path(p: &std::path::Path, home: &std::path::Path) -> Result<(), StoreError> {
     let shown = p.display();
     if !p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return Err(StoreError::Refused(format!(
@@ -322,7 +322,9 @@ impl Store {
         // No file is the defaults, shared rather than made again on every call.
         static DEFAULTS: std::sync::LazyLock<std::sync::Arc<SandboxConfig>> =
             std::sync::LazyLock::new(Default::default);
-        Ok(self.read_json_cached("sandbox.json")?.unwrap_or_else(|| DEFAULTS.clone()))
+        Ok(self
+            .read_json_cached_with("sandbox.json", SandboxConfig::checked)?
+            .unwrap_or_else(|| DEFAULTS.clone()))
     }
 
     /// Adds (`allow = true`) or removes bins from the allow-list; returns the new list.

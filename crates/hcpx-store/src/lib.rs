@@ -37,6 +37,7 @@ pub mod packs;
 pub mod pg;
 pub mod principals;
 pub mod sense;
+pub mod settings;
 pub mod tasks;
 pub mod timing;
 pub mod turns;
@@ -493,6 +494,7 @@ mod tests {
             decision: None,
             outcome: None,
             egress: None,
+            setting: None,
             prev: None,
         };
         store.append_audit(&rec).unwrap();

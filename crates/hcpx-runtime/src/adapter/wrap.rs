@@ -250,7 +250,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
         );
     } else if fin.timed_out {
         out.code = Some(Code::Timeout);
-        out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms));
+        out.error = Some(format!("timed out after {} ms; the command and everything it started were killed (raise timeout_ms in sandbox.json if it needs longer: `hcpx config set timeout_ms MS`)", limits.timeout_ms));
     } else if !fin.status.success() {
         out.code = Some(Code::ExitNonzero);
         let msg = stderr.trim();

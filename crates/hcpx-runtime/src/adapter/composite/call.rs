@@ -190,7 +190,7 @@ fn conclude(
         Some((outcome, log)) => shape(outcome, log, limits),
         None => AdapterResult::fail(
             Code::Timeout,
-            format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer)", limits.timeout_ms),
+            format!("timed out after {} ms while the component waited in a host call; it was stopped (raise timeout_ms in sandbox.json if it needs longer: `hcpx config set timeout_ms MS`)", limits.timeout_ms),
         ),
     }
 }
@@ -274,12 +274,12 @@ fn shape(outcome: wasmtime::Result<Result<String, String>>, log: String, limits:
 
 fn classify_trap(e: &wasmtime::Error, timeout_ms: u64, memory_mb: u64) -> AdapterResult {
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer)"));
+        return AdapterResult::fail(Code::Timeout, format!("timed out after {timeout_ms} ms; the component was stopped (raise timeout_ms in sandbox.json if it needs longer: `hcpx config set timeout_ms MS`)"));
     }
     if e.chain().any(|c| c.downcast_ref::<host::MemoryCapReached>().is_some()) {
         return AdapterResult::fail(
             Code::AdapterFailed,
-            format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json)"),
+            format!("the component exceeded its memory cap of {memory_mb} MiB (memory_mb in sandbox.json: `hcpx config set memory_mb MIB`)"),
         );
     }
     // The trap itself, not the backtrace wasmtime puts first: that is all a Python or JavaScript guest's

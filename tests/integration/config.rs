@@ -275,8 +275,8 @@ fn config_on_postgres_reaches_every_replica_and_a_bad_document_unreadies_them_al
     assert_eq!(set["store"], "postgres", "{set}");
     assert_eq!(set["changes"][0]["key"], "human_approval.commands", "{set}");
     // No call in between: each replica's next call after the set. The pause lets the write's notification
-    // (sent at its commit) reach each replica's listener on a loaded machine; no replica is restarted.
-    std::thread::sleep(Duration::from_millis(200));
+    // (sent at its commit) reach each replica's listener on a loaded machine (1 s); no replica is restarted.
+    std::thread::sleep(Duration::from_millis(1000));
     let set_at = Instant::now();
     for (i, r) in replicas.iter().enumerate() {
         let (st, v) = follow(r, 10 + i);

@@ -213,6 +213,15 @@ impl Store {
         self.backend.kind()
     }
 
+    /// Where the store is, as every message names it: the database with its password masked
+    /// (`postgres://hcpx:***@db:5432/hcpx`), or the files' `HCP_HOME`.
+    pub fn shown(&self) -> String {
+        match self.db() {
+            Some(db) => db.place().url.clone(),
+            None => self.home.display().to_string(),
+        }
+    }
+
     /// Whether the store answers now: the database takes a round trip; the files need a readable home whose
     /// `state.json`, if any, parses.
     pub fn health(&self) -> Result<(), StoreError> {

@@ -13,6 +13,7 @@ mod audit;
 mod backend;
 pub mod conninfo;
 mod docs;
+pub mod fleet;
 mod live;
 mod packs;
 mod password;
@@ -61,8 +62,13 @@ pub struct Db {
     live: Arc<Live>,
     docs: docs::Cache,
     appender: tokio::sync::mpsc::UnboundedSender<audit::Pending>,
-    /// This process's id among the replicas: its liveness lock and the tag of its write intents.
+    /// This process's id among the replicas: its liveness lock, the tag of its write intents, its
+    /// `hcpx_replicas` row.
     replica: i32,
+    /// Where the database is (no password).
+    place: fleet::DbPlace,
+    /// The schema version the database was at before this process's migrations.
+    migrated_from: i32,
 }
 
 impl std::fmt::Debug for Db {
@@ -130,9 +136,10 @@ impl Db {
         asynchronous.options(&options);
         let intents = make_pool(asynchronous, (size / 4).max(2), &shown)?;
         let live = Arc::new(Live::default());
+        let shown_place = shown.clone();
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
         let replica = (u32::from_le_bytes(crate::random_bytes::<4>()?) >> 1) as i32;
-        let db = Db {
+        let mut db = Db {
             rt: Some(rt),
             handle,
             pool,
@@ -143,9 +150,11 @@ impl Db {
             docs: Default::default(),
             appender,
             replica,
+            place: fleet::DbPlace::of(&config, &shown_place),
+            migrated_from: 0,
         };
         let no_password = config.get_password().is_none();
-        db.run(schema::migrate(db.pool.clone(), db.shown.clone())).map_err(|e| match e {
+        db.migrated_from = db.run(schema::migrate(db.pool.clone(), db.shown.clone())).map_err(|e| match e {
             // What the driver says when the server asks for a password it was not given.
             StoreError::Database(m) if no_password && m.ends_with("invalid configuration") => {
                 StoreError::Database(format!(

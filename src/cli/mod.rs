@@ -46,3 +46,12 @@ pub fn open_store() -> anyhow::Result<Store> {
 pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
 }
+
+/// How a command's message names the store it wrote: the database with its password masked
+/// (`postgres://hcpx@db:5432/hcpx`), or `HCP_HOME PATH` for the files.
+pub fn store_named(store: &Store) -> String {
+    match store.db() {
+        Some(_) => store.shown(),
+        None => format!("HCP_HOME {}", store.home().display()),
+    }
+}

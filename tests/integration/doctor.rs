@@ -494,3 +494,42 @@ fn serve_says_which_store_it_serves_and_when_it_starts_draining() {
     ready(&s);
     assert_eq!(s.terminate(), Some(0));
 }
+
+#[test]
+fn a_served_tenants_hcp_doctor_names_no_database_no_replica_and_no_other_tenant() {
+    let Some(db) = PgStore::new() else { return };
+    let pack = write_pack(db.t.path());
+    db.ok("a", &["install", pack.to_str().unwrap()]);
+    db.ok("a", &["activate", "transit-db"]);
+    let all = ["--grant", "verb.exec.read:*", "--grant", "verb.exec.write:*"];
+    let alice = db.ok("a", &[&["principal", "add", "alice", "--tenant", "acme"][..], &all].concat())["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bob = db.ok("a", &[&["principal", "add", "bob", "--tenant", "beta-corp"][..], &all].concat())
+        ["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ops = db.ok("a", &["principal", "add", "ops", "--tenant", "acme", "--operator"])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = replica(&db, "r0", &db.key);
+    let (st, v) = s.post("/v1/exec/transit-db/follow", &bob, &json!({ "option": "opt-1", "confirm": true }));
+    assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
+    // A tenant's own hcp.doctor: the runtime's health, not the fleet's whereabouts nor another tenant's name.
+    let (st, v) = s.post("/v1/exec/hcp-cli/hcp.doctor", &alice, &json!({}));
+    assert_eq!(st, 200, "{v}");
+    let said = v.to_string();
+    assert!(v["result"].get("store").is_none(), "{v}");
+    for hidden in ["beta-corp", crate::pg::database_of(&db.url), s.addr.as_str(), "hcpx_replicas", "seal key"]
+    {
+        assert!(!said.contains(hidden), "a tenant's hcp.doctor shows {hidden:?}: {said}");
+    }
+    // The operator's GET /v1/doctor has it all.
+    let (st, v) = s.get("/v1/doctor", &ops);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["store"]["replicas"]["recent"][0]["listen"], s.addr.as_str(), "{v}");
+    assert!(v["store"]["audit_chains"].as_array().unwrap().iter().any(|c| c["tenant"] == "beta-corp"), "{v}");
+}

@@ -186,8 +186,10 @@ impl Store {
         for st in self.state()?.packs.values() {
             all.extend(st.tenants.keys().cloned());
         }
-        for c in self.verify_each_chain()? {
-            all.extend(c.tenant);
+        for row in self.audit_rows(None)? {
+            if let crate::audit::AuditRow::Record(r) = row {
+                all.insert(r.tenant);
+            }
         }
         Ok(all)
     }

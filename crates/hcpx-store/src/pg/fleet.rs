@@ -134,7 +134,7 @@ impl Db {
             Ok::<(), StoreError>(())
         };
         self.run(beat(pool.clone(), shown.clone(), row.clone()))?;
-        self.handle.spawn(async move {
+        let beating = self.handle.spawn(async move {
             loop {
                 tokio::time::sleep(BEAT).await;
                 let _ =
@@ -142,11 +142,19 @@ impl Db {
                         .await;
             }
         });
+        if let Ok(mut b) = self.beat.lock() {
+            if let Some(old) = b.replace(beating) {
+                old.abort();
+            }
+        }
         Ok(())
     }
 
     /// Removes this replica's row (it stops serving on purpose: it did not go quiet).
     pub fn withdraw(&self) -> Result<(), StoreError> {
+        if let Some(b) = self.beat.lock().ok().and_then(|mut b| b.take()) {
+            b.abort();
+        }
         let (pool, shown, id) = (self.pool(), self.shown().to_string(), self.replica);
         self.run(async move {
             let c = pool.get().await.map_err(|e| db_error(&shown, e))?;

@@ -69,6 +69,8 @@ pub struct Db {
     place: fleet::DbPlace,
     /// The schema version the database was at before this process's migrations.
     migrated_from: i32,
+    /// The task that notes this replica every `fleet::BEAT`, once it announced itself.
+    beat: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -152,6 +154,7 @@ impl Db {
             replica,
             place: fleet::DbPlace::of(&config, &shown_place),
             migrated_from: 0,
+            beat: Default::default(),
         };
         let no_password = config.get_password().is_none();
         db.migrated_from = db.run(schema::migrate(db.pool.clone(), db.shown.clone())).map_err(|e| match e {

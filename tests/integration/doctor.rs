@@ -177,6 +177,17 @@ fn doctor_on_postgres_names_the_database_the_seal_key_three_replicas_and_each_te
     assert!(acme.starts_with("ok") && acme.contains("hash chain intact"), "{acme}");
     assert_eq!(out.status.code(), Some(1));
 
+    // Without a key at all: the sealed row is a failure, and the replicas are held to the rows' key.
+    let (code, report, _) = doctor(&db, "ops", &[("HCP_SEAL_KEY_FILE", "")]);
+    assert_eq!(
+        (&report["store"]["seal"]["key_id"], &report["store"]["seal"]["failed"]),
+        (&json!(null), &json!(1))
+    );
+    let seal = check(&report, "seal key")["detail"].as_str().unwrap().to_string();
+    assert!(seal.contains("HCP_SEAL_KEY_FILE is not set") && seal.contains(&key_id), "{seal}");
+    assert_eq!(checks(&report, "replica ").iter().filter(|c| c["status"] == "ok").count(), 2, "{report}");
+    assert_eq!(code, 1);
+
     // The operator's own CLI with the wrong key: no sealed row opens, and doctor says which key would.
     let (code, report, _) = doctor(&db, "ops", &[("HCP_SEAL_KEY_FILE", wrong_key.to_str().unwrap())]);
     assert_eq!(
@@ -191,6 +202,10 @@ fn doctor_on_postgres_names_the_database_the_seal_key_three_replicas_and_each_te
 #[test]
 fn doctor_on_files_names_the_back_end_and_hcp_home() {
     let h = Home::new();
+    h.write_store(
+        "sandbox.json",
+        r#"{ "human_approval": { "commands": [{ "pack_id": "ledger", "verb_keys": ["transfer"] }], "ttl_s": 120, "elicitation": false } }"#,
+    );
     let out = h.run(&["doctor", "--json"]);
     let report = stdout_json(&out);
     assert_eq!(report["store"]["backend"], "files", "{report}");
@@ -202,7 +217,14 @@ fn doctor_on_files_names_the_back_end_and_hcp_home() {
     let store = check(&report, "store")["detail"].as_str().unwrap().to_string();
     assert_eq!(store, format!("files under HCP_HOME {}", h.store().display()));
     assert_eq!(check(&report, "audit")["status"], "ok", "{report}");
-    assert!(check(&report, "human_approval")["detail"].as_str().unwrap().contains("not set"));
+    assert_eq!(report["store"]["human_approval"]["ttl_s"], 120, "{report}");
+    let approval = check(&report, "human_approval")["detail"].as_str().unwrap().to_string();
+    assert!(
+        approval.contains("ledger (transfer)")
+            && approval.contains("120 s")
+            && approval.contains("elicitation is off"),
+        "{approval}"
+    );
 }
 
 #[test]

@@ -134,9 +134,11 @@ impl SkillReport {
 
 impl Runtime {
     /// The health of this runtime and its store, with availability of every pack for `principal`; where the
-    /// store is and how it fares only for the local tenant (the operator's own CLI and stdio MCP).
+    /// store is and how it fares only for the operator's own CLI (the local tenant, invoked from a terminal):
+    /// never over MCP or HTTP, where a served Principal may be in the local tenant too.
     pub fn doctor(&self, principal: &Principal) -> DoctorReport {
-        self.doctor_as(principal, principal.tenant == crate::store::principals::LOCAL_TENANT)
+        let cli = matches!(principal.invoker, crate::model::Invoker::Cli | crate::model::Invoker::Json);
+        self.doctor_as(principal, cli && principal.tenant == crate::store::principals::LOCAL_TENANT)
     }
 
     /// [`Runtime::doctor`] for an operator (`GET /v1/doctor`): always with where the store is and how it fares.

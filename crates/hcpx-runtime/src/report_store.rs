@@ -1,7 +1,7 @@
 //! The operator's half of `doctor`: where the store is and how it fares — the back end, the database (never its
 //! password), the schema version, whether this process's seal key opens every sealed row, the replicas of
 //! `hcpx serve` seen lately and the seal key each holds, each tenant's audit chain, and `human_approval`. Only
-//! the operator sees it (the CLI, the local tenant's `hcp.doctor`, `GET /v1/doctor`): it names tenants, hosts
+//! the operator sees it (the CLI, `hcp.doctor` run from it, `GET /v1/doctor`): it names tenants, hosts
 //! and addresses a served tenant has no business with.
 
 use serde::Serialize;

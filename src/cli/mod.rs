@@ -41,6 +41,12 @@ pub fn open_store() -> anyhow::Result<Store> {
     Ok(Store::open_default()?.one_shot())
 }
 
+/// Opens the store as [`open_store`] does, for a command that only reads it (`hcpx doctor`): a database is never
+/// migrated by it.
+pub fn open_store_to_read() -> anyhow::Result<Store> {
+    Ok(Store::open_default_to_read()?.one_shot())
+}
+
 /// Opens the store for a command that keeps running (`hcpx sense watch --follow` reads it at every poll): its
 /// read cache watches the store once a file is read twice.
 pub fn open_store_watched() -> anyhow::Result<Store> {

@@ -246,6 +246,44 @@ fn store_migrate_says_from_which_version_to_which_on_stdout() {
 }
 
 #[test]
+fn doctor_reads_the_schema_as_it_is_and_never_migrates_it() {
+    let Some(db) = PgStore::new() else { return };
+    let tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'hcpx%'";
+    // A database no hcpx has opened: doctor says so and leaves it empty.
+    let (code, report, _) = doctor(&db, "ops", &[]);
+    assert_eq!(report["store"]["schema"]["version"], 0, "{report}");
+    let said = check(&report, "schema");
+    assert_eq!(said["status"], "warning", "{report}");
+    assert!(said["detail"].as_str().unwrap().contains("run hcpx store migrate"), "{said}");
+    assert_eq!(db.psql(tables), "0", "doctor wrote to the database it reports on");
+    assert_ne!(code, 0);
+
+    // An older schema (3, before the replicas' notes): a warning naming the fix, and it stays at 3.
+    db.ok("a", &["store", "migrate"]);
+    db.psql("DROP TABLE hcpx_replicas; UPDATE hcpx_schema SET version = 3");
+    let (code, report, _) = doctor(&db, "ops", &[]);
+    assert_eq!(
+        (&report["store"]["schema"]["version"], &check(&report, "schema")["status"]),
+        (&json!(3), &json!("warning"))
+    );
+    let said = check(&report, "schema")["detail"].as_str().unwrap().to_string();
+    assert!(said.contains("older than this hcpx's") && said.contains("hcpx store migrate"), "{said}");
+    assert!(check(&report, "replicas")["detail"].as_str().unwrap().contains("schema version 4"), "{report}");
+    assert_eq!(code, 2, "degraded but usable: {report}");
+    assert_eq!(db.psql("SELECT version FROM hcpx_schema"), "3");
+
+    // A newer one: an error, and nothing of it rewritten.
+    db.ok("a", &["store", "migrate"]);
+    db.psql("UPDATE hcpx_schema SET version = 999");
+    let (code, report, _) = doctor(&db, "ops", &[]);
+    let said = check(&report, "schema");
+    assert_eq!(said["status"], "error", "{report}");
+    assert!(said["detail"].as_str().unwrap().contains("999, newer than this hcpx's"), "{said}");
+    assert_eq!(code, 1);
+    assert_eq!(db.psql("SELECT version FROM hcpx_schema"), "999");
+}
+
+#[test]
 fn install_and_activate_say_which_store_they_wrote() {
     let Some(db) = PgStore::new() else { return };
     let url = with_password(&db.url);

@@ -40,8 +40,6 @@ pub struct SchemaFacts {
     pub version: i32,
     /// The version this hcpx writes.
     pub latest: i32,
-    /// The version the database was at before this process opened it.
-    pub found: i32,
 }
 
 /// The replicas seen in the last minute, and how many went quiet.
@@ -85,8 +83,21 @@ pub(crate) fn store_facts(store: &Store, add: Add<'_>) -> StoreFacts {
             );
             facts.database = Some(p.clone());
             facts.schema = schema(db, add);
-            facts.seal = seal(db, add);
-            facts.replicas = replicas(db, facts.seal.as_ref(), add);
+            // What each table needs: documents and chains came with schema 1, the replicas' notes with 4.
+            let at = facts.schema.as_ref().map_or(0, |s| s.version);
+            if at >= 1 {
+                facts.seal = seal(db, add);
+            }
+            if at >= 4 {
+                facts.replicas = replicas(db, facts.seal.as_ref(), add);
+            } else {
+                add("replicas", Health::Ok, "replicas note themselves from schema version 4 on; none can be listed before `hcpx store migrate`".into());
+            }
+            if at == 0 {
+                add("audit", Health::Ok, "no audit chain: the database has no hcpx schema yet".into());
+                add("human_approval", Health::Ok, approval_line(None));
+                return facts;
+            }
         }
     }
     match store.verify_each_chain() {
@@ -122,25 +133,17 @@ pub(crate) fn store_facts(store: &Store, add: Add<'_>) -> StoreFacts {
 
 fn schema(db: &crate::store::pg::Db, add: Add<'_>) -> Option<SchemaFacts> {
     let latest = crate::store::pg::SCHEMA_VERSION;
-    match db.schema_version() {
+    // Read as it is: doctor never migrates (`hcpx store migrate` does, and every replica at start).
+    match db.schema_found() {
         Ok(version) => {
-            let found = db.migrated_from();
-            let how = if found < version {
-                format!("; it was at version {found}, and this command brought it up")
-            } else {
-                String::new()
-            };
             let (status, said) = match version.cmp(&latest) {
-                std::cmp::Ordering::Equal => (Health::Ok, "this hcpx's".to_string()),
-                std::cmp::Ordering::Less => {
-                    (Health::Warning, format!("older than this hcpx's {latest}: run hcpx store migrate"))
-                }
-                std::cmp::Ordering::Greater => {
-                    (Health::Error, format!("newer than this hcpx's {latest}: run a newer hcpx"))
-                }
+                _ if version == 0 => (Health::Warning, format!("the database has no hcpx schema yet; run hcpx store migrate to bring it to {latest}")),
+                std::cmp::Ordering::Equal => (Health::Ok, format!("store schema version {version}, this hcpx's")),
+                std::cmp::Ordering::Less => (Health::Warning, format!("store schema version {version}, older than this hcpx's {latest}; run hcpx store migrate (a replica of this release also does at start)")),
+                std::cmp::Ordering::Greater => (Health::Error, format!("store schema version {version}, newer than this hcpx's {latest}, which refuses to write it; run the newer hcpx that migrated it")),
             };
-            add("schema", status, format!("store schema version {version} ({said}){how}"));
-            Some(SchemaFacts { version, latest, found })
+            add("schema", status, said);
+            Some(SchemaFacts { version, latest })
         }
         Err(e) => {
             add("schema", Health::Error, e.to_string());

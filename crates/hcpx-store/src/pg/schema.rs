@@ -156,3 +156,17 @@ pub(super) async fn version(pool: &Pool, shown: &str) -> Result<i32, StoreError>
     let row = c.query_one("SELECT version FROM hcpx_schema", &[]).await.map_err(|e| db_error(shown, e))?;
     Ok(row.get(0))
 }
+
+/// The version recorded in the database, 0 when it has no schema yet; reads only (`hcpx doctor`).
+pub(super) async fn found(pool: &Pool, shown: &str) -> Result<i32, StoreError> {
+    let c = pool.get().await.map_err(|e| db_error(shown, e))?;
+    let row = c
+        .query_one("SELECT to_regclass('hcpx_schema') IS NOT NULL", &[])
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    if !row.get::<_, bool>(0) {
+        return Ok(0);
+    }
+    let row = c.query_opt("SELECT version FROM hcpx_schema", &[]).await.map_err(|e| db_error(shown, e))?;
+    Ok(row.map_or(0, |r| r.get(0)))
+}

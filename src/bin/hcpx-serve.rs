@@ -10,6 +10,7 @@ use clap::Parser;
 use hcpx_cli::{ServeArgs, ServeCli};
 use hcpx_http::{serve, AccessLog, Metrics, ServeConfig};
 use hcpx_runtime::Runtime;
+use hcpx_store::pg::fleet::Announce;
 use hcpx_store::Store;
 
 fn fail(message: &str) -> ExitCode {
@@ -60,17 +61,28 @@ fn metrics_max_tenants() -> Result<usize, String> {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn stop_signal() {
+/// Resolves on SIGTERM or SIGINT, once it has logged that the server drains: a JSON line like the access
+/// log's, `{"event":"draining",…}`, saying `/readyz` answers 503 from now and when the server stops taking
+/// connections.
+async fn stop_signal(drain: Duration) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     else {
         return std::future::pending().await;
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    let secs = drain.as_secs_f64();
+    let line = serde_json::json!({
+        "at": hcpx_model::clock::now_rfc3339(),
+        "event": "draining",
+        "signal": name,
+        "drain_s": secs,
+        "message": format!("draining: {name} received, /readyz answers 503, stopping in {secs} s (then in-flight calls finish)"),
+    });
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn main() -> ExitCode {
@@ -92,6 +104,16 @@ fn main() -> ExitCode {
     if let Err(e) = store.principals() {
         return fail(&format!("{e}; the server would refuse every token"));
     }
+    // Which store this replica serves, named once it listens (the database with its password masked).
+    let serving = match store.db() {
+        Some(_) => format!(
+            "hcpx serve: store: postgres {} (this replica's local cache: HCP_HOME {})",
+            store.shown(),
+            store.home().display()
+        ),
+        None => format!("hcpx serve: store: files under HCP_HOME {}", store.home().display()),
+    };
+    let fleet = store.db().cloned();
     let metrics = match metrics_max_tenants() {
         Ok(max) => Arc::new(Metrics::with_max_tenants(max)),
         Err(e) => return fail(&e),
@@ -101,15 +123,29 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
+    let noted = fleet.clone();
     let ran = tokio.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&f.listen).await.map_err(|e| {
             hcpx_http::ServeError::Listen { addr: f.listen.clone(), reason: hcpx_model::io_reason(&e) }
         })?;
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(f.listen.clone());
-        // The one line a supervisor (or a test) waits for: where the server listens.
+        // On a database, the replica notes itself (hcpx doctor lists it) before it says it listens.
+        if let Some(db) = &noted {
+            let me = Announce { listen: addr.clone(), version: env!("CARGO_PKG_VERSION").to_string() };
+            if let Err(e) = db.announce(me) {
+                let _ = writeln!(std::io::stderr().lock(), "hcpx serve: cannot note this replica in the database ({e}); hcpx doctor will not list it");
+            }
+        }
+        // The one line a supervisor (or a test) waits for, first: where the server listens.
         let _ = writeln!(std::io::stderr().lock(), "hcpx serve: listening on http://{addr}");
-        serve(listener, runtime, metrics, cfg, AccessLog::stderr(), stop_signal()).await
+        let _ = writeln!(std::io::stderr().lock(), "{serving}");
+        let drain = cfg.drain;
+        serve(listener, runtime, metrics, cfg, AccessLog::stderr(), stop_signal(drain)).await
     });
+    // Stopped on purpose: it leaves the replicas' table rather than be taken for one that went quiet.
+    if let Some(db) = &fleet {
+        let _ = db.withdraw();
+    }
     match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),

@@ -1,4 +1,4 @@
-//! `hcpx audit [--pack ID] [--egress] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit
+//! `hcpx audit [--tenant T] [--pack ID] [--egress] [--since WHEN] [--limit N]`: the audit log, newest last; `hcpx audit
 //! verify`: its hash chain.
 
 use serde::Serialize;
@@ -75,7 +75,20 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         return verify(p, v);
     }
     let from = a.since.as_deref().map(since).transpose().map_err(CliError::new)?;
-    let mut rows = open_store()?.audit_rows(None).or_fail()?;
+    let store = open_store()?;
+    if let Some(t) = &a.tenant {
+        let known = store.tenants().or_fail()?;
+        if !known.contains(t) {
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            return Err(CliError::new(format!(
+                "tenant {t:?} is not a tenant of this store ({}): no Principal, issuer, activation or audit line names it; its tenants are {}",
+                super::store_named(&store),
+                names.join(", ")
+            ))
+            .into());
+        }
+    }
+    let mut rows = store.audit_rows(a.tenant.as_deref()).or_fail()?;
     // A damaged line matches every filter: it is shown where it lies, whatever it was.
     rows.retain(|r| match r {
         AuditRow::Record(r) => {
@@ -111,7 +124,11 @@ pub fn run(p: &Printer, a: &AuditArgs) -> anyhow::Result<u8> {
         unreadable,
         error,
         rows: &rows,
-        filtered: a.pack.is_some() || a.since.is_some() || a.limit.is_some() || a.egress,
+        filtered: a.pack.is_some()
+            || a.since.is_some()
+            || a.limit.is_some()
+            || a.egress
+            || a.tenant.is_some(),
     }))
 }
 

@@ -81,6 +81,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
     let reach = pack.as_ref().zip(sandbox.as_deref()).and_then(|(pk, s)| hcpx_store::hosts::Reach::of(pk, s));
     Ok(p.report(&DirInstalled {
         ok: true,
+        store: super::store_named(&store),
         pack_id: id,
         replaced: o.replaced,
         path: store.pack_dir(id),
@@ -98,6 +99,8 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
 #[derive(Serialize)]
 struct DirInstalled<'a> {
     ok: bool,
+    /// The store written: the database (password masked) or `HCP_HOME PATH`.
+    store: String,
     pack_id: &'a str,
     replaced: bool,
     path: PathBuf,
@@ -139,8 +142,9 @@ impl Report for DirInstalled<'_> {
             None => {}
         }
         out.message(&format!(
-            "{} {id} into {}",
+            "{} {id} in {} (its files here: {})",
             if self.replaced { "reinstalled" } else { "installed" },
+            self.store,
             self.path.display()
         ));
         if let Some(old) = self.replaced_source {
@@ -216,7 +220,13 @@ pub fn set_activated(p: &Printer, a: &ActivateArgs, on: bool) -> anyhow::Result<
             }
         }
     }
-    Ok(p.report(&Activated { on, ids: &a.ids, tenant: a.tenant.as_deref(), kept }))
+    Ok(p.report(&Activated {
+        on,
+        ids: &a.ids,
+        tenant: a.tenant.as_deref(),
+        kept,
+        store: super::store_named(&store),
+    }))
 }
 
 /// `hcpx activate|deactivate`: `{ok, activated|deactivated: ids, tenant}`, and the tenants that keep their own
@@ -226,6 +236,8 @@ struct Activated<'a> {
     ids: &'a [String],
     tenant: Option<&'a str>,
     kept: Vec<String>,
+    /// The store written: the database (password masked) or `HCP_HOME PATH`.
+    store: String,
 }
 
 impl Activated<'_> {
@@ -240,10 +252,11 @@ impl Activated<'_> {
 
 impl Serialize for Activated<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
+        let mut map = s.serialize_map(Some(4))?;
         map.serialize_entry("ok", &true)?;
         map.serialize_entry(self.key(), self.ids)?;
         map.serialize_entry("tenant", &self.tenant)?;
+        map.serialize_entry("store", &self.store)?;
         map.end()
     }
 }
@@ -252,8 +265,10 @@ impl Report for Activated<'_> {
     fn text(&self, out: &Text<'_>) {
         let key = self.key();
         match self.tenant {
-            Some(t) => out.message(&format!("{key} {} for tenant {t}", self.ids.join(", "))),
-            None => out.message(&format!("{key} {}", self.ids.join(", "))),
+            Some(t) => {
+                out.message(&format!("{key} {} for tenant {t} in {}", self.ids.join(", "), self.store))
+            }
+            None => out.message(&format!("{key} {} in {}", self.ids.join(", "), self.store)),
         }
         for line in &self.kept {
             out.message(line);

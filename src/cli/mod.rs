@@ -42,8 +42,23 @@ pub fn open_store() -> anyhow::Result<Store> {
     Ok(Store::open_default()?.one_shot())
 }
 
+/// Opens the store as [`open_store`] does, for a command that only reads it (`hcpx doctor`): a database is never
+/// migrated by it.
+pub fn open_store_to_read() -> anyhow::Result<Store> {
+    Ok(Store::open_default_to_read()?.one_shot())
+}
+
 /// Opens the store for a command that keeps running (`hcpx sense watch --follow` reads it at every poll): its
 /// read cache watches the store once a file is read twice.
 pub fn open_store_watched() -> anyhow::Result<Store> {
     Ok(Store::open_default()?)
+}
+
+/// How a command's message names the store it wrote: the database with its password masked
+/// (`postgres://hcpx@db:5432/hcpx`), or `HCP_HOME PATH` for the files.
+pub fn store_named(store: &Store) -> String {
+    match store.db() {
+        Some(_) => store.shown(),
+        None => format!("HCP_HOME {}", store.home().display()),
+    }
 }

@@ -69,7 +69,7 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
         Err(e) => return Err(CliError::new(e.to_string()).into()),
     };
     let path = store.pack_dir(&done.installed.id);
-    Ok(p.report(&Pulled { ok: true, pack: PackPulled::of(&done), path }))
+    Ok(p.report(&Pulled { ok: true, pack: PackPulled::of(&done), path, store: super::store_named(&store) }))
 }
 
 /// What `--json` says of one pack a registry install put in the store (both install forms).
@@ -116,6 +116,8 @@ struct Pulled {
     #[serde(flatten)]
     pack: PackPulled,
     path: PathBuf,
+    /// The store written: the database (password masked) or `HCP_HOME PATH`.
+    store: String,
 }
 
 impl Report for Pulled {
@@ -132,10 +134,11 @@ impl Report for Pulled {
             )),
         }
         out.message(&format!(
-            "{} {id} from {}{} into {}",
+            "{} {id} from {}{} in {} (its files here: {})",
             if d.replaced { "reinstalled" } else { "installed" },
             d.reference,
             if d.from_cache { " (cached)" } else { "" },
+            self.store,
             self.path.display()
         ));
         if d.deactivated {
@@ -158,7 +161,12 @@ pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
     let store = open_store()?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     let done = distribution::locked::install_all(&store, &lockfile, &file, &base, replace).or_fail()?;
-    Ok(p.report(&AllPulled { ok: true, lock_file: file, packs: done.iter().map(PackPulled::of).collect() }))
+    Ok(p.report(&AllPulled {
+        ok: true,
+        lock_file: file,
+        packs: done.iter().map(PackPulled::of).collect(),
+        store: super::store_named(&store),
+    }))
 }
 
 /// `hcpx install --locked`: every pack the lock file pins, as installed.
@@ -167,6 +175,8 @@ struct AllPulled {
     ok: bool,
     lock_file: String,
     packs: Vec<PackPulled>,
+    /// The store written: the database (password masked) or `HCP_HOME PATH`.
+    store: String,
 }
 
 impl Report for AllPulled {
@@ -186,8 +196,9 @@ impl Report for AllPulled {
             ));
         }
         out.message(&format!(
-            "{} pack(s) installed exactly as {} pins them",
+            "{} pack(s) installed in {} exactly as {} pins them",
             self.packs.len(),
+            self.store,
             self.lock_file
         ));
         let off: Vec<&str> =

@@ -20,8 +20,11 @@ pub fn run(p: &Printer, c: &StoreCmd) -> anyhow::Result<u8> {
     };
     match c {
         StoreCmd::Migrate => {
+            // Opening the store applied the migrations; the version it found is the one it migrated from.
             let schema_version = db.schema_version().or_fail()?;
-            Ok(p.report(&Migrated { ok: true, schema_version, latest: pg::SCHEMA_VERSION }))
+            let from = db.migrated_from();
+            let database = db.place().url.clone();
+            Ok(p.report(&Migrated { ok: true, from, schema_version, latest: pg::SCHEMA_VERSION, database }))
         }
         StoreCmd::Export { dir } => {
             let moved = pg::transfer::export(db, dir).or_fail()?;
@@ -34,20 +37,32 @@ pub fn run(p: &Printer, c: &StoreCmd) -> anyhow::Result<u8> {
     }
 }
 
-/// `hcpx store migrate`: the schema version the store is at, and the one this hcpx writes.
+/// `hcpx store migrate`: the version the store's schema was at, the one it is at now, and the one this hcpx
+/// writes.
 #[derive(Serialize)]
 struct Migrated {
     ok: bool,
+    from: i32,
     schema_version: i32,
     latest: i32,
+    /// The database, its password masked.
+    database: String,
 }
 
 impl Report for Migrated {
+    /// The result is the command's data: on stdout.
     fn text(&self, out: &Text<'_>) {
-        out.message(&format!(
-            "the store's schema is at version {} (this hcpx writes {})",
-            self.schema_version, self.latest
-        ));
+        if self.from == self.schema_version {
+            out.data(&format!(
+                "{}: the store's schema is already at version {} (this hcpx writes {})",
+                self.database, self.schema_version, self.latest
+            ));
+        } else {
+            out.data(&format!(
+                "{}: migrated the store's schema from version {} to {}",
+                self.database, self.from, self.schema_version
+            ));
+        }
     }
 }
 
@@ -74,5 +89,13 @@ impl Report for Moved<'_> {
             m.audit_lines,
             m.sense_events
         ));
+        if !m.unsealed.is_empty() {
+            out.message(&format!(
+                "wrote {} credential document(s) unsealed, as a file store keeps them (owner-only files, mode 0600): {}; keep {} as private as the seal key, and remove it once it is imported",
+                m.unsealed.len(),
+                m.unsealed.join(", "),
+                self.dir.display()
+            ));
+        }
     }
 }

@@ -25,6 +25,7 @@ mod distribution_cosign;
 mod distribution_locked;
 mod dns;
 mod docs;
+mod doctor;
 mod egress;
 mod egress_server;
 mod escape;

@@ -47,7 +47,7 @@ pub const GRANT: &str =
 pub const REVOKE: &str =
     "Examples:\n  hcpx revoke 'verb.exec.write:*'\n  hcpx revoke verb.exec.write:ledger:refund";
 pub const AUDIT: &str =
-    "Examples:\n  hcpx audit\n  hcpx audit --pack ledger --since 1h\n  hcpx audit --since 2026-01-31 --limit 20 --json";
+    "Examples:\n  hcpx audit\n  hcpx audit --pack ledger --since 1h\n  hcpx audit --tenant acme --limit 20\n  hcpx audit --since 2026-01-31 --limit 20 --json";
 pub const DOCTOR: &str = "Examples:\n  hcpx doctor\n  hcpx doctor --json";
 pub const CREDENTIAL: &str = "Examples:\n  printf %s \"$TOKEN\" | hcpx credential set github token\n  hcpx credential list\n  hcpx credential allow github gh-issues";
 pub const CREDENTIAL_SET: &str = "Examples:\n  printf %s \"$TOKEN\" | hcpx credential set github token\n  printf %s \"$TOKEN\" | hcpx credential set github token --principal alice --tenant acme";

@@ -198,6 +198,9 @@ pub struct AuditArgs {
     /// Only the last N calls (after the other filters).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Only this tenant's calls (a PostgreSQL store reads that tenant's chain alone).
+    #[arg(long)]
+    pub tenant: Option<String>,
 }
 
 // `hcpx connect PACK [--revoke] [-- words…]`.

@@ -367,7 +367,7 @@ pub(crate) async fn doctor(
         return denial(&app, &Denial::new(Code::Denied, why));
     }
     let rt = app.runtime.clone();
-    match tokio::task::spawn_blocking(move || rt.doctor(&who.principal)).await {
+    match tokio::task::spawn_blocking(move || rt.operator_doctor(&who.principal)).await {
         Ok(report) => ok_json(report),
         Err(e) => denial(&app, &Denial::new(Code::AdapterFailed, format!("the check's thread failed: {e}"))),
     }

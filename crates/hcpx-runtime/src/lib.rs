@@ -31,6 +31,7 @@ mod job;
 mod pass_through;
 mod pipeline;
 pub mod report;
+pub mod report_store;
 pub mod scrub;
 pub mod sense;
 pub mod tasks;

@@ -37,6 +37,9 @@ pub struct DoctorReport {
     pub ok: bool,
     pub status: Health,
     pub home: PathBuf,
+    /// Where the store is and how it fares (the operator's view only: `report_store`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::report_store::StoreFacts>,
     pub checks: Vec<DoctorCheck>,
     pub sandbox_layers: Vec<Layer>,
 }
@@ -130,14 +133,31 @@ impl SkillReport {
 }
 
 impl Runtime {
-    /// The health of this runtime and its store, with availability of every pack for `principal`.
+    /// The health of this runtime and its store, with availability of every pack for `principal`; where the
+    /// store is and how it fares only for the operator's own CLI (the local tenant, invoked from a terminal):
+    /// never over MCP or HTTP, where a served Principal may be in the local tenant too.
     pub fn doctor(&self, principal: &Principal) -> DoctorReport {
+        let cli = matches!(principal.invoker, crate::model::Invoker::Cli | crate::model::Invoker::Json);
+        self.doctor_as(principal, cli && principal.tenant == crate::store::principals::LOCAL_TENANT)
+    }
+
+    /// [`Runtime::doctor`] for an operator (`GET /v1/doctor`): always with where the store is and how it fares.
+    pub fn operator_doctor(&self, principal: &Principal) -> DoctorReport {
+        self.doctor_as(principal, true)
+    }
+
+    fn doctor_as(&self, principal: &Principal, operator: bool) -> DoctorReport {
         let store = self.store();
         let mut checks = Vec::new();
         let mut add = |check: &str, status: Health, detail: String| {
             checks.push(DoctorCheck { check: check.to_string(), status, detail })
         };
-        add("store", Health::Ok, format!("HCP_HOME is {}", store.home().display()));
+        let facts = if operator {
+            Some(crate::report_store::store_facts(store, &mut add))
+        } else {
+            add("store", Health::Ok, format!("HCP_HOME is {}", store.home().display()));
+            None
+        };
         match store.write_atomic("tmp/doctor-probe", b"ok") {
             Ok(()) => add("writable", Health::Ok, "the store accepts atomic writes".into()),
             Err(e) => add("writable", Health::Error, e.to_string()),
@@ -170,21 +190,28 @@ impl Runtime {
             Ok(Some(g)) => add("grants", Health::Ok, format!("{} grant(s) in grants.json", g.len())),
             Err(e) => add("grants", Health::Error, e.to_string()),
         }
-        // The audit log's hash chain (docs/security.md, The audit chain): a break is an error to look into.
-        match store.verify_audit(None) {
-            Ok(v) => match &v.broken {
-                None => add(
-                    "audit",
-                    Health::Ok,
-                    format!("hash chain intact: {} line(s) in {} file(s)", v.lines, v.files.len()),
-                ),
-                Some(b) => add(
-                    "audit",
-                    Health::Error,
-                    format!("hash chain broken ({}): {}; see hcpx audit verify", b.kind.as_str(), b.message),
-                ),
-            },
-            Err(e) => add("audit", Health::Error, e.to_string()),
+        // The audit log's hash chain (docs/security.md, The audit chain): a break is an error to look into. The
+        // operator's view has walked each chain already.
+        if !operator {
+            match store.verify_audit(None) {
+                Ok(v) => match &v.broken {
+                    None => add(
+                        "audit",
+                        Health::Ok,
+                        format!("hash chain intact: {} line(s) in {} file(s)", v.lines, v.files.len()),
+                    ),
+                    Some(b) => add(
+                        "audit",
+                        Health::Error,
+                        format!(
+                            "hash chain broken ({}): {}; see hcpx audit verify",
+                            b.kind.as_str(),
+                            b.message
+                        ),
+                    ),
+                },
+                Err(e) => add("audit", Health::Error, e.to_string()),
+            }
         }
         // Each confinement layer a wrap call gets on this kernel under this sandbox.json.
         let cfg = sandbox.as_ref().map(|s| (**s).clone()).unwrap_or_default();
@@ -227,6 +254,7 @@ impl Runtime {
             ok: status != Health::Error,
             status,
             home: store.home().to_path_buf(),
+            store: facts,
             checks,
             sandbox_layers: layers,
         }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
-use crate::chain::Verified;
+use crate::chain::{ChainVerdict, Verified};
 use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
@@ -103,6 +103,10 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn audit_of(&self, tenant: Option<&str>) -> Result<Vec<AuditRecord>, StoreError>;
     /// Walks the chain (or each tenant's), checking it against `anchor`.
     fn verify_audit(&self, tenant: Option<&str>, anchor: Option<&str>) -> Result<Verified, StoreError>;
+    /// Walks each chain on its own: one for the files, one per tenant in the database.
+    fn verify_chains(&self) -> Result<Vec<ChainVerdict>, StoreError> {
+        Ok(vec![ChainVerdict::of(None, self.verify_audit(None, None)?)])
+    }
 
     /// Appends a Sense event to `tenant`'s log with the next id (see `Store::append_sense`).
     fn sense_append(

@@ -60,7 +60,29 @@ pub struct Verified {
     pub broken: Option<Break>,
 }
 
+/// One chain as `hcpx doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainVerdict {
+    /// The tenant whose chain it is; `None` for the file store's one chain of every tenant.
+    pub tenant: Option<String>,
+    pub lines: u64,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<Break>,
+}
+
+impl ChainVerdict {
+    pub(crate) fn of(tenant: Option<String>, v: Verified) -> ChainVerdict {
+        ChainVerdict { tenant, lines: v.lines, ok: v.broken.is_none(), broken: v.broken }
+    }
+}
+
 impl Store {
+    /// Walks every chain on its own (each tenant's in the database, the one chain of the files).
+    pub fn verify_each_chain(&self) -> Result<Vec<ChainVerdict>, StoreError> {
+        self.backend.verify_chains()
+    }
+
     /// Walks the chain; `anchor` is a head recorded elsewhere earlier, which must be a line of the chain.
     pub fn verify_audit(&self, anchor: Option<&str>) -> Result<Verified, StoreError> {
         self.verify_audit_of(None, anchor)

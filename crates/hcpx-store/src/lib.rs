@@ -146,6 +146,12 @@ impl Store {
         names_files(std::env::var("HCP_STORE").unwrap_or_default().trim())
     }
 
+    /// The store as [`Store::open_default`] opens it, for a command that only reads it (`hcpx doctor`): a database
+    /// is opened at whatever schema it has, never migrated (`pg::Db::open_to_read`).
+    pub fn open_default_to_read() -> Result<Store, StoreError> {
+        Store::open_chosen_with(None, false)
+    }
+
     /// The store every face opens: PostgreSQL when `HCP_STORE` names a database (a `postgres://` URL or a
     /// key=value connection string), else the files at `HCP_HOME` (or `~/.hcp`), created when missing.
     pub fn open_default() -> Result<Store, StoreError> {
@@ -155,6 +161,10 @@ impl Store {
     /// The store a face opens when its operator may name one (`hcpx serve --store`): `store` in place of
     /// `HCP_STORE` when given, chosen by the same rule as [`Store::open_default`].
     pub fn open_chosen(store: Option<&str>) -> Result<Store, StoreError> {
+        Store::open_chosen_with(store, true)
+    }
+
+    fn open_chosen_with(store: Option<&str>, migrate: bool) -> Result<Store, StoreError> {
         let home = Store::default_home();
         let (chosen, named) = match store {
             Some(s) => (s.to_string(), "--store"),
@@ -167,7 +177,9 @@ impl Store {
                 || url.starts_with("postgresql://")
                 || pg::conninfo::is_key_value(url) =>
             {
-                Store::open_db(&home, url)?
+                make_home(&home)?;
+                let db = if migrate { pg::Db::open(url)? } else { pg::Db::open_to_read(url)? };
+                Store::on(&home, Arc::new(pg::Postgres::new(&home, db)))
             }
             other => {
                 return Err(StoreError::Refused(format!(
@@ -218,6 +230,15 @@ impl Store {
     /// `files` or `postgres`.
     pub fn kind(&self) -> &'static str {
         self.backend.kind()
+    }
+
+    /// Where the store is, as every message names it: the database with its password masked
+    /// (`postgres://hcpx:***@db:5432/hcpx`), or the files' `HCP_HOME`.
+    pub fn shown(&self) -> String {
+        match self.db() {
+            Some(db) => db.place().url.clone(),
+            None => self.home.display().to_string(),
+        }
     }
 
     /// Whether the store answers now: the database takes a round trip; the files need a readable home whose

@@ -171,6 +171,29 @@ pub fn new_token() -> Result<String, StoreError> {
 }
 
 impl Store {
+    /// Every tenant this store knows: `local`, each Principal's, each an OAuth issuer speaks for, each a pack
+    /// is activated (or not) for, and each with an audit line.
+    pub fn tenants(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let mut all = std::collections::BTreeSet::from([LOCAL_TENANT.to_string()]);
+        if let Some(p) = self.principals()? {
+            all.extend(p.rows().iter().map(|r| r.tenant.clone()));
+        }
+        if let Some(i) = self.issuers()? {
+            for row in i.rows() {
+                all.extend(row.tenant.iter().cloned().chain(row.tenants.iter().cloned()));
+            }
+        }
+        for st in self.state()?.packs.values() {
+            all.extend(st.tenants.keys().cloned());
+        }
+        for row in self.audit_rows(None)? {
+            if let crate::audit::AuditRow::Record(r) = row {
+                all.insert(r.tenant);
+            }
+        }
+        Ok(all)
+    }
+
     /// The served runtime's Principals, read through the cache (one `stat` per call while unchanged);
     /// `Ok(None)` when there is no `principals.json`.
     pub fn principals(&self) -> Result<Option<Arc<Principals>>, StoreError> {

@@ -11,7 +11,7 @@ use super::seal::Sealer;
 use super::{Db, Live};
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
-use crate::chain::{no_chain, verify_lines, Verified};
+use crate::chain::{no_chain, verify_lines, ChainVerdict, Verified};
 use crate::mcp_sessions::McpSession;
 use crate::packs::pack_files_digest;
 use crate::principals::LOCAL_TENANT;
@@ -231,6 +231,18 @@ impl Backend for Postgres {
         }
         all.ok = all.broken.is_none();
         Ok(all)
+    }
+
+    fn verify_chains(&self) -> Result<Vec<ChainVerdict>, StoreError> {
+        Ok(self
+            .db
+            .audit_chains(None)?
+            .iter()
+            .map(|c| {
+                let v = verify_lines(&c.head, &format!("postgres:audit/{}", c.tenant), &c.lines, None);
+                ChainVerdict::of(Some(c.tenant.clone()), v)
+            })
+            .collect())
     }
 
     fn sense_append(

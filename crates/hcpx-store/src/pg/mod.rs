@@ -13,6 +13,7 @@ mod audit;
 mod backend;
 pub mod conninfo;
 mod docs;
+pub mod fleet;
 mod live;
 mod packs;
 mod password;
@@ -61,8 +62,15 @@ pub struct Db {
     live: Arc<Live>,
     docs: docs::Cache,
     appender: tokio::sync::mpsc::UnboundedSender<audit::Pending>,
-    /// This process's id among the replicas: its liveness lock and the tag of its write intents.
+    /// This process's id among the replicas: its liveness lock, the tag of its write intents, its
+    /// `hcpx_replicas` row.
     replica: i32,
+    /// Where the database is (no password).
+    place: fleet::DbPlace,
+    /// The schema version the database was at before this process's migrations.
+    migrated_from: i32,
+    /// The task that notes this replica every `fleet::BEAT`, once it announced itself.
+    beat: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -104,6 +112,17 @@ impl Db {
     /// database whose schema is newer), reads the seal key named by `HCP_SEAL_KEY_FILE` when set, and starts
     /// listening for changes.
     pub fn open(url: &str) -> Result<Db, StoreError> {
+        Db::open_with(url, true)
+    }
+
+    /// As [`Db::open`], for a process that only reads (`hcpx doctor`): no migration is applied (a database at an
+    /// older or a newer schema is opened as it is, and [`Db::migrated_from`] is its version, 0 with none), and
+    /// this process neither holds a replica's liveness lock nor settles the writes of replicas that are gone.
+    pub fn open_to_read(url: &str) -> Result<Db, StoreError> {
+        Db::open_with(url, false)
+    }
+
+    fn open_with(url: &str, migrate: bool) -> Result<Db, StoreError> {
         let shown = redact(url);
         let mut config = url.parse::<tokio_postgres::Config>().map_err(|e| {
             StoreError::Refused(format!(
@@ -130,9 +149,10 @@ impl Db {
         asynchronous.options(&options);
         let intents = make_pool(asynchronous, (size / 4).max(2), &shown)?;
         let live = Arc::new(Live::default());
+        let shown_place = shown.clone();
         let appender = audit::spawn_appender(&handle, pool.clone(), shown.clone());
         let replica = (u32::from_le_bytes(crate::random_bytes::<4>()?) >> 1) as i32;
-        let db = Db {
+        let mut db = Db {
             rt: Some(rt),
             handle,
             pool,
@@ -143,9 +163,18 @@ impl Db {
             docs: Default::default(),
             appender,
             replica,
+            place: fleet::DbPlace::of(&config, &shown_place),
+            migrated_from: 0,
+            beat: Default::default(),
         };
         let no_password = config.get_password().is_none();
-        db.run(schema::migrate(db.pool.clone(), db.shown.clone())).map_err(|e| match e {
+        let opened = if migrate {
+            db.run(schema::migrate(db.pool.clone(), db.shown.clone()))
+        } else {
+            let (pool, shown) = (db.pool.clone(), db.shown.clone());
+            db.run(async move { schema::found(&pool, &shown).await })
+        };
+        db.migrated_from = opened.map_err(|e| match e {
             // What the driver says when the server asks for a password it was not given.
             StoreError::Database(m) if no_password && m.ends_with("invalid configuration") => {
                 StoreError::Database(format!(
@@ -155,7 +184,9 @@ impl Db {
             e => e,
         })?;
         live::spawn_listener(&db.handle, config.clone(), db.live.clone());
-        live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
+        if migrate {
+            live::spawn_liveness(&db.handle, config, replica, db.pool.clone(), db.shown.clone());
+        }
         Ok(db)
     }
 
@@ -220,6 +251,12 @@ impl Db {
     pub fn pool_stats(&self) -> PoolStats {
         let s = self.pool.status();
         PoolStats { size: s.size, idle: s.available, max: s.max_size, waiting: s.waiting }
+    }
+
+    /// The schema version the database is at now, 0 when it has no schema yet (read only).
+    pub fn schema_found(&self) -> Result<i32, StoreError> {
+        let (pool, shown) = (self.pool(), self.shown.clone());
+        self.run(async move { schema::found(&pool, &shown).await })
     }
 
     /// The schema version the database is at.

@@ -95,6 +95,21 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (id_sha256, question)
     );
     "#,
+    // 4: the replicas of `hcpx serve` on this database (fleet.rs): each notes itself at start and every 10 s, so
+    // `hcpx doctor` names the ones seen lately and the seal key each holds.
+    r#"
+    CREATE TABLE hcpx_replicas (
+        id integer PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        listen text NOT NULL,
+        version text NOT NULL,
+        seal_key_id text,
+        started timestamptz NOT NULL DEFAULT now(),
+        last_seen timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX hcpx_replicas_last_seen ON hcpx_replicas (last_seen);
+    "#,
 ];
 
 /// The schema version this hcpx writes.
@@ -102,8 +117,8 @@ pub const LATEST: i32 = MIGRATIONS.len() as i32;
 
 const MIGRATE_LOCK: i64 = 0x6863_7078_0000;
 
-/// Brings the database to [`LATEST`], or refuses one that is ahead of it.
-pub(super) async fn migrate(pool: Pool, shown: String) -> Result<(), StoreError> {
+/// Brings the database to [`LATEST`], or refuses one that is ahead of it; the version it was at before.
+pub(super) async fn migrate(pool: Pool, shown: String) -> Result<i32, StoreError> {
     let mut c = pool.get().await.map_err(|e| db_error(&shown, e))?;
     let tx = c.transaction().await.map_err(|e| db_error(&shown, e))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
@@ -131,7 +146,8 @@ pub(super) async fn migrate(pool: Pool, shown: String) -> Result<(), StoreError>
         tx.batch_execute(sql).await.map_err(|e| db_error(&shown, format!("migration {}: {e}", i + 1)))?;
     }
     tx.execute("UPDATE hcpx_schema SET version = $1", &[&LATEST]).await.map_err(|e| db_error(&shown, e))?;
-    tx.commit().await.map_err(|e| db_error(&shown, e))
+    tx.commit().await.map_err(|e| db_error(&shown, e))?;
+    Ok(at)
 }
 
 /// The version recorded in the database.
@@ -139,4 +155,18 @@ pub(super) async fn version(pool: &Pool, shown: &str) -> Result<i32, StoreError>
     let c = pool.get().await.map_err(|e| db_error(shown, e))?;
     let row = c.query_one("SELECT version FROM hcpx_schema", &[]).await.map_err(|e| db_error(shown, e))?;
     Ok(row.get(0))
+}
+
+/// The version recorded in the database, 0 when it has no schema yet; reads only (`hcpx doctor`).
+pub(super) async fn found(pool: &Pool, shown: &str) -> Result<i32, StoreError> {
+    let c = pool.get().await.map_err(|e| db_error(shown, e))?;
+    let row = c
+        .query_one("SELECT to_regclass('hcpx_schema') IS NOT NULL", &[])
+        .await
+        .map_err(|e| db_error(shown, e))?;
+    if !row.get::<_, bool>(0) {
+        return Ok(0);
+    }
+    let row = c.query_opt("SELECT version FROM hcpx_schema", &[]).await.map_err(|e| db_error(shown, e))?;
+    Ok(row.map_or(0, |r| r.get(0)))
 }

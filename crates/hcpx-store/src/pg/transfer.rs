@@ -2,7 +2,8 @@
 //! operator can move a one-machine runtime into the database (and take it out again) without losing a grant,
 //! a credential, a pack, an audit line or a Sense event.
 //!
-//! Export writes a file store at DIR (credentials opened with the seal key and written owner-only) plus each
+//! Export writes a file store at DIR (credentials opened with the seal key and written owner-only, each named in
+//! what it reports: a file store holds them so) plus each
 //! tenant's audit chain verbatim as `audit/<tenant>.log` and `audit/<tenant>.head`, which `hcpx audit verify
 //! --log` checks as the database did. Import refuses a non-empty database and a file store whose own chain is
 //! broken; exported chains go back in verbatim, and the file store's own lines (one chain for every tenant)
@@ -26,6 +27,10 @@ pub struct Moved {
     pub packs: usize,
     pub audit_lines: usize,
     pub sense_events: usize,
+    /// The credential documents an export wrote opened (the file store keeps credentials as owner-only files,
+    /// not sealed): their paths, never their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsealed: Vec<String>,
 }
 
 fn write(dir: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
@@ -59,6 +64,7 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         write(dir, &path, text.as_bytes(), if private { 0o600 } else { 0o644 })?;
         if secret {
             moved.credentials += 1;
+            moved.unsealed.push(path.clone());
         } else {
             moved.documents += 1;
         }

@@ -72,4 +72,5 @@ mod tickets;
 mod titles;
 mod visible;
 mod wire;
+mod workspace_pg;
 mod writes;

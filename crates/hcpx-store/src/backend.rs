@@ -23,6 +23,7 @@ use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
 use crate::turns::Turn;
+use crate::workspaces::{Listed, Stored};
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
 /// A parsed document, of the type its reader asked for.
@@ -155,6 +156,41 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
         pack: &str,
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError>;
+
+    /// Whether workspaces are kept here (`crate::workspaces`) and a call's directory is a copy of one; the
+    /// file store's directory is the workspace itself, and it keeps none of the rest.
+    fn keeps_workspaces(&self) -> bool {
+        false
+    }
+    /// The head of `tenant`'s stored workspace of `pack`.
+    fn workspace_head(&self, _tenant: &str, _pack: &str) -> Result<Option<Stored>, StoreError> {
+        Ok(None)
+    }
+    /// `tenant`'s stored workspace of `pack`, whole.
+    fn workspace_get(&self, _tenant: &str, _pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError> {
+        Ok(None)
+    }
+    /// Stores `archive` as the version after `after`; the new version.
+    fn workspace_put(
+        &self,
+        _tenant: &str,
+        pack: &str,
+        _after: i64,
+        _archive: Vec<u8>,
+        _digest: &str,
+    ) -> Result<i64, StoreError> {
+        Err(StoreError::Refused(format!(
+            "this store keeps pack {pack}'s workspace as a directory, not a row"
+        )))
+    }
+    /// The stored workspaces (of `pack`, or all).
+    fn workspace_list(&self, _pack: Option<&str>) -> Result<Vec<Listed>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Forgets every tenant's stored workspace of `pack`.
+    fn workspace_forget(&self, _pack: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// The document at `rel` read as `T`; `None` when there is none.

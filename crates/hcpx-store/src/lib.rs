@@ -39,6 +39,7 @@ pub mod principals;
 pub mod sense;
 pub mod tasks;
 pub mod turns;
+pub mod workspaces;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -95,6 +95,23 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (id_sha256, question)
     );
     "#,
+    // 4: reserved for #38 point 2 (`hcpx doctor` on PostgreSQL), which takes it; migration 5 below depends on
+    // nothing in it. When both are merged, this line is replaced by that migration.
+    "",
+    // 5: workspaces kept in the database (crate::workspaces): one archive of a `workspace`-mode pack's
+    // directory per tenant and pack, replaced only by a committed transaction that moves `version` on by one.
+    r#"
+    CREATE TABLE IF NOT EXISTS hcpx_workspaces (
+        tenant text NOT NULL,
+        pack text NOT NULL,
+        version bigint NOT NULL,
+        digest text NOT NULL,
+        size bigint NOT NULL,
+        bytes bytea NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (tenant, pack)
+    );
+    "#,
 ];
 
 /// The schema version this hcpx writes.

@@ -1,0 +1,310 @@
+//! One workspace on every replica (#38 point 3). On the PostgreSQL store a `workspace`-mode pack's directory
+//! is kept in the database (`hcpx_workspaces`: one archive per tenant and pack, with a version and a digest)
+//! and each replica's `$HCP_HOME/[tenants/T/]workspaces/<pack>` is only a copy of it. Under the workspace's
+//! turn (`turns.rs`, which every call of such a pack takes), a call first brings the local copy to the stored
+//! version ([`Store::workspace_checkout`]), runs, then stores the directory as the next version in one
+//! transaction if it changed ([`Store::workspace_checkin`]).
+//!
+//! Crash safety: the row only changes in a committed transaction, and the local copy is trusted only while a
+//! marker beside it (`.<pack>.version`, written after the commit) names the stored version; the marker says
+//! `writing` while a call runs, so a replica killed mid-call throws its copy away and takes the stored one.
+//! The file store keeps its one directory and none of this runs.
+
+pub mod archive;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::model::digest::sha256_hex;
+use crate::{Store, StoreError};
+
+/// A stored workspace's head: which version it is at, its archive's digest and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub version: i64,
+    pub digest: String,
+    pub size: i64,
+}
+
+/// A stored workspace as listed: whose, and how large.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub tenant: String,
+    pub pack: String,
+    pub size: i64,
+}
+
+/// A workspace brought to its stored version for one call; handed back to [`Store::workspace_checkin`].
+#[derive(Debug)]
+pub struct Checkout {
+    tenant: String,
+    pack: String,
+    dir: PathBuf,
+    /// The version (0: none stored) and digest the call started from.
+    version: i64,
+    digest: String,
+}
+
+/// Why a call's workspace was not kept.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckinError {
+    /// Past the cap (`max_workspace_mb`): the stored state stays the one before the call.
+    #[error("pack {pack}'s workspace would hold more than max_workspace_mb ({cap_mb} MiB) in sandbox.json after this call, the most a workspace kept in the database may hold, so its changes were not kept (the workspace is as it was before the call); remove what the pack no longer needs, or raise max_workspace_mb")]
+    TooLarge { pack: String, cap_mb: u64 },
+    /// The directory holds what an archive cannot (a link, a device) or too many entries.
+    #[error("pack {pack}'s workspace cannot be kept in the database: {why}; its changes were not kept (the workspace is as it was before the call)")]
+    NotStorable { pack: String, why: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What the marker beside a local copy says.
+#[derive(Debug, PartialEq, Eq)]
+enum Marker {
+    /// No marker: a copy from before workspaces were kept in the database (or none at all).
+    Absent,
+    /// A call was running in it (it may be half written).
+    Writing,
+    /// The copy is stored version `.0`, digest `.1`.
+    At(i64, String),
+}
+
+/// The digest of the empty workspace: what a workspace with no stored row holds.
+fn empty_digest() -> String {
+    sha256_hex(&archive::empty())
+}
+
+fn marker_path(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    dir.with_file_name(format!(".{name}.version"))
+}
+
+fn read_marker(dir: &Path) -> Marker {
+    let Ok(text) = fs::read_to_string(marker_path(dir)) else { return Marker::Absent };
+    let text = text.trim();
+    if let Some((v, d)) = text.strip_prefix('v').and_then(|r| r.split_once(' ')) {
+        if let Ok(v) = v.parse() {
+            return Marker::At(v, d.to_string());
+        }
+    }
+    Marker::Writing
+}
+
+fn write_marker(dir: &Path, m: &Marker) -> Result<(), StoreError> {
+    let text = match m {
+        Marker::At(v, d) => format!("v{v} {d}\n"),
+        _ => "writing\n".to_string(),
+    };
+    let p = marker_path(dir);
+    crate::write_atomic(&p, text.as_bytes(), 0o600).map_err(|e| StoreError::io(&p, e))
+}
+
+/// Replaces `dir` with `archive`'s content: written beside it, then swapped in, so `dir` is never half of one
+/// and half of the other.
+fn materialise(dir: &Path, archive: &[u8]) -> Result<(), StoreError> {
+    let parent =
+        dir.parent().ok_or_else(|| StoreError::Refused(format!("{} has no parent", dir.display())))?;
+    fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+    let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let incoming = parent.join(crate::unique_name(&format!(".{name}.incoming")));
+    archive::unpack(archive, &incoming).inspect_err(|_| {
+        let _ = fs::remove_dir_all(&incoming);
+    })?;
+    let old = parent.join(crate::unique_name(&format!(".{name}.old")));
+    if dir.exists() {
+        fs::rename(dir, &old).map_err(|e| StoreError::io(dir, e))?;
+    }
+    fs::rename(&incoming, dir).map_err(|e| StoreError::io(dir, e))?;
+    let _ = fs::remove_dir_all(&old);
+    Ok(())
+}
+
+impl Store {
+    /// Whether this store keeps workspaces itself (PostgreSQL), so a call's directory is a copy of them.
+    pub fn keeps_workspaces(&self) -> bool {
+        self.backend.keeps_workspaces()
+    }
+
+    /// Under the workspace's turn, before a call: brings `tenant`'s directory of `pack` in `workspaces` to the
+    /// stored version and marks it as being written. `None` on the file store (its directory is the workspace).
+    pub fn workspace_checkout(
+        &self,
+        workspaces: &Path,
+        tenant: &str,
+        pack: &str,
+    ) -> Result<Option<Checkout>, StoreError> {
+        if !self.keeps_workspaces() {
+            return Ok(None);
+        }
+        let dir = workspaces.join(pack);
+        let head = self.backend.workspace_head(tenant, pack)?;
+        let (version, digest) = match &head {
+            Some(s) => (s.version, s.digest.clone()),
+            None => (0, empty_digest()),
+        };
+        match (read_marker(&dir), &head) {
+            (Marker::At(v, d), _) if v == version && d == digest && dir.is_dir() => {}
+            // A copy from before workspaces were kept in the database, and nothing stored yet: it is adopted,
+            // stored by this call's checkin as the first version.
+            (Marker::Absent, None) => {}
+            (_, None) => materialise(&dir, &archive::empty())?,
+            (_, Some(_)) => {
+                let Some((s, bytes)) = self.backend.workspace_get(tenant, pack)? else {
+                    return Err(StoreError::Refused(format!(
+                        "the workspace of pack {pack} (tenant {tenant}) went away while it was being read; try the call again"
+                    )));
+                };
+                if sha256_hex(&bytes) != s.digest {
+                    return Err(StoreError::Corrupt {
+                        path: format!("postgres:workspace {tenant}/{pack}"),
+                        reason: "its archive does not match its digest".into(),
+                    });
+                }
+                materialise(&dir, &bytes)?;
+                fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+                return self.started(Checkout {
+                    tenant: tenant.into(),
+                    pack: pack.into(),
+                    dir,
+                    version: s.version,
+                    digest: s.digest,
+                });
+            }
+        }
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        self.started(Checkout { tenant: tenant.into(), pack: pack.into(), dir, version, digest })
+    }
+
+    /// Marks the copy as being written before the call runs in it.
+    fn started(&self, c: Checkout) -> Result<Option<Checkout>, StoreError> {
+        write_marker(&c.dir, &Marker::Writing)?;
+        Ok(Some(c))
+    }
+
+    /// After the call, still under its turn: stores the directory as the next version when it changed (at most
+    /// `cap_mb` MiB), then marks the copy as that version. Refused, the stored state stays as it was and the
+    /// copy is put back to it.
+    pub fn workspace_checkin(&self, c: Checkout, cap_mb: u64) -> Result<(), CheckinError> {
+        let cap = cap_mb.saturating_mul(1 << 20);
+        let refused = |e: CheckinError| -> CheckinError {
+            // Put the copy back to the stored state; failing that, the marker still says `writing`, so the next
+            // call takes the stored one.
+            if let Ok(Some((s, bytes))) = self.backend.workspace_get(&c.tenant, &c.pack) {
+                if materialise(&c.dir, &bytes).is_ok() {
+                    let _ = write_marker(&c.dir, &Marker::At(s.version, s.digest));
+                }
+            } else if c.version == 0 && materialise(&c.dir, &archive::empty()).is_ok() {
+                let _ = write_marker(&c.dir, &Marker::At(0, empty_digest()));
+            }
+            e
+        };
+        let bytes = match archive::pack(&c.dir, cap) {
+            Ok(b) => b,
+            Err(archive::ArchiveError::TooBig { what: "bytes", .. }) => {
+                return Err(refused(CheckinError::TooLarge { pack: c.pack.clone(), cap_mb }))
+            }
+            Err(archive::ArchiveError::Store(e)) => return Err(e.into()),
+            Err(e) => {
+                return Err(refused(CheckinError::NotStorable { pack: c.pack.clone(), why: e.to_string() }))
+            }
+        };
+        let digest = sha256_hex(&bytes);
+        if digest == c.digest {
+            write_marker(&c.dir, &Marker::At(c.version, digest))?;
+            return Ok(());
+        }
+        let version = self.backend.workspace_put(&c.tenant, &c.pack, c.version, bytes, &digest)?;
+        write_marker(&c.dir, &Marker::At(version, digest))?;
+        Ok(())
+    }
+
+    /// The stored workspaces (of pack `pack`, or all), with their sizes.
+    pub fn stored_workspaces(&self, pack: Option<&str>) -> Result<Vec<Listed>, StoreError> {
+        self.backend.workspace_list(pack)
+    }
+
+    /// Refuses to activate `ids` (for `tenant`, or every tenant) while a stored workspace of one of them is
+    /// past `max_workspace_mb`: every call of it would be refused, so it is said now, not at the first call.
+    pub fn check_workspace_caps(&self, ids: &[String], tenant: Option<&str>) -> Result<(), StoreError> {
+        if !self.keeps_workspaces() {
+            return Ok(());
+        }
+        let cap_mb = self.sandbox()?.limits().max_workspace_mb;
+        for id in ids {
+            for w in self.stored_workspaces(Some(id))? {
+                if tenant.is_some_and(|t| t != w.tenant) {
+                    continue;
+                }
+                if w.size as u64 > cap_mb.saturating_mul(1 << 20) {
+                    return Err(StoreError::Refused(too_large_to_activate(&w, cap_mb)));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the files under `dir` hold, in bytes (links and what cannot be read count nothing).
+pub fn dir_size(dir: &Path) -> i64 {
+    let mut total = 0i64;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > archive::MAX_ENTRIES {
+                return total;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map(|m| m.len() as i64).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
+/// The refusal of an activation (or an import) whose workspace is past the cap.
+pub fn too_large_to_activate(w: &Listed, cap_mb: u64) -> String {
+    format!(
+        "pack {}'s workspace of tenant {} holds {} KiB, past max_workspace_mb ({cap_mb} MiB) in sandbox.json, so every call that leaves it that large would be refused; raise max_workspace_mb in sandbox.json to at least {} MiB first",
+        w.pack,
+        w.tenant,
+        w.size / 1024,
+        (w.size as u64).div_ceil(1 << 20)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_says_what_the_copy_is() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ledger");
+        assert_eq!(read_marker(&dir), Marker::Absent);
+        write_marker(&dir, &Marker::At(3, "abc".into())).unwrap();
+        assert_eq!(read_marker(&dir), Marker::At(3, "abc".into()));
+        assert!(t.path().join(".ledger.version").is_file(), "beside the directory, not in it");
+        write_marker(&dir, &Marker::Writing).unwrap();
+        assert_eq!(read_marker(&dir), Marker::Writing);
+    }
+
+    #[test]
+    fn materialising_replaces_the_whole_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ws");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("stale"), b"x").unwrap();
+        let src = t.path().join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("fresh"), b"y").unwrap();
+        materialise(&dir, &archive::pack(&src, u64::MAX).unwrap()).unwrap();
+        assert!(dir.join("fresh").is_file() && !dir.join("stale").exists());
+        let left: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 2, "nothing left beside it: {left:?}");
+    }
+}

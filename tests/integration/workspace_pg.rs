@@ -84,6 +84,10 @@ fn a_ledger_write_on_one_replica_is_read_on_the_other_two() {
     assert_eq!(list["result"]["entries"].as_array().map(Vec::len), Some(2), "{list}");
     // One row, at the version of its two writes (reads store nothing).
     assert_eq!(db.psql("SELECT tenant, pack, version FROM hcpx_workspaces").trim(), "acme|ledger|2");
+    // Another tenant's ledger is its own, on every replica.
+    let bo = principal(&db, "bo", "beta");
+    assert_eq!(balance(&r[0], &bo), "not set up");
+    assert_eq!(balance(&r[1], &bo), "not set up");
 }
 
 #[test]
@@ -112,7 +116,8 @@ fn concurrent_transfers_through_three_replicas_lose_nothing() {
 }
 
 /// A wrap pack `tally` in `workspace` mode: `add` counts up in the file `count`, `crash` writes 999 there and
-/// then sleeps (the replica is killed meanwhile), `grow` writes `mb` MiB beside it, `get` reads it.
+/// then sleeps (the replica is killed meanwhile), `grow` writes `mb` MiB beside it, `link` plants a symbolic
+/// link to a file of the replica's host, `get` reads it.
 fn tally(db: &PgStore) {
     let mut f = Fixture::wrap();
     let verb = |d: &str, cli: Value| json!({ "description": d, "cli": cli });
@@ -124,6 +129,7 @@ fn tally(db: &PgStore) {
             "add": verb("Count one more.", json!(["tally", "add"])),
             "get": verb("Read the count.", json!(["tally", "get"])),
             "crash": verb("Write, then hang.", json!(["tally", "crash"])),
+            "link": verb("Plant a link to a file of the replica.", json!(["tally", "link"])),
             "grow": {
                 "description": "Write a large file.", "cli": ["tally", "grow", "{{mb}}"],
                 "args": { "type": "object", "properties": { "mb": { "type": "string", "description": "MiB" } }, "required": ["mb"] }
@@ -131,7 +137,7 @@ fn tally(db: &PgStore) {
         }
     });
     f.policy = json!({ "surface_id": "tally", "verbs": {
-        "add": { "operation": "write" }, "crash": { "operation": "write" },
+        "add": { "operation": "write" }, "crash": { "operation": "write" }, "link": { "operation": "write" },
         "grow": { "operation": "write" }, "get": { "operation": "read" } } });
     f.harness = "# Tally\n\nCounts in its workspace.\n".into();
     let script = r#"#!/bin/sh
@@ -139,6 +145,7 @@ n=$(cat count 2>/dev/null || echo 0)
 case "$1" in
   add) n=$((n + 1)); echo "$n" > count ;;
   crash) echo 999 > count; sleep 30 ;;
+  link) ln -s /etc/passwd stolen ;;
   grow) head -c $(($2 * 1048576)) /dev/zero > big ;;
 esac
 echo "{\"count\":$n}"
@@ -345,4 +352,21 @@ fn a_composite_shares_its_preopened_workspace_across_replicas() {
         listed["result"]["inside"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(inside.contains(&"notes"), "replica 2's composite sees replica 1's file: {listed}");
     assert_eq!(std::fs::read_to_string(local_copy(&r[1], "esc").join("notes/a.txt")).unwrap(), "hello");
+}
+
+#[test]
+fn a_link_planted_in_a_workspace_is_never_stored_nor_handed_to_another_replica() {
+    let Some(db) = PgStore::new() else { return };
+    tally(&db);
+    let ana = principal(&db, "ana", "acme");
+    let r: Vec<Replica> = (1..=2).map(|i| Replica::start(&db, &format!("r{i}"), &db.url)).collect();
+    assert_eq!(exec(&r[0], &ana, "tally", "add", json!({}))["result"]["count"], 1);
+    // A link to the host's /etc/passwd: stored, it would carry the file of replica 1's host to every replica.
+    let (st, v) = r[0].post("/v1/exec/tally/link", &ana, &json!({}));
+    assert_eq!((st, v["code"].as_str()), (403, Some("sandbox_denied")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("stolen is neither a file nor a directory"), "{v}");
+    assert_eq!(db.psql("SELECT version FROM hcpx_workspaces").trim(), "1", "the link's state was not stored");
+    assert!(std::fs::symlink_metadata(local_copy(&r[0], "tally").join("stolen")).is_err(), "the link stayed");
+    assert_eq!(exec(&r[1], &ana, "tally", "add", json!({}))["result"]["count"], 2);
+    assert!(std::fs::symlink_metadata(local_copy(&r[1], "tally").join("stolen")).is_err());
 }

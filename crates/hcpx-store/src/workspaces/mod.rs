@@ -80,23 +80,49 @@ fn marker_path(dir: &Path) -> PathBuf {
 }
 
 fn read_marker(dir: &Path) -> Marker {
-    let Ok(text) = fs::read_to_string(marker_path(dir)) else { return Marker::Absent };
-    let text = text.trim();
+    let text = match fs::read_to_string(marker_path(dir)) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Marker::Absent,
+        Err(_) => return Marker::Writing,
+    };
+    let text = text.trim_end_matches('\n');
+    // Only a whole line names a version (a torn one reads as `writing`; its digest would not match anyway).
     if let Some((v, d)) = text.strip_prefix('v').and_then(|r| r.split_once(' ')) {
-        if let Ok(v) = v.parse() {
+        if let (Ok(v), 64) = (v.parse(), d.len()) {
             return Marker::At(v, d.to_string());
         }
     }
     Marker::Writing
 }
 
+/// Writes the marker in place. `writing` is made durable before the call runs (a copy half written when the
+/// machine stops must never be taken for a stored version); a version is not (lost or torn, it reads as no
+/// version, and the copy is taken from the database again).
 fn write_marker(dir: &Path, m: &Marker) -> Result<(), StoreError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let text = match m {
         Marker::At(v, d) => format!("v{v} {d}\n"),
         _ => "writing\n".to_string(),
     };
     let p = marker_path(dir);
-    crate::write_atomic(&p, text.as_bytes(), 0o600).map_err(|e| StoreError::io(&p, e))
+    let created = !p.exists();
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&p)
+        .map_err(|e| StoreError::io(&p, e))?;
+    f.write_all(text.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
+    if matches!(m, Marker::Writing) {
+        f.sync_data().map_err(|e| StoreError::io(&p, e))?;
+        if let (true, Some(parent)) = (created, p.parent()) {
+            fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(parent, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Replaces `dir` with `archive`'s content: written beside it, then swapped in, so `dir` is never half of one
@@ -286,8 +312,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("ledger");
         assert_eq!(read_marker(&dir), Marker::Absent);
-        write_marker(&dir, &Marker::At(3, "abc".into())).unwrap();
-        assert_eq!(read_marker(&dir), Marker::At(3, "abc".into()));
+        let digest = "a".repeat(64);
+        write_marker(&dir, &Marker::At(3, digest.clone())).unwrap();
+        assert_eq!(read_marker(&dir), Marker::At(3, digest.clone()));
+        // Torn: a prefix of a version line is no version.
+        fs::write(t.path().join(".ledger.version"), format!("v3 {}", &digest[..20])).unwrap();
+        assert_eq!(read_marker(&dir), Marker::Writing);
         assert!(t.path().join(".ledger.version").is_file(), "beside the directory, not in it");
         write_marker(&dir, &Marker::Writing).unwrap();
         assert_eq!(read_marker(&dir), Marker::Writing);

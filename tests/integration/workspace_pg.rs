@@ -370,3 +370,24 @@ fn a_link_planted_in_a_workspace_is_never_stored_nor_handed_to_another_replica()
     assert_eq!(exec(&r[1], &ana, "tally", "add", json!({}))["result"]["count"], 2);
     assert!(std::fs::symlink_metadata(local_copy(&r[1], "tally").join("stolen")).is_err());
 }
+
+#[test]
+fn a_pack_installed_from_another_source_starts_with_an_empty_workspace_on_every_replica() {
+    let Some(db) = PgStore::new() else { return };
+    tally(&db);
+    let ana = principal(&db, "ana", "acme");
+    let r: Vec<Replica> = (1..=2).map(|i| Replica::start(&db, &format!("r{i}"), &db.url)).collect();
+    assert_eq!(exec(&r[0], &ana, "tally", "add", json!({}))["result"]["count"], 1);
+    assert_eq!(count(&r[1], &ana), 1);
+    // The same files from another directory: another source, which does not inherit the old pack's state.
+    let other = db.t.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let cp = std::process::Command::new("cp").arg("-r").arg(db.t.join("src-tally/pack")).arg(&other).status();
+    assert!(cp.unwrap().success());
+    let v = db.ok("admin", &["install", other.join("pack").to_str().unwrap(), "--replace"]);
+    assert_eq!(v["workspace_removed"], true, "{v}");
+    db.ok("admin", &["activate", "tally"]);
+    assert_eq!(db.psql("SELECT count(*) FROM hcpx_workspaces").trim(), "0");
+    assert_eq!(count(&r[0], &ana), 0, "replica 1's copy of the old pack's workspace is not served");
+    assert_eq!(count(&r[1], &ana), 0);
+}

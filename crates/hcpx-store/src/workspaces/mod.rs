@@ -7,7 +7,9 @@
 //!
 //! Crash safety: the row only changes in a committed transaction, and the local copy is trusted only while a
 //! marker beside it (`.<pack>.version`, written after the commit) names the stored version; the marker says
-//! `writing` while a call runs, so a replica killed mid-call throws its copy away and takes the stored one.
+//! `writing` while a call runs, so a replica killed mid-call throws its copy away and takes the stored one, and
+//! names the machine's boot, so after a crash of the machine (when what reached the disk is uncertain) every
+//! copy is taken from the database again.
 //! The file store keeps its one directory and none of this runs.
 
 pub mod archive;
@@ -79,30 +81,44 @@ fn marker_path(dir: &Path) -> PathBuf {
     dir.with_file_name(format!(".{name}.version"))
 }
 
+/// This boot of the machine (`/proc/sys/kernel/random/boot_id`): a marker written in another boot is not
+/// trusted, because what the call wrote before the machine stopped may have reached the disk in part and the
+/// marker not. Within one boot every process sees what another wrote, even unsynced, so no marker needs an
+/// fsync; without the boot id, `writing` is synced before the call instead.
+fn boot_id() -> Option<&'static str> {
+    static BOOT: std::sync::LazyLock<Option<String>> = std::sync::LazyLock::new(|| {
+        fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && !s.contains(char::is_whitespace))
+    });
+    BOOT.as_deref()
+}
+
 fn read_marker(dir: &Path) -> Marker {
     let text = match fs::read_to_string(marker_path(dir)) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Marker::Absent,
         Err(_) => return Marker::Writing,
     };
-    let text = text.trim_end_matches('\n');
-    // Only a whole line names a version (a torn one reads as `writing`; its digest would not match anyway).
-    if let Some((v, d)) = text.strip_prefix('v').and_then(|r| r.split_once(' ')) {
-        if let (Ok(v), 64) = (v.parse(), d.len()) {
+    // Only a whole line of this boot names a version (a torn one, or one from before the machine last stopped,
+    // reads as `writing`).
+    let mut words = text.trim_end_matches('\n').split(' ');
+    if let (Some(v), Some(d), boot, None) = (words.next(), words.next(), words.next(), words.next()) {
+        if let (Some(Ok(v)), 64, true) = (v.strip_prefix('v').map(str::parse), d.len(), boot == boot_id()) {
             return Marker::At(v, d.to_string());
         }
     }
     Marker::Writing
 }
 
-/// Writes the marker in place. `writing` is made durable before the call runs (a copy half written when the
-/// machine stops must never be taken for a stored version); a version is not (lost or torn, it reads as no
-/// version, and the copy is taken from the database again).
+/// Writes the marker in place, with no fsync where the boot id makes one needless (above).
 fn write_marker(dir: &Path, m: &Marker) -> Result<(), StoreError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let text = match m {
-        Marker::At(v, d) => format!("v{v} {d}\n"),
+    let text = match (m, boot_id()) {
+        (Marker::At(v, d), Some(boot)) => format!("v{v} {d} {boot}\n"),
+        (Marker::At(v, d), None) => format!("v{v} {d}\n"),
         _ => "writing\n".to_string(),
     };
     let p = marker_path(dir);
@@ -116,7 +132,7 @@ fn write_marker(dir: &Path, m: &Marker) -> Result<(), StoreError> {
         .open(&p)
         .map_err(|e| StoreError::io(&p, e))?;
     f.write_all(text.as_bytes()).map_err(|e| StoreError::io(&p, e))?;
-    if matches!(m, Marker::Writing) {
+    if matches!(m, Marker::Writing) && boot_id().is_none() {
         f.sync_data().map_err(|e| StoreError::io(&p, e))?;
         if let (true, Some(parent)) = (created, p.parent()) {
             fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(parent, e))?;
@@ -318,6 +334,11 @@ mod tests {
         // Torn: a prefix of a version line is no version.
         fs::write(t.path().join(".ledger.version"), format!("v3 {}", &digest[..20])).unwrap();
         assert_eq!(read_marker(&dir), Marker::Writing);
+        // Written in another boot of the machine: not trusted.
+        if boot_id().is_some() {
+            fs::write(t.path().join(".ledger.version"), format!("v3 {digest} another-boot\n")).unwrap();
+            assert_eq!(read_marker(&dir), Marker::Writing);
+        }
         assert!(t.path().join(".ledger.version").is_file(), "beside the directory, not in it");
         write_marker(&dir, &Marker::Writing).unwrap();
         assert_eq!(read_marker(&dir), Marker::Writing);

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Why: what keeping a `workspace`-mode pack's directory in PostgreSQL costs per call (#38 point 3: the copy
-# brought to the stored version before the call, the directory stored after it when it changed), side by side
-# with an hcpx from before (OLD_HCPX), which keeps the directory on the replica's disk only. A tiny wrap pack
-# (`tally`: one file, a count) is called N times in a row over HTTP keep-alive: a read (`get`, nothing changes),
-# a write (`add`, a new version each call) on one replica, and the write alternating between two replicas
-# (each call's copy is one version behind: the archive is fetched every call, the worst case).
-# Usage: OLD_HCPX=/path/to/old/hcpx [HCPX=target/release/hcpx] BENCH_N=200 benches/workspace_store.sh
+# brought to the stored version before the call, the directory stored after it when it changed). First in
+# process, interleaved call by call (crates/hcpx-store/benches/workspace.rs: the turn alone, as before, beside
+# the turn with the workspace kept). Then, with OLD_HCPX (an hcpx from before, its hcpx-serve beside it), end
+# to end beside it: a tiny wrap pack (`tally`: one file, a count) called N times in a row over HTTP keep-alive,
+# a read (`get`, nothing changes), a write (`add`, a new version each call) on one replica, and the write
+# alternating between two replicas (each call's copy one version behind: the archive fetched every call).
+# Usage: [OLD_HCPX=/path/to/old/hcpx] [HCPX=target/release/hcpx] BENCH_N=200 benches/workspace_store.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-200}"
-[ -x "${OLD_HCPX:-}" ] || { echo "benches/workspace_store.sh needs OLD_HCPX: an hcpx built from before #38 point 3" >&2; exit 2; }
 PGBIN="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
 [ -x "$PGBIN/initdb" ] || { echo "benches/workspace_store.sh needs PostgreSQL: bash scripts/setup.sh" >&2; exit 2; }
-if [ -z "${HCPX:-}" ]; then cargo build --release --bins >&2; HCPX="$PWD/target/release/hcpx"; fi
+if [ -n "${OLD_HCPX:-}" ] && [ -z "${HCPX:-}" ]; then cargo build --release --bins >&2; HCPX="$PWD/target/release/hcpx"; fi
 TMP="$(mktemp -d)"
 chmod 755 "$TMP"
 PIDS=()
@@ -28,9 +28,14 @@ as_pg "$PGBIN/initdb" -D "$TMP/pg" -A trust -U postgres >/dev/null
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 as_pg "$PGBIN/pg_ctl" -D "$TMP/pg" -l "$TMP/pg/log" -w \
   -o "-p $PORT -k $TMP/pg -c listen_addresses=127.0.0.1" start >/dev/null
-for db in old new; do "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE $db" postgres; done
+for db in inproc old new; do "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PORT" -U postgres -c "CREATE DATABASE $db" postgres; done
 head -c 32 /dev/urandom > "$TMP/seal.key" && chmod 600 "$TMP/seal.key"
 export HCP_SEAL_KEY_FILE="$TMP/seal.key"
+
+WS_BENCH_URL="postgres://postgres@127.0.0.1:$PORT/inproc" WS_BENCH_N="${BENCH_N_INPROC:-400}" \
+  cargo bench -p hcpx-store --bench workspace 2>/dev/null
+echo
+[ -x "${OLD_HCPX:-}" ] || exit 0
 
 PACK="$TMP/tally"
 mkdir -p "$PACK/bin"

@@ -33,7 +33,7 @@ head -c 32 /dev/urandom > "$TMP/seal.key" && chmod 600 "$TMP/seal.key"
 export HCP_SEAL_KEY_FILE="$TMP/seal.key"
 
 WS_BENCH_URL="postgres://postgres@127.0.0.1:$PORT/inproc" WS_BENCH_N="${BENCH_N_INPROC:-400}" \
-  cargo bench -p hcpx-store --bench workspace 2>/dev/null
+  cargo bench -p hcpx-store --bench workspace 2>${WS_BENCH_ERR:-/dev/null}
 echo
 [ -x "${OLD_HCPX:-}" ] || exit 0
 

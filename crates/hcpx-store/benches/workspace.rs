@@ -15,15 +15,15 @@ use std::time::{Duration, Instant};
 use hcpx_store::Store;
 
 const TENANT: &str = "bench";
-const PACK: &str = "ledger";
 
-/// One call's hold on the workspace: before (the turn alone), or now (the turn, checkout and checkin).
-fn call(store: &Store, ws: &Path, kept: bool, change: Option<usize>) -> Duration {
+/// One call's hold on the workspace of `pack` (each row its own): before (the turn alone), or now (the turn,
+/// checkout and checkin).
+fn call(store: &Store, ws: &Path, pack: &str, kept: bool, change: Option<usize>) -> Duration {
     let t = Instant::now();
-    let turn = store.workspace_turn(ws, TENANT, PACK, Duration::from_secs(5)).unwrap().unwrap();
-    let checkout = if kept { store.workspace_checkout(ws, TENANT, PACK).unwrap() } else { None };
+    let turn = store.workspace_turn(ws, TENANT, pack, Duration::from_secs(5)).unwrap().unwrap();
+    let checkout = if kept { store.workspace_checkout(ws, TENANT, pack).unwrap() } else { None };
     if let Some(i) = change {
-        let dir = ws.join(PACK);
+        let dir = ws.join(pack);
         std::fs::create_dir_all(&dir).unwrap();
         let body = format!("{{\"balance\":\"{i}.00\",\"entries\":[{}]}}", "0,".repeat(480) + "0");
         std::fs::write(dir.join("ledger.json"), body).unwrap();
@@ -60,13 +60,17 @@ fn main() {
             Some(v)
         };
         let took = [
-            call(&a, &wa, false, None),
-            call(&a, &wa, false, next()),
-            call(&a, &wa, true, None),
-            call(&a, &wa, true, next()),
-            if i % 2 == 0 { call(&a, &wa, true, next()) } else { call(&b, &wb, true, next()) },
+            call(&a, &wa, "before-ro", false, None),
+            call(&a, &wa, "before-rw", false, next()),
+            call(&a, &wa, "now-ro", true, if i == 0 { next() } else { None }),
+            call(&a, &wa, "now-rw", true, next()),
+            if i % 2 == 0 {
+                call(&a, &wa, "now-alt", true, next())
+            } else {
+                call(&b, &wb, "now-alt", true, next())
+            },
         ];
-        // The first calls warm the pool, the caches and the row.
+        // The first calls warm the pool, the caches and the rows (the first writes the read-only row's file).
         if i >= 20 {
             for (row, d) in ms.iter_mut().zip(took) {
                 row.push(d.as_secs_f64() * 1000.0);

@@ -9,6 +9,9 @@
 //! Run: `WS_BENCH_URL=postgres://… cargo bench -p hcpx-store --bench workspace` (benches/workspace_store.sh
 //! starts a throwaway cluster and does this); `WS_BENCH_N` calls a row (default 400).
 
+// A bench, not library code: it stops at the first thing that goes wrong and prints its table.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -155,6 +155,16 @@ fn materialise(dir: &Path, archive: &[u8]) -> Result<(), StoreError> {
         dir.parent().ok_or_else(|| StoreError::Refused(format!("{} has no parent", dir.display())))?;
     fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
     let name = dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    // What a replica killed in the middle of this left beside it (under the turn, nothing else writes here).
+    if let Ok(entries) = fs::read_dir(parent) {
+        let stale = [format!(".{name}.incoming-"), format!(".{name}.old-")];
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            if stale.iter().any(|p| n.starts_with(p.as_str())) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
     let incoming = parent.join(crate::unique_name(&format!(".{name}.incoming")));
     archive::unpack(archive, &incoming).inspect_err(|_| {
         let _ = fs::remove_dir_all(&incoming);
@@ -360,6 +370,9 @@ mod tests {
         let src = t.path().join("src");
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("fresh"), b"y").unwrap();
+        // Left by a replica killed while it materialised.
+        fs::create_dir_all(t.path().join(".ws.incoming-1-2-3/x")).unwrap();
+        fs::create_dir_all(t.path().join(".ws.old-1-2-3")).unwrap();
         materialise(&dir, &archive::pack(&src, u64::MAX).unwrap()).unwrap();
         assert!(dir.join("fresh").is_file() && !dir.join("stale").exists());
         let left: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();

@@ -80,14 +80,15 @@ impl Report for Moved<'_> {
     fn text(&self, out: &Text<'_>) {
         let m = &self.moved;
         out.message(&format!(
-            "{} {}: {} document(s), {} credential document(s), {} pack(s), {} audit line(s), {} Sense event(s)",
+            "{} {}: {} document(s), {} credential document(s), {} pack(s), {} audit line(s), {} Sense event(s), {} workspace(s)",
             self.what,
             self.dir.display(),
             m.documents,
             m.credentials,
             m.packs,
             m.audit_lines,
-            m.sense_events
+            m.sense_events,
+            m.workspaces
         ));
         if !m.unsealed.is_empty() {
             out.message(&format!(

@@ -75,4 +75,5 @@ mod tickets;
 mod titles;
 mod visible;
 mod wire;
+mod workspace_pg;
 mod writes;

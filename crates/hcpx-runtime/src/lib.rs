@@ -35,6 +35,7 @@ pub mod report_store;
 pub mod scrub;
 pub mod sense;
 pub mod tasks;
+mod turn;
 pub mod visible;
 
 pub use adapter::egress::{EgressRow, CLASSES as EGRESS_CLASSES};
@@ -279,7 +280,7 @@ impl Runtime {
             Admission::Run(admitted) => {
                 // A call that may write its pack's workspace waits for its turn on the blocking pool, and holds it
                 // while the adapter runs; any other call never touches the pool for it.
-                let turn = if pipeline::takes_turn(&admitted.job) {
+                let turn = if turn::takes_turn(&admitted.job) {
                     let (rt, job) = (self.clone(), admitted.job.clone());
                     match tokio::task::spawn_blocking(move || rt.workspace_turn(&job)).await {
                         Ok(t) => t,
@@ -291,16 +292,37 @@ impl Runtime {
                 } else {
                     Ok(None)
                 };
-                let ran = match (turn, admitted.runner) {
-                    (Err(refused), _) => *refused,
-                    (Ok(_turn), pipeline::Runner::Adapter(adapter)) => {
-                        adapter.run_async(admitted.job.clone()).await
+                let held = match turn {
+                    Ok(held) => held,
+                    Err(refused) => {
+                        let out = self.finish(principal, env, admitted, *refused);
+                        guard.disarm();
+                        return out;
                     }
+                };
+                let ran = match admitted.runner {
+                    pipeline::Runner::Adapter(adapter) => adapter.run_async(admitted.job.clone()).await,
                     // A built-in pack's reports may load a composite to describe it, which blocks: on the
                     // blocking pool, the job (and so the call's slot) held until it ends.
-                    (Ok(_turn), pipeline::Runner::BuiltIn) => {
+                    pipeline::Runner::BuiltIn => {
                         let (rt, job) = (self.clone(), admitted.job.clone());
                         match tokio::task::spawn_blocking(move || rt.answer_built_in(&job)).await {
+                            Ok(ran) => ran,
+                            Err(e) => AdapterResult::fail(
+                                Code::AdapterFailed,
+                                format!("the call's thread failed: {e}"),
+                            ),
+                        }
+                    }
+                };
+                // Stored (or refused) under the turn, on the blocking pool: archiving and the database wait.
+                let ran = match held {
+                    None => ran,
+                    Some(held) => {
+                        let (rt, job) = (self.clone(), admitted.job.clone());
+                        match tokio::task::spawn_blocking(move || rt.workspace_done(&job, Some(held), ran))
+                            .await
+                        {
                             Ok(ran) => ran,
                             Err(e) => AdapterResult::fail(
                                 Code::AdapterFailed,

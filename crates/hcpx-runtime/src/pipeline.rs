@@ -8,7 +8,6 @@
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::{fix, pass_through};
 use super::{mint, ArgsInput, CallContext, Runtime, Slot};
@@ -17,10 +16,9 @@ use crate::args::CheckedArgs;
 use crate::model::code::CONFIRM_REQUIRED;
 use crate::model::Invoker;
 use crate::model::{Code, Denial, Envelope, MintedBinding, Principal, ResultEnvelope};
-use crate::pack::{Command, Land, Pack, PolicyRow, WorkspaceMode};
+use crate::pack::{Command, Land, Pack, PolicyRow};
 use crate::store::approvals::{ApprovalError, CallKey};
 use crate::store::config::SandboxConfig;
-use crate::store::turns::Turn;
 use crate::store::Layout;
 
 /// What step 1 found: the installed pack, its Policy row for the call, and the arguments as given.
@@ -106,7 +104,10 @@ impl Runtime {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
                 let ran = match self.workspace_turn(&admitted.job) {
-                    Ok(_turn) => self.run(&admitted, hooks),
+                    Ok(held) => {
+                        let ran = self.run(&admitted, hooks);
+                        self.workspace_done(&admitted.job, held, ran)
+                    }
                     Err(refused) => *refused,
                 };
                 self.finish(principal, env, admitted, ran)
@@ -309,33 +310,6 @@ impl Runtime {
             .map_err(|e| Denial::new(Code::Denied, format!("denied: {e}")))?;
         Ok(Setup { runner, sandbox, layout, live_title })
     }
-}
-
-impl Runtime {
-    /// Before step 6, blocking: a call that may write its pack's `workspace` directory waits for its turn at it
-    /// (one call at a time per tenant and pack, across replicas on the PostgreSQL store), at most its deadline.
-    pub(super) fn workspace_turn(&self, job: &Job) -> Result<Option<Turn>, Box<AdapterResult>> {
-        if !takes_turn(job) {
-            return Ok(None);
-        }
-        let wait = Duration::from_millis(job.sandbox.limits().timeout_ms);
-        match self.store.workspace_turn(&job.layout.workspaces, &job.principal.tenant, &job.pack.id, wait) {
-            Ok(Some(turn)) => Ok(Some(turn)),
-            Ok(None) => Err(Box::new(AdapterResult::fail(
-                Code::Timeout,
-                format!("timed out after {} ms waiting for another call of pack {} to finish with its workspace (calls that write one workspace run one at a time); try again, or raise timeout_ms in sandbox.json", wait.as_millis(), job.pack.id),
-            ))),
-            Err(e) => Err(Box::new(AdapterResult::fail(
-                Code::AdapterFailed,
-                format!("cannot take the workspace's turn: {e}"),
-            ))),
-        }
-    }
-}
-
-/// Whether `job` may write its pack's `workspace` directory, and so waits for its turn at it.
-pub(super) fn takes_turn(job: &Job) -> bool {
-    job.pack.workspace == WorkspaceMode::Workspace
 }
 
 impl Runtime {

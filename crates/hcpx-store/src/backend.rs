@@ -23,6 +23,7 @@ use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
 use crate::turns::Turn;
+use crate::workspaces::{Listed, Stored};
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
 /// A parsed document, of the type its reader asked for.
@@ -104,9 +105,7 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     /// Walks the chain (or each tenant's), checking it against `anchor`.
     fn verify_audit(&self, tenant: Option<&str>, anchor: Option<&str>) -> Result<Verified, StoreError>;
     /// Walks each chain on its own: one for the files, one per tenant in the database.
-    fn verify_chains(&self) -> Result<Vec<ChainVerdict>, StoreError> {
-        Ok(vec![ChainVerdict::of(None, self.verify_audit(None, None)?)])
-    }
+    fn verify_chains(&self) -> Result<Vec<ChainVerdict>, StoreError>;
 
     /// Appends a Sense event to `tenant`'s log with the next id (see `Store::append_sense`).
     fn sense_append(
@@ -161,6 +160,27 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
         pack: &str,
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError>;
+
+    /// Whether workspaces are kept here (`crate::workspaces`) and a call's directory is a copy of one; the
+    /// file store's directory is the workspace itself, and it keeps none of the rest.
+    fn keeps_workspaces(&self) -> bool;
+    /// The head of `tenant`'s stored workspace of `pack`.
+    fn workspace_head(&self, tenant: &str, pack: &str) -> Result<Option<Stored>, StoreError>;
+    /// `tenant`'s stored workspace of `pack`, whole.
+    fn workspace_get(&self, tenant: &str, pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError>;
+    /// Stores `archive` as the version after `after`; the new version.
+    fn workspace_put(
+        &self,
+        tenant: &str,
+        pack: &str,
+        after: i64,
+        archive: Vec<u8>,
+        digest: &str,
+    ) -> Result<i64, StoreError>;
+    /// The stored workspaces (of `pack`, or all).
+    fn workspace_list(&self, pack: Option<&str>) -> Result<Vec<Listed>, StoreError>;
+    /// Forgets every tenant's stored workspace of `pack`.
+    fn workspace_forget(&self, pack: &str) -> Result<(), StoreError>;
 }
 
 /// The document at `rel` read as `T`; `None` when there is none.

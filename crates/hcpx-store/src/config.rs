@@ -55,6 +55,12 @@ pub struct SandboxConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_MAX_DISK_MB))]
     pub max_disk_mb: Option<u64>,
+    /// The most a `workspace`-mode pack's directory may hold when the store keeps it in PostgreSQL (one copy
+    /// for every replica), in MiB: a call that would leave more is refused (`sandbox_denied`) and its changes
+    /// are not kept, and a pack whose stored workspace is past it is not activated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_WORKSPACE_MB))]
+    pub max_workspace_mb: Option<u64>,
     /// Data memory (heap and private writable mappings) per process of a wrap call, in MiB (at least 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_WRAP_MEMORY_MB))]
@@ -252,6 +258,8 @@ pub const DEFAULT_MAX_FILE_MB: u64 = 128;
 pub const DEFAULT_WRAP_MEMORY_MB: u64 = 2048;
 /// Default for `max_disk_mb`.
 pub const DEFAULT_MAX_DISK_MB: u64 = 1024;
+/// Default for `max_workspace_mb`.
+pub const DEFAULT_MAX_WORKSPACE_MB: u64 = 64;
 
 /// The limits a call runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +271,7 @@ pub struct Limits {
     pub max_open_files: u64,
     pub max_file_mb: u64,
     pub max_disk_mb: u64,
+    pub max_workspace_mb: u64,
     pub wrap_memory_mb: u64,
 }
 
@@ -277,6 +286,7 @@ impl SandboxConfig {
             max_open_files: self.max_open_files.unwrap_or(DEFAULT_MAX_OPEN_FILES).max(16),
             max_file_mb: self.max_file_mb.unwrap_or(DEFAULT_MAX_FILE_MB),
             max_disk_mb: self.max_disk_mb.unwrap_or(DEFAULT_MAX_DISK_MB),
+            max_workspace_mb: self.max_workspace_mb.unwrap_or(DEFAULT_MAX_WORKSPACE_MB),
             wrap_memory_mb: self.wrap_memory_mb.unwrap_or(DEFAULT_WRAP_MEMORY_MB).max(16),
         }
     }

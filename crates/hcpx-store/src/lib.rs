@@ -41,6 +41,7 @@ pub mod settings;
 pub mod tasks;
 pub mod timing;
 pub mod turns;
+pub mod workspaces;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -361,6 +361,11 @@ impl Store {
                 workspace_removed = fs::rename(&ws, &gone).is_ok();
                 let _ = fs::remove_dir_all(&gone);
             }
+            // Kept in the database, every tenant's copy goes with it (each replica's copy follows at its next call).
+            if self.backend.keeps_workspaces() {
+                workspace_removed |= !self.backend.workspace_list(Some(&id))?.is_empty();
+                self.backend.workspace_forget(&id)?;
+            }
         }
         let component_sha256 = match Pack::load(&target).map(|p| p.component) {
             Ok(Some(rel)) => fs::read(target.join(rel)).ok().map(|b| crate::model::digest::sha256_hex(&b)),
@@ -435,6 +440,10 @@ impl Store {
         let mut state = self.state_locked()?;
         if let Some(missing) = ids.iter().find(|id| !state.packs.contains_key(*id)) {
             return Err(not_installed(missing, &state));
+        }
+        // A workspace kept in the database past its cap is said now, not at the first call.
+        if activated {
+            self.check_workspace_caps(ids, tenant)?;
         }
         for id in ids {
             if let Some(p) = state.packs.get_mut(id) {

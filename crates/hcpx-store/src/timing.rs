@@ -17,6 +17,7 @@ use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::{TaskRecord, TaskStatus};
 use crate::turns::Turn;
+use crate::workspaces::{Listed, Stored};
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
 /// The histogram's upper bounds, in seconds: 0.1 ms to 5 s.
@@ -24,7 +25,7 @@ pub const BUCKETS: [f64; 15] =
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 
 /// The kinds of operation timed, as their `op` label says them.
-pub const OPS: [&str; 10] = [
+pub const OPS: [&str; 11] = [
     "doc_read",
     "doc_write",
     "doc_list",
@@ -35,6 +36,7 @@ pub const OPS: [&str; 10] = [
     "mcp_session",
     "sense",
     "workspace_turn",
+    "workspace",
 ];
 
 /// The back ends, as their `store` label says them (`Backend::kind`).
@@ -52,6 +54,7 @@ enum Op {
     McpSession,
     Sense,
     WorkspaceTurn,
+    Workspace,
 }
 
 /// One histogram: a slot per bucket (the last is `+Inf`) and the sum of what it saw.
@@ -132,9 +135,10 @@ impl Timed {
     }
 }
 
-// Every method is forwarded, the trait's provided ones too (`watching`, `audit_append_all`, `verify_chains`):
-// one left to its default answers for the wrapper, not for the back end (doctor then saw one chain on
-// PostgreSQL, where each tenant has its own).
+// Every method is forwarded, the trait's provided ones too (`watching`, `audit_append_all`): one left to its
+// default answers for the wrapper, not for the back end. (`verify_chains` and the workspace methods were
+// provided once; left to their defaults here, doctor saw one chain and no replica kept a workspace on
+// PostgreSQL. They are required now, so the compiler names any a wrapper misses.)
 impl Backend for Timed {
     fn kind(&self) -> &'static str {
         self.inner.kind()
@@ -285,6 +289,31 @@ impl Backend for Timed {
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError> {
         self.time(Op::WorkspaceTurn, || self.inner.workspace_turn(workspaces, tenant, pack, wait))
+    }
+    fn keeps_workspaces(&self) -> bool {
+        self.inner.keeps_workspaces()
+    }
+    fn workspace_head(&self, tenant: &str, pack: &str) -> Result<Option<Stored>, StoreError> {
+        self.time(Op::Workspace, || self.inner.workspace_head(tenant, pack))
+    }
+    fn workspace_get(&self, tenant: &str, pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError> {
+        self.time(Op::Workspace, || self.inner.workspace_get(tenant, pack))
+    }
+    fn workspace_put(
+        &self,
+        tenant: &str,
+        pack: &str,
+        after: i64,
+        archive: Vec<u8>,
+        digest: &str,
+    ) -> Result<i64, StoreError> {
+        self.time(Op::Workspace, || self.inner.workspace_put(tenant, pack, after, archive, digest))
+    }
+    fn workspace_list(&self, pack: Option<&str>) -> Result<Vec<Listed>, StoreError> {
+        self.inner.workspace_list(pack)
+    }
+    fn workspace_forget(&self, pack: &str) -> Result<(), StoreError> {
+        self.inner.workspace_forget(pack)
     }
 }
 

@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 
 use crate::audit::{AuditHead, AuditRecord, AuditRow};
 use crate::backend::{Backend, Parse, Parsed, SenseVersion};
-use crate::chain::Verified;
+use crate::chain::{ChainVerdict, Verified};
 use crate::mcp_sessions::McpSession;
 use crate::pg::seal::Sealer;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
 use crate::turns::Turn;
+use crate::workspaces::{Listed, Stored};
 use crate::{pg, PoolStats, StoreError, StoreLock};
 
 /// How often a call waiting for a workspace turn looks again.
@@ -274,6 +275,43 @@ impl Backend for Files {
                 Err(fs::TryLockError::Error(e)) => return Err(StoreError::io(&p, e)),
             }
         }
+    }
+    fn verify_chains(&self) -> Result<Vec<ChainVerdict>, StoreError> {
+        Ok(vec![ChainVerdict::of(None, self.verify_audit(None, None)?)])
+    }
+    /// Whether workspaces are kept here (`crate::workspaces`) and a call's directory is a copy of one; the
+    /// file store's directory is the workspace itself, and it keeps none of the rest.
+    fn keeps_workspaces(&self) -> bool {
+        false
+    }
+    /// The head of `tenant`'s stored workspace of `pack`.
+    fn workspace_head(&self, _tenant: &str, _pack: &str) -> Result<Option<Stored>, StoreError> {
+        Ok(None)
+    }
+    /// `tenant`'s stored workspace of `pack`, whole.
+    fn workspace_get(&self, _tenant: &str, _pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError> {
+        Ok(None)
+    }
+    /// Stores `archive` as the version after `after`; the new version.
+    fn workspace_put(
+        &self,
+        _tenant: &str,
+        pack: &str,
+        _after: i64,
+        _archive: Vec<u8>,
+        _digest: &str,
+    ) -> Result<i64, StoreError> {
+        Err(StoreError::Refused(format!(
+            "this store keeps pack {pack}'s workspace as a directory, not a row"
+        )))
+    }
+    /// The stored workspaces (of `pack`, or all).
+    fn workspace_list(&self, _pack: Option<&str>) -> Result<Vec<Listed>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Forgets every tenant's stored workspace of `pack`.
+    fn workspace_forget(&self, _pack: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 

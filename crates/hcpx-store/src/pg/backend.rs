@@ -18,6 +18,7 @@ use crate::principals::LOCAL_TENANT;
 use crate::sense::{NewEvent, SenseEvent};
 use crate::tasks::TaskRecord;
 use crate::turns::Turn;
+use crate::workspaces::{Listed, Stored};
 use crate::{PoolStats, StoreError, StoreLock};
 
 /// The database, and the local home its packs' files are written into.
@@ -334,5 +335,37 @@ impl Backend for Postgres {
         wait: Duration,
     ) -> Result<Option<Turn>, StoreError> {
         Ok(self.db.workspace_turn(crate::turns::key(tenant, pack), wait)?.map(Turn::held))
+    }
+
+    /// Every replica's copy of a workspace is a copy of its row here.
+    fn keeps_workspaces(&self) -> bool {
+        true
+    }
+
+    fn workspace_head(&self, tenant: &str, pack: &str) -> Result<Option<Stored>, StoreError> {
+        self.db.workspace_head(tenant, pack)
+    }
+
+    fn workspace_get(&self, tenant: &str, pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError> {
+        self.db.workspace_get(tenant, pack)
+    }
+
+    fn workspace_put(
+        &self,
+        tenant: &str,
+        pack: &str,
+        after: i64,
+        archive: Vec<u8>,
+        digest: &str,
+    ) -> Result<i64, StoreError> {
+        self.db.workspace_put(tenant, pack, after, archive, digest)
+    }
+
+    fn workspace_list(&self, pack: Option<&str>) -> Result<Vec<Listed>, StoreError> {
+        self.db.workspace_list(pack)
+    }
+
+    fn workspace_forget(&self, pack: &str) -> Result<(), StoreError> {
+        self.db.workspace_forget(pack)
     }
 }

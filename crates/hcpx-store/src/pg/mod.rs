@@ -23,6 +23,7 @@ mod sense;
 mod sessions;
 mod tasks;
 pub mod transfer;
+mod workspaces;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -110,6 +110,20 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX hcpx_replicas_last_seen ON hcpx_replicas (last_seen);
     "#,
+    // 5: workspaces kept in the database (crate::workspaces): one archive of a `workspace`-mode pack's
+    // directory per tenant and pack, replaced only by a committed transaction that moves `version` on by one.
+    r#"
+    CREATE TABLE IF NOT EXISTS hcpx_workspaces (
+        tenant text NOT NULL,
+        pack text NOT NULL,
+        version bigint NOT NULL,
+        digest text NOT NULL,
+        size bigint NOT NULL,
+        bytes bytea NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (tenant, pack)
+    );
+    "#,
 ];
 
 /// The schema version this hcpx writes.

@@ -171,7 +171,8 @@ impl Db {
             let row = c
                 .query_one(
                     "SELECT NOT (EXISTS (SELECT 1 FROM hcpx_documents) OR EXISTS (SELECT 1 FROM hcpx_pack_files)
-                       OR EXISTS (SELECT 1 FROM hcpx_audit_heads) OR EXISTS (SELECT 1 FROM hcpx_sense_heads))",
+                       OR EXISTS (SELECT 1 FROM hcpx_audit_heads) OR EXISTS (SELECT 1 FROM hcpx_sense_heads)
+                       OR EXISTS (SELECT 1 FROM hcpx_workspaces))",
                     &[],
                 )
                 .await

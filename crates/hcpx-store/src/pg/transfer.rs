@@ -31,6 +31,8 @@ pub struct Moved {
     /// not sealed): their paths, never their values.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unsealed: Vec<String>,
+    /// Workspaces of `workspace`-mode packs (`crate::workspaces`), each tenant's of each pack one.
+    pub workspaces: usize,
 }
 
 fn write(dir: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
@@ -91,6 +93,13 @@ pub fn export(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
             .map_err(|e| StoreError::Corrupt { path: "audit head".into(), reason: e.to_string() })?;
         write(dir, &format!("audit/{}.head", chain.tenant), head.as_bytes(), 0o600)?;
         moved.audit_lines += chain.lines.len();
+    }
+    for w in db.workspace_list(None)? {
+        let Some((_, bytes)) = db.workspace_get(&w.tenant, &w.pack)? else { continue };
+        let base = dir.join(crate::tenant_dir(&w.tenant)?).join("workspaces");
+        std::fs::create_dir_all(&base).map_err(|e| StoreError::io(&base, e))?;
+        crate::workspaces::archive::unpack(&bytes, &base.join(&w.pack))?;
+        moved.workspaces += 1;
     }
     for tenant in db.sense_tenants()? {
         let events = db.sense_after(&tenant, 0)?;
@@ -202,6 +211,7 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
             )));
         }
     }
+    let workspaces = workspaces_of(&src, dir)?;
     let mut moved = Moved::default();
     for (id, record) in &state.packs {
         db.pack_upload(id, &record.files_sha256.clone().unwrap_or_default(), &src.pack_dir(id))?;
@@ -214,6 +224,11 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         } else {
             moved.documents += 1;
         }
+    }
+    for (tenant, pack, bytes) in workspaces {
+        let digest = crate::model::digest::sha256_hex(&bytes);
+        db.workspace_put(&tenant, &pack, 0, bytes, &digest)?;
+        moved.workspaces += 1;
     }
     for p in &exported {
         let tenant = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
@@ -260,4 +275,50 @@ pub fn import(db: &Db, dir: &Path) -> Result<Moved, StoreError> {
         }
     }
     Ok(moved)
+}
+
+/// The workspaces of the file store `src` at `dir` (the local tenant's and each tenant's), archived as the
+/// database keeps them; one past `max_workspace_mb` of the store's own sandbox.json, or holding a link, refuses
+/// the import, said now rather than at the pack's first call.
+fn workspaces_of(src: &Store, dir: &Path) -> Result<Vec<(String, String, Vec<u8>)>, StoreError> {
+    use crate::workspaces::archive::{self, ArchiveError};
+    let cap_mb = src.sandbox()?.limits().max_workspace_mb;
+    let mut tenants = vec![LOCAL_TENANT.to_string()];
+    if let Ok(entries) = std::fs::read_dir(dir.join("tenants")) {
+        tenants.extend(entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()));
+    }
+    let mut out = Vec::new();
+    for tenant in tenants {
+        // A directory whose name no tenant can have is not a tenant's; it is skipped, never joined.
+        let Ok(rel) = crate::tenant_dir(&tenant) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir.join(rel).join("workspaces")) else { continue };
+        let mut packs: Vec<_> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| (e.file_name().to_string_lossy().to_string(), e.path()))
+            .filter(|(name, _)| !name.starts_with('.'))
+            .collect();
+        packs.sort();
+        for (pack, path) in packs {
+            let bytes = archive::pack(&path, cap_mb.saturating_mul(1 << 20)).map_err(|e| match e {
+                ArchiveError::TooBig { what: "bytes", .. } => {
+                    let size = crate::workspaces::dir_size(&path);
+                    let w = crate::workspaces::Listed { tenant: tenant.clone(), pack: pack.clone(), size };
+                    StoreError::Refused(format!(
+                        "{}; nothing was imported",
+                        crate::workspaces::too_large_to_activate(&w, cap_mb)
+                    ))
+                }
+                ArchiveError::Store(e) => e,
+                e => StoreError::Refused(format!(
+                    "pack {pack}'s workspace of tenant {tenant} ({}) cannot be kept in the database: {e}; nothing was imported",
+                    path.display()
+                )),
+            })?;
+            if !archive::is_empty(&bytes) {
+                out.push((tenant.clone(), pack, bytes));
+            }
+        }
+    }
+    Ok(out)
 }

@@ -452,7 +452,7 @@ fn the_hosting_guides_first_block_runs_in_its_order_against_postgres() {
         panic!("the first block shows no `hcpx activate … --tenant` step beside its `hcpx principal add`: {lines:#?}")
     };
     assert!(principal < activate_for_tenant, "{lines:#?}");
-    let mut token = None;
+    let mut tokens = std::collections::HashMap::new();
     let mut served = None;
     for line in &lines {
         let (stdin, cmd) = match line.split_once(" | ") {
@@ -478,19 +478,42 @@ fn the_hosting_guides_first_block_runs_in_its_order_against_postgres() {
         let out = db.run_with("operator", &refs, &[], stdin);
         assert_eq!(out.status.code(), Some(0), "`{line}` failed in the guide's order: {}", text(&out));
         if args[0] == "principal" {
-            token = stdout_json(&out)["token"].as_str().map(str::to_string);
+            let t = stdout_json(&out)["token"].as_str().map(str::to_string);
+            tokens.insert(args[2].clone(), t.expect("principal add prints the token"));
         }
     }
     let served = served.expect("the block starts a replica");
     assert!(served.iter().any(|a| a == "--allow-host"), "{served:?}");
-    let s = replica(&db, "replica", &db.key);
-    let (st, v) =
-        s.post("/v1/exec/transit-composite/plan", &token.unwrap(), &json!({ "from": "A", "to": "B" }));
-    assert_eq!(
-        (st, v["ok"].as_bool()),
-        (200, Some(true)),
-        "alice of acme calls as the guide set her up: {v}"
-    );
+    let token =
+        |id: &str| tokens.get(id).unwrap_or_else(|| panic!("the block adds no Principal {id}")).clone();
+    let (alice, bob, ops) = (token("alice"), token("bob"), token("ops"));
+    // Three replicas, as the block says "on each replica"; each request goes to the next.
+    let fleet: Vec<Server> = (0..3).map(|i| replica(&db, &format!("replica-{i}"), &db.key)).collect();
+    let plan = json!({ "from": "A", "to": "B" });
+    for (who, t) in [("alice of acme", &alice), ("bob of globex", &bob)] {
+        let (st, v) = fleet[0].post("/v1/exec/transit-composite/plan", t, &plan);
+        assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{who} calls as the guide set them up: {v}");
+    }
+    let (st, v) = fleet[1].post("/v1/exec/ledger/status", &bob, &json!({}));
+    assert_ne!(st, 200, "globex's ledger is not activated: {v}");
+    // A payment of acme waits for a person, whatever its caller says; the operator's CLI lists it.
+    let pay = json!({ "amount": "2.80", "payee": "demo-transit", "confirm": true });
+    let (st, v) = fleet[2].post("/v1/exec/ledger/transfer", &alice, &pay);
+    assert_eq!((st, v["code"].as_str()), (428, Some("approval_pending")), "{v}");
+    let waiting = stdout_json(&db.run_with("operator", &["approve", "--json"], &[], None));
+    assert_eq!(waiting["pending"].as_array().map(Vec::len), Some(1), "{waiting}");
+    // ops's token reads each replica's /metrics, which names the tenants whose calls that replica served.
+    let scrape = |s: &Server| {
+        let (st, _, page) = crate::serve::request_raw(&s.addr, "GET", "/metrics", Some(&ops), None, &[]);
+        assert_eq!(st, 200, "{page}");
+        page
+    };
+    let (page0, page1) = (scrape(&fleet[0]), scrape(&fleet[1]));
+    let calls = |tenant: &str| format!("hcp_calls_total{{tenant=\"{tenant}\"");
+    assert!(page0.contains(&calls("acme")) && page0.contains(&calls("globex")), "{page0}");
+    assert!(page1.contains(&calls("globex")) && !page1.contains(&calls("acme")), "{page1}");
+    // The payment waiting is the store's, so every replica reports it.
+    assert!(page1.contains("hcp_approvals_waiting{tenant=\"acme\"} 1"), "{page1}");
 }
 
 /// Waits (at most 10 s) until `s` answers `/readyz` 200: its signal handlers are in place by then.

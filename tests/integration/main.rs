@@ -70,6 +70,7 @@ mod tenants;
 mod test_ca;
 mod tickets;
 mod titles;
+mod traces;
 mod visible;
 mod wire;
 mod writes;

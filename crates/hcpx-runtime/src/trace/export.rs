@@ -1,0 +1,214 @@
+//! The batch exporter: calls hand their finished spans to a queue (bounded in spans: past it a call's spans are
+//! dropped and counted, the call never waits), and a thread of its own sends them to the collector in batches
+//! over OTLP/HTTP (protobuf), each POST bounded by the export timeout. A slow or dead collector costs the
+//! exporter's thread its time, never a call's.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::config::{Endpoint, Sampler, TraceConfig};
+use super::{otlp, Clock, Parent, Recording, SpanData};
+use crate::model::{Envelope, Principal, ResultEnvelope};
+
+/// What the exporter's thread is sent.
+enum Msg {
+    Spans(Vec<SpanData>),
+    /// Send what is queued now, then answer.
+    Flush(mpsc::SyncSender<()>),
+}
+
+/// Counts an operator reads to see whether traces arrive.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Spans sent and accepted by the collector.
+    pub exported: AtomicU64,
+    /// Spans dropped: the queue was full, or the collector refused or could not be reached.
+    pub dropped: AtomicU64,
+}
+
+/// The tracer of a served runtime: decides which calls are traced, and queues their spans for export.
+pub struct Tracer {
+    sampler: Sampler,
+    tx: mpsc::Sender<Msg>,
+    queued: Arc<AtomicUsize>,
+    max_queue: usize,
+    counts: Arc<Counts>,
+}
+
+impl Tracer {
+    /// Starts the exporter's thread for `cfg`.
+    pub fn start(cfg: TraceConfig) -> std::io::Result<Tracer> {
+        let (tx, rx) = mpsc::channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new(Counts::default());
+        let exporter = Exporter {
+            body_resource: cfg.resource.clone(),
+            endpoint: cfg.endpoint.clone(),
+            headers: cfg.headers.clone(),
+            timeout: cfg.timeout,
+            queued: queued.clone(),
+            counts: counts.clone(),
+        };
+        let (delay, max_batch) = (cfg.schedule_delay, cfg.max_batch);
+        std::thread::Builder::new()
+            .name("hcpx-trace-export".into())
+            .spawn(move || exporter.run(&rx, delay, max_batch))?;
+        Ok(Tracer { sampler: cfg.sampler, tx, queued, max_queue: cfg.max_queue, counts })
+    }
+
+    /// A call starting now, the child of `parent` when its caller sent one: its clock records when sampled.
+    pub fn start_call(&self, parent: Option<&Parent>) -> Clock {
+        let rec = Recording::start(parent.cloned());
+        if self.sampler.sampled(parent, &rec.trace_id) {
+            Clock(Some(Box::new(rec)))
+        } else {
+            Clock::off()
+        }
+    }
+
+    /// The call ended: its spans are queued for export, or dropped (and counted) when the queue is full.
+    pub fn finish_call(
+        &self,
+        clock: &mut Clock,
+        principal: &Principal,
+        env: &Envelope,
+        out: &ResultEnvelope,
+        took: Duration,
+    ) {
+        let Some(rec) = clock.take() else { return };
+        let spans = rec.spans(principal, env, out, took);
+        let n = spans.len();
+        if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.max_queue {
+            self.queued.fetch_sub(n, Ordering::Relaxed);
+            self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        }
+        if self.tx.send(Msg::Spans(spans)).is_err() {
+            self.queued.fetch_sub(n, Ordering::Relaxed);
+            self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends what is queued, waiting at most `within` (a server shutting down).
+    pub fn flush(&self, within: Duration) {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if self.tx.send(Msg::Flush(tx)).is_ok() {
+            let _ = rx.recv_timeout(within);
+        }
+    }
+
+    /// Spans exported and dropped so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+}
+
+/// The exporter's thread's own state.
+struct Exporter {
+    body_resource: Vec<(String, String)>,
+    endpoint: Endpoint,
+    headers: Vec<(String, String)>,
+    timeout: Duration,
+    queued: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
+}
+
+impl Exporter {
+    /// Collects spans until `delay` has passed since the first of a batch or `max_batch` are held, sends them,
+    /// and so on until every sender is gone.
+    fn run(self, rx: &mpsc::Receiver<Msg>, delay: Duration, max_batch: usize) {
+        let mut batch: Vec<SpanData> = Vec::new();
+        let mut due: Option<Instant> = None;
+        loop {
+            let msg = match due {
+                Some(d) => rx.recv_timeout(d.saturating_duration_since(Instant::now())),
+                None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            };
+            match msg {
+                Ok(Msg::Spans(spans)) => {
+                    due.get_or_insert_with(|| Instant::now() + delay);
+                    batch.extend(spans);
+                    if batch.len() >= max_batch {
+                        self.send_all(&mut batch, max_batch);
+                        due = None;
+                    }
+                }
+                Ok(Msg::Flush(done)) => {
+                    self.send_all(&mut batch, max_batch);
+                    due = None;
+                    let _ = done.try_send(());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.send_all(&mut batch, max_batch);
+                    due = None;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.send_all(&mut batch, max_batch);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn send_all(&self, batch: &mut Vec<SpanData>, max_batch: usize) {
+        for chunk in batch.chunks(max_batch) {
+            let n = chunk.len();
+            let body = otlp::export_request(&self.body_resource, chunk);
+            let counter = if self.post(&body).is_ok() { &self.counts.exported } else { &self.counts.dropped };
+            counter.fetch_add(n as u64, Ordering::Relaxed);
+            self.queued.fetch_sub(n, Ordering::Relaxed);
+        }
+        batch.clear();
+    }
+
+    /// One POST of `body` to the collector, the whole exchange within the export timeout; `Ok` on a 2xx.
+    fn post(&self, body: &[u8]) -> Result<(), String> {
+        let deadline = Instant::now() + self.timeout;
+        let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let e = &self.endpoint;
+        let addrs = (e.host.as_str(), e.port).to_socket_addrs().map_err(|err| err.to_string())?;
+        let mut stream = None;
+        for a in addrs {
+            if let Ok(s) = TcpStream::connect_timeout(&a, left()) {
+                stream = Some(s);
+                break;
+            }
+        }
+        let mut s = stream.ok_or_else(|| format!("cannot connect to {}:{}", e.host, e.port))?;
+        let host = if e.host.contains(':') { format!("[{}]", e.host) } else { e.host.clone() };
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {host}:{}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: hcpx/{}\r\n",
+            e.path,
+            e.port,
+            body.len(),
+            env!("CARGO_PKG_VERSION")
+        );
+        for (k, v) in &self.headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        s.set_write_timeout(Some(left())).map_err(|err| err.to_string())?;
+        s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).map_err(|err| err.to_string())?;
+        // The status line is all that is read: `HTTP/1.1 200 ...`.
+        let mut status = [0u8; 12];
+        let mut got = 0;
+        while got < status.len() {
+            s.set_read_timeout(Some(left())).map_err(|err| err.to_string())?;
+            match s.read(&mut status[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(err) => return Err(err.to_string()),
+            }
+            if Instant::now() >= deadline {
+                return Err("timed out".into());
+            }
+        }
+        match status.get(9) {
+            Some(b'2') if status.starts_with(b"HTTP/1.") => Ok(()),
+            _ => Err(format!("the collector answered {:?}", String::from_utf8_lossy(&status[..got]))),
+        }
+    }
+}

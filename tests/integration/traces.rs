@@ -297,10 +297,13 @@ fn a_denied_call_ends_its_trace_at_the_step_that_refused_it_and_a_bad_traceparen
         (Some(2), &json!("invalid_args"))
     );
     // An unknown pack stops at resolve.
-    let (st, _) = post(&server, "/v1/exec/nope/x", &bob, &json!({}), &[]);
+    let (st, _) = post(&server, "/v1/exec/made-up-name/word", &bob, &json!({}), &[]);
     assert_eq!(st, 404);
     let spans = rx.wait_for("the unknown pack's spans", |s| named(s, "hcp.call").len() == 2);
     let call = named(&spans, "hcp.call").into_iter().find(|c| attr(c, "hcp.code") == "unknown_pack").unwrap();
+    // A name the runtime does not know is the caller's word, not exported.
+    assert_eq!((attr(call, "hcp.pack"), attr(call, "hcp.command")), (&json!("_unknown"), &json!("_unknown")));
+    assert!(!String::from_utf8_lossy(&rx.raw()).contains("made-up-name"));
     let t = call["trace_id"].as_str().unwrap();
     call_tree(&spans, t, "", &["hcp.resolve"]);
 }

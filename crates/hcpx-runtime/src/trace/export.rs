@@ -13,6 +13,9 @@ use super::config::{Endpoint, Sampler, TraceConfig};
 use super::{otlp, Clock, Parent, Recording, SpanData};
 use crate::model::{Envelope, Principal, ResultEnvelope};
 
+/// The most of a collector's answer that is read.
+const MAX_ANSWER: usize = 64 * 1024;
+
 /// What the exporter's thread is sent.
 enum Msg {
     Spans(Vec<SpanData>),
@@ -192,23 +195,31 @@ impl Exporter {
         head.push_str("\r\n");
         s.set_write_timeout(Some(left())).map_err(|err| err.to_string())?;
         s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).map_err(|err| err.to_string())?;
-        // The status line is all that is read: `HTTP/1.1 200 ...`.
-        let mut status = [0u8; 12];
-        let mut got = 0;
-        while got < status.len() {
+        // The answer is read to its end (the collector closes it), at most `MAX_ANSWER` bytes; only its status
+        // line (`HTTP/1.1 200 ...`) is looked at.
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 4096];
+        while answer.len() < MAX_ANSWER {
             s.set_read_timeout(Some(left())).map_err(|err| err.to_string())?;
-            match s.read(&mut status[got..]) {
+            match s.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => got += n,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(err) if answer.len() >= 12 => {
+                    let _ = err;
+                    break;
+                }
                 Err(err) => return Err(err.to_string()),
             }
             if Instant::now() >= deadline {
-                return Err("timed out".into());
+                break;
             }
         }
-        match status.get(9) {
-            Some(b'2') if status.starts_with(b"HTTP/1.") => Ok(()),
-            _ => Err(format!("the collector answered {:?}", String::from_utf8_lossy(&status[..got]))),
+        match answer.get(9) {
+            Some(b'2') if answer.starts_with(b"HTTP/1.") => Ok(()),
+            _ => Err(format!(
+                "the collector answered {:?}",
+                String::from_utf8_lossy(&answer[..answer.len().min(12)])
+            )),
         }
     }
 }

@@ -309,9 +309,15 @@ impl Recording {
             attrs,
             error,
         };
+        // A pack or command the runtime does not know is the caller's own word: never exported (as `/metrics`).
+        let (pack, verb) = match out.code {
+            Some(crate::model::Code::UnknownPack) => ("_unknown", "_unknown"),
+            Some(crate::model::Code::NoPolicy) => (env.pack_id.as_str(), "_unknown"),
+            _ => (env.pack_id.as_str(), env.verb_key.as_str()),
+        };
         let mut call_attrs = vec![
-            ("hcp.pack", Attr::Str(env.pack_id.clone())),
-            ("hcp.command", Attr::Str(env.verb_key.clone())),
+            ("hcp.pack", Attr::Str(pack.to_string())),
+            ("hcp.command", Attr::Str(verb.to_string())),
             ("hcp.tenant", Attr::Str(principal.tenant.clone())),
             ("hcp.invoker", Attr::Str(principal.invoker.as_str().to_string())),
             ("hcp.code", Attr::Str(code.unwrap_or("ok").to_string())),

@@ -417,8 +417,10 @@ fn a_dead_collector_neither_fails_nor_slows_a_call() {
             held.push(c);
         }
     });
+    let ops = crate::serve::principal(&h, "ops", "local", &[], true);
     let mut env = traced(&format!("http://127.0.0.1:{port}"));
     env.push(("OTEL_BSP_MAX_QUEUE_SIZE".into(), "64".into()));
+    env.push(("OTEL_EXPORTER_OTLP_TIMEOUT".into(), "300".into()));
     let traced_server = serve(&h, &env, None);
     let plain = serve(&h, &[], None);
     let time = |s: &Server| {
@@ -434,8 +436,19 @@ fn a_dead_collector_neither_fails_nor_slows_a_call() {
     }
     let (on, off) = (median(on), median(off));
     assert!(on < off * 2 + Duration::from_millis(20), "traced to a dead collector {on:?}, untraced {off:?}");
-    // The exporter did try (and is stuck on its own thread, not on the calls').
+    // The exporter did try (and waited on its own thread, not on the calls'), and the spans it could not send or
+    // queue are counted.
     assert!(tried.load(Ordering::SeqCst) >= 1, "the exporter never tried the collector");
+    let (st, _, text) =
+        crate::serve::request_raw(&traced_server.addr, "GET", "/metrics", Some(&ops), None, &[]);
+    assert_eq!(st, 200, "{text}");
+    let dropped = text
+        .lines()
+        .find_map(|l| l.strip_prefix("hcp_trace_spans_dropped_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    // 40 calls of 7 spans each, past a queue of 64 the collector never empties.
+    assert!(dropped.is_some_and(|d| d >= 200), "{text}");
+    assert!(text.contains("hcp_trace_spans_exported_total 0"), "{text}");
 }
 
 #[test]

@@ -83,7 +83,10 @@ pub(crate) async fn metrics(
         );
     }
     let store = app.runtime.store();
-    let text = app.metrics.render(app.runtime.calls_in_flight(), store.kind(), store.pool_stats());
+    let mut text = app.metrics.render(app.runtime.calls_in_flight(), store.kind(), store.pool_stats());
+    if let Some(t) = app.runtime.tracer() {
+        super::trace::render_counts(&mut text, t.counts());
+    }
     let mut resp = text.into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

@@ -16,7 +16,7 @@ use crate::adapter::egress::EgressRow;
 use crate::model::{Envelope, Principal, ResultEnvelope};
 
 pub use config::{ConfigError, TraceConfig};
-pub use export::Tracer;
+pub use export::{Counts, Tracer};
 
 /// The caller's span, from a W3C `traceparent` (and its `tracestate`): the call's span is its child.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::config::{Endpoint, Sampler, TraceConfig};
-use super::{otlp, Clock, Parent, Recording, SpanData};
+use super::{otlp, Clock, Ended, Parent, Recording, SpanData};
 use crate::model::{Envelope, Principal, ResultEnvelope};
 
 /// The most of a collector's answer that is read.
@@ -18,7 +18,8 @@ const MAX_ANSWER: usize = 64 * 1024;
 
 /// What the exporter's thread is sent.
 enum Msg {
-    Spans(Vec<SpanData>),
+    /// A call that ended: its spans are made on the exporter's thread.
+    Call(Box<Recording>, Ended),
     /// Send what is queued now, then answer.
     Flush(mpsc::SyncSender<()>),
 }
@@ -82,14 +83,13 @@ impl Tracer {
         took: Duration,
     ) {
         let Some(rec) = clock.take() else { return };
-        let spans = rec.spans(principal, env, out, took);
-        let n = spans.len();
+        let n = rec.span_count();
         if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.max_queue {
             self.queued.fetch_sub(n, Ordering::Relaxed);
             self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
             return;
         }
-        if self.tx.send(Msg::Spans(spans)).is_err() {
+        if self.tx.send(Msg::Call(rec, Ended::of(principal, env, out, took))).is_err() {
             self.queued.fetch_sub(n, Ordering::Relaxed);
             self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
         }
@@ -131,9 +131,9 @@ impl Exporter {
                 None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
             };
             match msg {
-                Ok(Msg::Spans(spans)) => {
+                Ok(Msg::Call(rec, ended)) => {
                     due.get_or_insert_with(|| Instant::now() + delay);
-                    batch.extend(spans);
+                    batch.extend(rec.spans(&ended));
                     if batch.len() >= max_batch {
                         self.send_all(&mut batch, max_batch);
                         due = None;

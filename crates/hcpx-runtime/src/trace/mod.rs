@@ -201,6 +201,11 @@ impl Clock {
 }
 
 impl Recording {
+    /// How many spans the call is: itself, its steps, its requests.
+    pub(crate) fn span_count(&self) -> usize {
+        1 + self.steps.len() + self.requests.len()
+    }
+
     fn now(&self) -> u64 {
         u64::try_from(self.t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
@@ -209,6 +214,39 @@ impl Recording {
 /// Nanoseconds since the Unix epoch.
 fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)).unwrap_or(0)
+}
+
+/// What a call's spans say of it beyond its recording, taken when it ended (names only, never a value).
+pub(crate) struct Ended {
+    pack: String,
+    verb: String,
+    tenant: String,
+    invoker: &'static str,
+    /// The stable code of a call that did not succeed.
+    code: Option<&'static str>,
+    sandbox: Option<&'static str>,
+    took: Duration,
+}
+
+impl Ended {
+    pub(crate) fn of(principal: &Principal, env: &Envelope, out: &ResultEnvelope, took: Duration) -> Ended {
+        let code = if out.ok { None } else { Some(out.code.map_or("adapter_failed", |c| c.as_str())) };
+        // A pack or command the runtime does not know is the caller's own word: never exported (as `/metrics`).
+        let (pack, verb) = match out.code {
+            Some(crate::model::Code::UnknownPack) => ("_unknown", "_unknown"),
+            Some(crate::model::Code::NoPolicy) => (env.pack_id.as_str(), "_unknown"),
+            _ => (env.pack_id.as_str(), env.verb_key.as_str()),
+        };
+        Ended {
+            pack: pack.to_string(),
+            verb: verb.to_string(),
+            tenant: principal.tenant.clone(),
+            invoker: principal.invoker.as_str(),
+            code,
+            sandbox: out.sandbox.as_ref().map(|s| s.mode.as_str()),
+            took,
+        }
+    }
 }
 
 /// An attribute's value.
@@ -285,15 +323,10 @@ impl Recording {
         }
     }
 
-    /// The call's spans: the call, its steps, its requests (children of the run).
-    fn spans(
-        self,
-        principal: &Principal,
-        env: &Envelope,
-        out: &ResultEnvelope,
-        took: Duration,
-    ) -> Vec<SpanData> {
-        let code = if out.ok { None } else { Some(out.code.map_or("adapter_failed", |c| c.as_str())) };
+    /// The call's spans: the call, its steps, its requests (children of the run). Built on the exporter's
+    /// thread, off the call's path.
+    fn spans(self, e: &Ended) -> Vec<SpanData> {
+        let (code, took) = (e.code, e.took);
         let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let state = self.parent.as_ref().and_then(|p| p.state.clone());
         let span = |name, kind, parent: [u8; 8], start_ns, end_ns, attrs, error| SpanData {
@@ -309,23 +342,17 @@ impl Recording {
             attrs,
             error,
         };
-        // A pack or command the runtime does not know is the caller's own word: never exported (as `/metrics`).
-        let (pack, verb) = match out.code {
-            Some(crate::model::Code::UnknownPack) => ("_unknown", "_unknown"),
-            Some(crate::model::Code::NoPolicy) => (env.pack_id.as_str(), "_unknown"),
-            _ => (env.pack_id.as_str(), env.verb_key.as_str()),
-        };
         let mut call_attrs = vec![
-            ("hcp.pack", Attr::Str(pack.to_string())),
-            ("hcp.command", Attr::Str(verb.to_string())),
-            ("hcp.tenant", Attr::Str(principal.tenant.clone())),
-            ("hcp.invoker", Attr::Str(principal.invoker.as_str().to_string())),
+            ("hcp.pack", Attr::Str(e.pack.clone())),
+            ("hcp.command", Attr::Str(e.verb.clone())),
+            ("hcp.tenant", Attr::Str(e.tenant.clone())),
+            ("hcp.invoker", Attr::Str(e.invoker.to_string())),
             ("hcp.code", Attr::Str(code.unwrap_or("ok").to_string())),
-            ("hcp.ok", Attr::Bool(out.ok)),
+            ("hcp.ok", Attr::Bool(code.is_none())),
             ("hcp.duration_ms", Attr::Int(i64::try_from(took.as_millis()).unwrap_or(i64::MAX))),
         ];
-        if let Some(s) = &out.sandbox {
-            call_attrs.push(("hcp.sandbox", Attr::Str(s.mode.as_str().to_string())));
+        if let Some(s) = e.sandbox {
+            call_attrs.push(("hcp.sandbox", Attr::Str(s.to_string())));
         }
         let mut spans = Vec::with_capacity(1 + self.steps.len() + self.requests.len());
         spans.push(SpanData {
@@ -355,8 +382,8 @@ impl Recording {
             );
             if *step == Step::Run {
                 run = Some(s.span_id);
-                if let Some(sb) = &out.sandbox {
-                    s.attrs.push(("hcp.sandbox", Attr::Str(sb.mode.as_str().to_string())));
+                if let Some(sb) = e.sandbox {
+                    s.attrs.push(("hcp.sandbox", Attr::Str(sb.to_string())));
                 }
             }
             spans.push(s);

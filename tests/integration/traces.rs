@@ -45,6 +45,11 @@ fn unavailable() -> bool {
 
 impl Receiver {
     pub(crate) fn start() -> Option<Receiver> {
+        Receiver::start_with(&[])
+    }
+
+    /// The receiver with more arguments (`CERT KEY`: over HTTPS).
+    fn start_with(args: &[&std::path::Path]) -> Option<Receiver> {
         if unavailable() {
             return None;
         }
@@ -53,6 +58,7 @@ impl Receiver {
         let mut child = Command::new("python3")
             .arg(repo().join("tests/otlp/receiver.py"))
             .arg(&out)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -539,4 +545,63 @@ fn an_mcp_calls_meta_traceparent_is_its_parent() {
         (&json!("mcp"), &json!("vendor=mcp")),
         "{call}"
     );
+}
+
+#[test]
+fn an_https_collector_is_reached_only_when_its_certificate_is_trusted() {
+    let t = tempfile::tempdir().unwrap();
+    let (cert, key) = (t.path().join("cert.pem"), t.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"])
+        // An end-entity certificate (OpenSSL marks a self-signed one a CA, which a TLS client refuses as a leaf).
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (scripts/setup.sh installs it)");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let Some(rx) = Receiver::start_with(&[&cert, &key]) else { return };
+    let h = Home::new();
+    crate::serve::install_repo_packs(&h, &["ledger"]);
+    let bob = crate::serve::principal(&h, "bob", "local", crate::serve::ALL, false);
+    let ops = crate::serve::principal(&h, "ops", "local", &[], true);
+    let env = traced(&format!("https://localhost:{}", rx.port));
+    // Its certificate not trusted: nothing is sent (the handshake fails), the calls do not notice, and the spans
+    // are counted as dropped.
+    let untrusted = serve(&h, &env, None);
+    let (st, v) = post(&untrusted, "/v1/exec/ledger/status", &bob, &json!({}), &[]);
+    assert_eq!(st, 200, "{v}");
+    let start = Instant::now();
+    let dropped = loop {
+        let (_, _, text) =
+            crate::serve::request_raw(&untrusted.addr, "GET", "/metrics", Some(&ops), None, &[]);
+        let d =
+            text.lines().find_map(|l| l.strip_prefix("hcp_trace_spans_dropped_total ")).map(str::to_string);
+        if d.as_deref().is_some_and(|d| d != "0") || start.elapsed() > Duration::from_secs(10) {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(dropped.as_deref(), Some("7"), "the read's seven spans");
+    assert!(rx.spans().is_empty());
+    // Trusted (the hcpx process's SSL_CERT_FILE, as for a pack's origins): the spans arrive.
+    let trusted = serve(&h, &env, Some(&cert));
+    let (st, v) =
+        post(&trusted, "/v1/exec/ledger/status", &bob, &json!({}), &[("traceparent", &traceparent(PARENT))]);
+    assert_eq!(st, 200, "{v}");
+    let spans = rx.wait_for("the spans over https", |s| named(s, "hcp.audit").len() == 1);
+    call_tree(&spans, TRACE, PARENT, &STEPS);
 }

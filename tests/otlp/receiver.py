@@ -1,7 +1,10 @@
 """An OTLP/HTTP trace receiver for the trace tests (tests/integration/traces.rs): listens on 127.0.0.1 (its port
 printed as the first line of stdout), decodes each `POST /v1/traces` body with the official OpenTelemetry
 protobuf definitions (PyPI `opentelemetry-proto`), and appends one JSON line per span to OUT, and every body as
-received to OUT.raw (what the tests search for values that must never be exported)."""
+received to OUT.raw (what the tests search for values that must never be exported). With CERT and KEY (PEM files)
+it serves HTTPS.
+
+Usage: receiver.py OUT [CERT KEY]"""
 
 import json
 import sys
@@ -70,5 +73,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+if len(sys.argv) > 3:
+    import ssl
+
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()

@@ -14,8 +14,6 @@ pub enum ConfigError {
         "{var}={value:?} is not a collector URL; write it as http://HOST:PORT (e.g. http://127.0.0.1:4318)"
     )]
     Endpoint { var: &'static str, value: String },
-    #[error("{var}={value:?}: https collectors are not supported yet; export to an http:// collector on this host or its private network (e.g. an OpenTelemetry Collector sidecar on http://127.0.0.1:4318)")]
-    Https { var: &'static str, value: String },
     #[error("OTEL_EXPORTER_OTLP_PROTOCOL={0:?} is not supported; use http/protobuf")]
     Protocol(String),
     #[error("OTEL_TRACES_SAMPLER={0:?} is not a sampler; use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio")]
@@ -64,6 +62,8 @@ pub struct Endpoint {
     pub host: String,
     pub port: u16,
     pub path: String,
+    /// `https`: TLS, the collector's certificate verified against the system's roots (`SSL_CERT_FILE` honoured).
+    pub tls: bool,
 }
 
 /// The exporter's settings.
@@ -217,10 +217,13 @@ fn percent_decode(s: &str) -> Option<String> {
 fn endpoint(var: &'static str, value: &str, base: bool) -> Result<Endpoint, ConfigError> {
     let bad = || ConfigError::Endpoint { var, value: value.to_string() };
     let v = value.trim();
-    if v.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")) {
-        return Err(ConfigError::Https { var, value: value.to_string() });
-    }
-    let rest = v.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| &v[7..]).ok_or_else(bad)?;
+    let tls = v.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+    let rest = if tls {
+        &v[8..]
+    } else {
+        v.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| &v[7..]).ok_or_else(bad)?
+    };
+    let default_port = if tls { 443 } else { 80 };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
@@ -229,14 +232,14 @@ fn endpoint(var: &'static str, value: &str, base: bool) -> Result<Endpoint, Conf
         let (h, after) = h.split_once(']').ok_or_else(bad)?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| bad())?,
-            None if after.is_empty() => 80,
+            None if after.is_empty() => default_port,
             None => return Err(bad()),
         };
         (h.to_string(), port)
     } else {
         match authority.rsplit_once(':') {
             Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad())?),
-            None => (authority.to_string(), 80),
+            None => (authority.to_string(), default_port),
         }
     };
     let host_ok = !host.is_empty()
@@ -255,7 +258,7 @@ fn endpoint(var: &'static str, value: &str, base: bool) -> Result<Endpoint, Conf
     } else {
         path.to_string()
     };
-    Ok(Endpoint { host, port, path })
+    Ok(Endpoint { host, port, path, tls })
 }
 
 #[cfg(test)]
@@ -299,7 +302,12 @@ mod tests {
         assert!(c.resource.contains(&("service.instance.id".into(), "r1".into())));
         assert_eq!(c.sampler, Sampler::ParentBased(Box::new(Sampler::Ratio(0.25))));
         let t = cfg(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://[::1]:9/x")]).unwrap().unwrap();
-        assert_eq!(t.endpoint, Endpoint { host: "::1".into(), port: 9, path: "/x".into() });
+        assert_eq!(t.endpoint, Endpoint { host: "::1".into(), port: 9, path: "/x".into(), tls: false });
+        let t = cfg(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example")]).unwrap().unwrap();
+        assert_eq!(
+            t.endpoint,
+            Endpoint { host: "otel.example".into(), port: 443, path: "/v1/traces".into(), tls: true }
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{ClientConnection, StreamOwned};
+
 use super::config::{Endpoint, Sampler, TraceConfig};
 use super::{otlp, Clock, Ended, Parent, Recording, SpanData};
 use crate::model::{Envelope, Principal, ResultEnvelope};
@@ -180,7 +183,28 @@ impl Exporter {
                 break;
             }
         }
-        let mut s = stream.ok_or_else(|| format!("cannot connect to {}:{}", e.host, e.port))?;
+        let tcp = stream.ok_or_else(|| format!("cannot connect to {}:{}", e.host, e.port))?;
+        // The TLS handshake reads and writes before the request does: both bounded from here.
+        tcp.set_write_timeout(Some(left())).map_err(|err| err.to_string())?;
+        tcp.set_read_timeout(Some(left())).map_err(|err| err.to_string())?;
+        if !e.tls {
+            return self.exchange(tcp, body, deadline);
+        }
+        let config = hcpx_egress::upstream::client_config(&[b"http/1.1"]).map_err(|r| r.to_string())?;
+        let name = ServerName::try_from(e.host.clone()).map_err(|err| err.to_string())?;
+        let conn = ClientConnection::new(config, name).map_err(|err| err.to_string())?;
+        self.exchange(StreamOwned::new(conn, tcp), body, deadline)
+    }
+
+    /// The request and its answer over `s` (plain or TLS), by `deadline`.
+    fn exchange<S: Read + Write + Timed>(
+        &self,
+        mut s: S,
+        body: &[u8],
+        deadline: Instant,
+    ) -> Result<(), String> {
+        let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let e = &self.endpoint;
         let host = if e.host.contains(':') { format!("[{}]", e.host) } else { e.host.clone() };
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {host}:{}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: hcpx/{}\r\n",
@@ -193,14 +217,16 @@ impl Exporter {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
-        s.set_write_timeout(Some(left())).map_err(|err| err.to_string())?;
-        s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).map_err(|err| err.to_string())?;
+        s.write_all(head.as_bytes())
+            .and_then(|()| s.write_all(body))
+            .and_then(|()| s.flush())
+            .map_err(|err| err.to_string())?;
         // The answer is read to its end (the collector closes it), at most `MAX_ANSWER` bytes; only its status
         // line (`HTTP/1.1 200 ...`) is looked at.
         let mut answer = Vec::new();
         let mut buf = [0u8; 4096];
         while answer.len() < MAX_ANSWER {
-            s.set_read_timeout(Some(left())).map_err(|err| err.to_string())?;
+            s.read_timeout(left()).map_err(|err| err.to_string())?;
             match s.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => answer.extend_from_slice(&buf[..n]),
@@ -221,5 +247,22 @@ impl Exporter {
                 String::from_utf8_lossy(&answer[..answer.len().min(12)])
             )),
         }
+    }
+}
+
+/// A stream whose reads can be bounded in time: a TCP stream, or TLS over one.
+trait Timed {
+    fn read_timeout(&self, t: Duration) -> std::io::Result<()>;
+}
+
+impl Timed for TcpStream {
+    fn read_timeout(&self, t: Duration) -> std::io::Result<()> {
+        self.set_read_timeout(Some(t))
+    }
+}
+
+impl Timed for StreamOwned<ClientConnection, TcpStream> {
+    fn read_timeout(&self, t: Duration) -> std::io::Result<()> {
+        self.sock.set_read_timeout(Some(t))
     }
 }

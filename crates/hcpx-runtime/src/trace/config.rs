@@ -295,7 +295,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.endpoint,
-            Endpoint { host: "collector.internal".into(), port: 4318, path: "/otel/v1/traces".into() }
+            Endpoint {
+                host: "collector.internal".into(),
+                port: 4318,
+                path: "/otel/v1/traces".into(),
+                tls: false
+            }
         );
         assert_eq!(c.headers, vec![("api-key".into(), "s x".into()), ("team".into(), "ops".into())]);
         assert_eq!(c.resource[0], ("service.name".into(), "edge".into()));

@@ -277,7 +277,8 @@ impl Runtime {
         ctx: CallContext,
     ) -> ResultEnvelope {
         let started = std::time::Instant::now();
-        // Off (no collector named), the clock records nothing: one branch here, none on the call's path.
+        // Off (no collector named), the clock is `None`: no recording, no allocation; each step's mark is a branch
+        // that does nothing.
         let mut clock = match &self.tracer {
             Some(t) => t.start_call(ctx.trace.as_ref()),
             None => trace::Clock::off(),

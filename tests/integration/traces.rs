@@ -276,6 +276,23 @@ fn a_served_composite_call_is_a_span_per_step_and_per_request_under_the_callers_
     assert_eq!(egress.len(), 1, "{mine:#?}");
     assert_eq!(attr(egress[0], "hcp.egress.class"), "not_allowed", "{}", egress[0]);
     assert_eq!(egress[0]["status"]["code"], 2, "{}", egress[0]);
+
+    // The collector is the operator's: a pack's code cannot reach it (an IP literal, loopback, in no policy).
+    let collector = format!("http://127.0.0.1:{}/v1/traces", rx.port);
+    let (_, v) =
+        post(&server, "/v1/exec/test-http/fetch", &bob, &json!({ "url": collector, "method": "POST" }), &[]);
+    assert_eq!(v["ok"], false, "{v}");
+    rx.wait_for("the refused fetch's spans", |s| {
+        s.iter().any(|s| s["name"] == "hcp.egress" && s["attributes"]["hcp.egress.class"] == "ip_literal")
+    });
+    let headers = std::fs::read_to_string(rx.out.with_extension("jsonl.headers")).unwrap();
+    for line in headers.lines() {
+        let h: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            h["headers"]["User-Agent"].as_str().is_some_and(|a| a.starts_with("hcpx/")),
+            "not hcpx's export: {h}"
+        );
+    }
 }
 
 #[test]

@@ -183,10 +183,8 @@ fn call_tree<'a>(
         Some(r) => mine.iter().copied().filter(|s| s["parent_span_id"] == r["span_id"]).collect(),
         None => Vec::new(),
     };
-    assert_eq!(
-        egress.len(),
-        named(&mine.iter().map(|v| (*v).clone()).collect::<Vec<_>>(), "hcp.egress").len()
-    );
+    // Every request span of the call is a child of its run.
+    assert_eq!(egress.len(), mine.iter().filter(|s| s["name"] == "hcp.egress").count(), "{mine:#?}");
     (call, run, egress)
 }
 

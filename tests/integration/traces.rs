@@ -543,7 +543,7 @@ fn a_served_wrap_calls_requests_through_its_egress_proxy_are_spans_of_its_run() 
 }
 
 #[test]
-fn an_mcp_calls_meta_traceparent_is_its_parent() {
+fn an_mcp_calls_meta_traceparent_or_its_requests_header_is_its_parent() {
     let Some(rx) = Receiver::start() else { return };
     let h = Home::new();
     crate::serve::install_repo_packs(&h, &["ledger"]);
@@ -551,7 +551,7 @@ fn an_mcp_calls_meta_traceparent_is_its_parent() {
     let server = serve(&h, &traced(&rx.endpoint()), None);
     let url = format!("http://{}/mcp", server.addr);
     let tp = traceparent(PARENT);
-    let r = crate::mcp::client(&h, "traced.py", &[&url, &bob, "ledger__status", &tp, "vendor=mcp"]);
+    let r = crate::mcp::client(&h, "traced.py", &[&url, &bob, "ledger__status", &tp, "vendor=mcp", "meta"]);
     assert_eq!(r["is_error"], false, "{r}");
     let spans = rx.wait_for("the MCP call's spans", |s| named(s, "hcp.audit").len() == 1);
     let (call, _, _) = call_tree(&spans, TRACE, PARENT, &STEPS);
@@ -560,6 +560,14 @@ fn an_mcp_calls_meta_traceparent_is_its_parent() {
         (&json!("mcp"), &json!("vendor=mcp")),
         "{call}"
     );
+    // Without `_meta`, the `/mcp` request's own `traceparent` header.
+    let other = "0af7651916cd43dd8448eb211c80319c";
+    let tp = format!("00-{other}-b7ad6b7169203331-01");
+    let r = crate::mcp::client(&h, "traced.py", &[&url, &bob, "ledger__status", &tp, "vendor=hdr", "header"]);
+    assert_eq!(r["is_error"], false, "{r}");
+    let spans = rx.wait_for("the second MCP call's spans", |s| named(s, "hcp.audit").len() == 2);
+    let (call, _, _) = call_tree(&spans, other, "b7ad6b7169203331", &STEPS);
+    assert_eq!(call["trace_state"], "vendor=hdr", "{call}");
 }
 
 #[test]

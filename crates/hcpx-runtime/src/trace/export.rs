@@ -1,12 +1,12 @@
-//! The batch exporter: calls hand their finished spans to a queue (bounded in spans: past it a call's spans are
-//! dropped and counted, the call never waits), and a thread of its own sends them to the collector in batches
-//! over OTLP/HTTP (protobuf), each POST bounded by the export timeout. A slow or dead collector costs the
-//! exporter's thread its time, never a call's.
+//! The batch exporter: calls hand their recordings to a queue (bounded in spans: past it a call's spans are
+//! dropped and counted, the call never waits), and a thread of its own builds their spans and sends them to the
+//! collector in batches over OTLP/HTTP (protobuf), each POST bounded by the export timeout. A slow or dead
+//! collector costs the exporter's thread its time, never a call's.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_rustls::rustls::pki_types::ServerName;
@@ -19,12 +19,25 @@ use crate::model::{Envelope, Principal, ResultEnvelope};
 /// The most of a collector's answer that is read.
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// What the exporter's thread is sent.
-enum Msg {
-    /// A call that ended: its spans are made on the exporter's thread.
-    Call(Box<Recording>, Ended),
-    /// Send what is queued now, then answer.
-    Flush(mpsc::SyncSender<()>),
+/// What the calls and the exporter's thread share: the calls that ended and are not yet taken for export. A call
+/// only pushes onto it (a short lock, no wake-up of the exporter unless a batch is full), so tracing costs a call
+/// no thread switch; the exporter takes everything every `schedule_delay` (or when a batch is full, or a flush is
+/// asked for) and builds the spans itself.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Pending>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    calls: Vec<(Box<Recording>, Ended)>,
+    /// The spans of `calls`.
+    spans: usize,
+    /// Who waits for what is queued now to be sent (`Tracer::flush`).
+    flushes: Vec<mpsc::SyncSender<()>>,
+    /// The tracer is gone: send what is left and stop.
+    closed: bool,
 }
 
 /// Counts an operator reads to see whether traces arrive.
@@ -39,16 +52,18 @@ pub struct Counts {
 /// The tracer of a served runtime: decides which calls are traced, and queues their spans for export.
 pub struct Tracer {
     sampler: Sampler,
-    tx: mpsc::Sender<Msg>,
+    queue: Arc<Queue>,
+    /// Spans queued or being sent; at most `max_queue`.
     queued: Arc<AtomicUsize>,
     max_queue: usize,
+    max_batch: usize,
     counts: Arc<Counts>,
 }
 
 impl Tracer {
     /// Starts the exporter's thread for `cfg`.
     pub fn start(cfg: TraceConfig) -> std::io::Result<Tracer> {
-        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue::default());
         let queued = Arc::new(AtomicUsize::new(0));
         let counts = Arc::new(Counts::default());
         let exporter = Exporter {
@@ -60,10 +75,11 @@ impl Tracer {
             counts: counts.clone(),
         };
         let (delay, max_batch) = (cfg.schedule_delay, cfg.max_batch);
+        let shared = queue.clone();
         std::thread::Builder::new()
             .name("hcpx-trace-export".into())
-            .spawn(move || exporter.run(&rx, delay, max_batch))?;
-        Ok(Tracer { sampler: cfg.sampler, tx, queued, max_queue: cfg.max_queue, counts })
+            .spawn(move || exporter.run(&shared, delay, max_batch))?;
+        Ok(Tracer { sampler: cfg.sampler, queue, queued, max_queue: cfg.max_queue, max_batch, counts })
     }
 
     /// A call starting now, the child of `parent` when its caller sent one: its clock records when sampled.
@@ -92,23 +108,48 @@ impl Tracer {
             self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
             return;
         }
-        if self.tx.send(Msg::Call(rec, Ended::of(principal, env, out, took))).is_err() {
-            self.queued.fetch_sub(n, Ordering::Relaxed);
-            self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
+        let ended = Ended::of(principal, env, out, took);
+        let full = match self.queue.state.lock() {
+            Ok(mut p) => {
+                p.calls.push((rec, ended));
+                p.spans += n;
+                p.spans >= self.max_batch
+            }
+            Err(_) => {
+                self.queued.fetch_sub(n, Ordering::Relaxed);
+                self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
+                return;
+            }
+        };
+        if full {
+            self.queue.wake.notify_one();
         }
     }
 
     /// Sends what is queued, waiting at most `within` (a server shutting down).
     pub fn flush(&self, within: Duration) {
         let (tx, rx) = mpsc::sync_channel(1);
-        if self.tx.send(Msg::Flush(tx)).is_ok() {
-            let _ = rx.recv_timeout(within);
+        if let Ok(mut p) = self.queue.state.lock() {
+            p.flushes.push(tx);
+        } else {
+            return;
         }
+        self.queue.wake.notify_one();
+        let _ = rx.recv_timeout(within);
     }
 
     /// Spans exported and dropped so far.
     pub fn counts(&self) -> &Counts {
         &self.counts
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.queue.state.lock() {
+            p.closed = true;
+        }
+        self.queue.wake.notify_one();
     }
 }
 
@@ -123,38 +164,34 @@ struct Exporter {
 }
 
 impl Exporter {
-    /// Collects spans until `delay` has passed since the first of a batch or `max_batch` are held, sends them,
-    /// and so on until every sender is gone.
-    fn run(self, rx: &mpsc::Receiver<Msg>, delay: Duration, max_batch: usize) {
-        let mut batch: Vec<SpanData> = Vec::new();
-        let mut due: Option<Instant> = None;
+    /// Every `delay` (or sooner, when `max_batch` spans wait or a flush is asked for) takes the calls that ended,
+    /// builds their spans and sends them, until the tracer is gone.
+    fn run(self, q: &Queue, delay: Duration, max_batch: usize) {
         loop {
-            let msg = match due {
-                Some(d) => rx.recv_timeout(d.saturating_duration_since(Instant::now())),
-                None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            };
-            match msg {
-                Ok(Msg::Call(rec, ended)) => {
-                    due.get_or_insert_with(|| Instant::now() + delay);
-                    batch.extend(rec.spans(&ended));
-                    if batch.len() >= max_batch {
-                        self.send_all(&mut batch, max_batch);
-                        due = None;
+            let (calls, flushes, closed) = {
+                let Ok(mut p) = q.state.lock() else { return };
+                let until = Instant::now() + delay;
+                while p.spans < max_batch && p.flushes.is_empty() && !p.closed {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
                     }
+                    p = match q.wake.wait_timeout(p, left) {
+                        Ok((g, _)) => g,
+                        Err(_) => return,
+                    };
                 }
-                Ok(Msg::Flush(done)) => {
-                    self.send_all(&mut batch, max_batch);
-                    due = None;
-                    let _ = done.try_send(());
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    self.send_all(&mut batch, max_batch);
-                    due = None;
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    self.send_all(&mut batch, max_batch);
-                    return;
-                }
+                p.spans = 0;
+                (std::mem::take(&mut p.calls), std::mem::take(&mut p.flushes), p.closed)
+            };
+            let mut batch: Vec<SpanData> =
+                calls.into_iter().flat_map(|(rec, ended)| rec.spans(&ended)).collect();
+            self.send_all(&mut batch, max_batch);
+            for done in flushes {
+                let _ = done.try_send(());
+            }
+            if closed {
+                return;
             }
         }
     }

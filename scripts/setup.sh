@@ -50,6 +50,11 @@ fi
 if ! python3 -c "import mcp" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check 'mcp==2.3.0'
 fi
+# The trace tests (tests/integration/traces.rs) decode what `hcpx serve` exports with the official OpenTelemetry
+# protobuf definitions, in a loopback OTLP/HTTP receiver (tests/otlp/receiver.py).
+if ! python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check 'opentelemetry-proto==1.45.2'
+fi
 # `hcpx serve`'s OpenAPI document is property-tested with schemathesis (tests/integration/serve.rs).
 if ! python3 -c "import schemathesis" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check 'schemathesis==4.32.5'

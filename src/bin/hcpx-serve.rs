@@ -118,7 +118,21 @@ fn main() -> ExitCode {
         Ok(max) => Arc::new(Metrics::with_max_tenants(max)),
         Err(e) => return fail(&e),
     };
-    let runtime = Arc::new(Runtime::new(store).with_max_calls(f.max_calls).with_observer(metrics.clone()));
+    let mut runtime = Runtime::new(store).with_max_calls(f.max_calls).with_observer(metrics.clone());
+    // Traces, when the operator names a collector (`OTEL_EXPORTER_OTLP_*`); a setting that does not parse
+    // stops the server here rather than leaving it untraced unseen.
+    let tracer = match hcpx_runtime::trace::TraceConfig::from_env() {
+        Ok(None) => None,
+        Ok(Some(cfg)) => match hcpx_runtime::trace::Tracer::start(cfg) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => return fail(&format!("cannot start the trace exporter: {e}")),
+        },
+        Err(e) => return fail(&format!("traces: {e}")),
+    };
+    if let Some(t) = &tracer {
+        runtime = runtime.with_tracer(t.clone());
+    }
+    let runtime = Arc::new(runtime);
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
@@ -145,6 +159,10 @@ fn main() -> ExitCode {
     // Stopped on purpose: it leaves the replicas' table rather than be taken for one that went quiet.
     if let Some(db) = &fleet {
         let _ = db.withdraw();
+    }
+    // The spans of the last calls go out before the process ends (a dead collector waits no longer than this).
+    if let Some(t) = &tracer {
+        t.flush(Duration::from_secs(5));
     }
     match ran {
         Ok(()) => ExitCode::SUCCESS,

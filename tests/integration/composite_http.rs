@@ -14,15 +14,15 @@ use crate::egress_server::{servers, Servers, BIG};
 use crate::helpers::Home;
 
 /// A home with the `web` pack (the test-http guest) and the servers it may or may not reach.
-struct Web {
-    h: Home,
-    s: Servers,
-    ca: PathBuf,
+pub(crate) struct Web {
+    pub(crate) h: Home,
+    pub(crate) s: Servers,
+    pub(crate) ca: PathBuf,
 }
 
 /// The pack declares api.test, private.test, meta.test and declared.test on the TLS port and web.test over
 /// plain http (none of them with `hosts`: `declared: false`); the operator allows all but declared.test.
-fn web(declared: bool) -> Web {
+pub(crate) fn web(declared: bool) -> Web {
     let h = Home::sharing_compiles();
     let s = servers();
     let ca = h.t.join("ca.pem");

@@ -92,7 +92,7 @@ fn ok(h: &Home, args: &[&str]) {
 /// web.test on the plain port over http, other.test on the TLS port), the CA in the pack; `allow`: whether the
 /// operator allows them (all but other.test for every tenant, web.test for tenant `local` only, other.test for
 /// tenant `acme` only), with the egress map in `sandbox.json`. `op`: `go`'s operation, `read` or `write`.
-fn setup(h: &Home, s: &Servers, allow: bool) {
+pub(crate) fn setup(h: &Home, s: &Servers, allow: bool) {
     setup_op(h, s, allow, "read");
 }
 

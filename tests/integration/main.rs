@@ -73,6 +73,7 @@ mod tenants;
 mod test_ca;
 mod tickets;
 mod titles;
+mod traces;
 mod visible;
 mod wire;
 mod workspace_pg;

@@ -33,6 +33,7 @@ mod ops;
 mod routes;
 mod sense;
 mod tasks;
+mod trace;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};

@@ -140,6 +140,9 @@ pub(crate) async fn metrics(
         "# HELP hcp_ready Whether this replica takes traffic (1), or is starting or draining (0).\n\
          # TYPE hcp_ready gauge\nhcp_ready {ready}\n"
     ));
+    if let Some(t) = app.runtime.tracer() {
+        super::trace::render_counts(&mut text, t.counts());
+    }
     let mut resp = text.into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

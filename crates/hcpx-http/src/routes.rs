@@ -108,7 +108,8 @@ async fn run(app: &App, who: Authenticated, env: Envelope, headers: &HeaderMap) 
         Some(Some(ms)) => Some(std::time::Duration::from_millis(ms)),
         Some(None) => return bad_input(app, TIMEOUT_HEADER, "it takes a positive number of milliseconds"),
     };
-    let ctx = CallContext { deadline, ..CallContext::default() };
+    let trace = app.runtime.tracer().and_then(|_| super::trace::parent(headers));
+    let ctx = CallContext { deadline, trace, ..CallContext::default() };
     if super::tasks::prefers_async(headers) {
         return match app.runtime.clone().exec_or_task(who.principal, env, ctx).await {
             crate::runtime::tasks::Started::Answered(out) => result(app, *out),

@@ -318,7 +318,7 @@ impl HcpServer {
         if tasks::takes_tasks(context) {
             return self.call_or_task(tool, principal, args, context).await;
         }
-        let work = call(self.runtime.clone(), principal, tool, args, self.context.clone());
+        let work = call(self.runtime.clone(), principal, tool, args, self.call_context(context));
         to_mcp_result(unless_cancelled(work, context, &tool.pack_id, &tool.verb_key).await).into()
     }
 
@@ -337,7 +337,7 @@ impl HcpServer {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         use super::approval as ap;
-        let held = CallContext { ask_person: true, ..self.context.clone() };
+        let held = CallContext { ask_person: true, ..self.call_context(context) };
         let first = call(self.runtime.clone(), principal.clone(), tool, args.clone(), held).await;
         let Some((id, required)) = pending_approval(&first) else { return to_mcp_result(first).into() };
         if required && !self.answer_counts(context) {
@@ -420,7 +420,7 @@ impl HcpServer {
             args.remove(g);
         }
         args.insert(crate::args::APPROVAL_ARG.into(), serde_json::Value::String(id.to_string()));
-        call(self.runtime.clone(), principal, tool, args, self.context.clone()).await
+        call(self.runtime.clone(), principal, tool, args, self.call_context(context)).await
     }
 
     /// Whether, where the operator requires a person's approval, this client's answer is taken as one: never
@@ -467,7 +467,7 @@ impl HcpServer {
                 return Ok(with_progress(work, &context, &tool.title).await);
             }
         }
-        let work = super::single::run(self.runtime.clone(), principal, self.context.clone(), line);
+        let work = super::single::run(self.runtime.clone(), principal, self.call_context(&context), line);
         let work = unless_cancelled(work, &context, super::single::TOOL, "command");
         Ok(to_mcp_result(with_progress(work, &context, "HCP packs").await).into())
     }
@@ -487,6 +487,30 @@ impl HcpServer {
             Box::new(super::call::answer(&ResultEnvelope::denied(pack_id, verb_key, Code::Denied, why)))
         })
     }
+}
+
+impl HcpServer {
+    /// The context of one call: the server's, with the caller's span when calls are traced (`_meta.traceparent`
+    /// of the request, else the HTTP request's `traceparent` header). A malformed one is ignored.
+    pub(crate) fn call_context(&self, context: &RequestContext<RoleServer>) -> CallContext {
+        let mut ctx = self.context.clone();
+        if self.runtime.tracer().is_some() {
+            ctx.trace = trace_parent(context);
+        }
+        ctx
+    }
+}
+
+/// The caller's span: `_meta.traceparent` (and `tracestate`, SEP-414), else the HTTP request's headers.
+fn trace_parent(context: &RequestContext<RoleServer>) -> Option<crate::runtime::trace::Parent> {
+    use crate::runtime::trace::Parent;
+    let from_meta =
+        context.meta.get_traceparent().and_then(|tp| Parent::parse(tp, context.meta.get_tracestate()));
+    from_meta.or_else(|| {
+        let headers = &context.extensions.get::<http::request::Parts>()?.headers;
+        let tp = headers.get("traceparent")?.to_str().ok()?;
+        Parent::parse(tp, headers.get("tracestate").and_then(|v| v.to_str().ok()))
+    })
 }
 
 /// The approval a held call waits for, if that is its answer, and whether the operator requires it

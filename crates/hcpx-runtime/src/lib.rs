@@ -36,6 +36,7 @@ pub mod scrub;
 pub mod sense;
 pub mod tasks;
 mod turn;
+pub mod trace;
 pub mod visible;
 
 pub use adapter::egress::{EgressRow, CLASSES as EGRESS_CLASSES};
@@ -75,6 +76,8 @@ pub struct Runtime {
     in_flight: Arc<AtomicUsize>,
     /// Told of every call `exec_async` answers (`hcpx serve`'s metrics).
     observer: Option<Arc<dyn CallObserver>>,
+    /// Traces the calls `exec_async` answers, when the operator named a collector (`trace`).
+    tracer: Option<Arc<trace::Tracer>>,
     /// The store's and the temp directory's paths, which a served caller is never told: found on first use (a
     /// served face's), so a one-shot CLI call does not pay for them.
     host_paths: std::sync::OnceLock<host_paths::HostPaths>,
@@ -114,6 +117,8 @@ pub struct CallContext {
     /// approval is held as a pending approval even where the operator requires none (its `confirm_required`
     /// answer then carries the approval's id), so the person's answer is bound to this exact call and spent once.
     pub ask_person: bool,
+    /// The caller's span (a W3C `traceparent`), when it sent one: a traced call's span is its child.
+    pub trace: Option<trace::Parent>,
 }
 
 impl CallContext {
@@ -124,7 +129,13 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        CallContext { project_dir, cancel: crate::model::Cancel::new(), deadline: None, ask_person: false }
+        CallContext {
+            project_dir,
+            cancel: crate::model::Cancel::new(),
+            deadline: None,
+            ask_person: false,
+            trace: None,
+        }
     }
 }
 
@@ -158,6 +169,7 @@ impl Runtime {
             max_calls: 0,
             in_flight: Arc::new(AtomicUsize::new(0)),
             observer: None,
+            tracer: None,
             running: Default::default(),
         }
     }
@@ -166,6 +178,17 @@ impl Runtime {
     pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Runtime {
         self.observer = Some(observer);
         self
+    }
+
+    /// Traces every call `exec_async` answers with `tracer` (`hcpx serve` with a collector named).
+    pub fn with_tracer(mut self, tracer: Arc<trace::Tracer>) -> Runtime {
+        self.tracer = Some(tracer);
+        self
+    }
+
+    /// The tracer, when calls are traced.
+    pub fn tracer(&self) -> Option<&Arc<trace::Tracer>> {
+        self.tracer.as_ref()
     }
 
     /// Runs at most `n` calls at once (0: no limit); a call past the limit is refused with `busy` before
@@ -256,9 +279,19 @@ impl Runtime {
         ctx: CallContext,
     ) -> ResultEnvelope {
         let started = std::time::Instant::now();
-        let out = self.exec_async_unobserved(&principal, &env, ctx).await;
+        // Off (no collector named), the clock is `None`: no recording, no allocation; each step's mark is a branch
+        // that does nothing.
+        let mut clock = match &self.tracer {
+            Some(t) => t.start_call(ctx.trace.as_ref()),
+            None => trace::Clock::off(),
+        };
+        let out = self.exec_async_unobserved(&principal, &env, ctx, &mut clock).await;
+        let took = started.elapsed();
         if let Some(o) = &self.observer {
-            o.observed(&principal, &env, &out, started.elapsed());
+            o.observed(&principal, &env, &out, took);
+        }
+        if let Some(t) = &self.tracer {
+            t.finish_call(&mut clock, &principal, &env, &out, took);
         }
         out
     }
@@ -268,6 +301,7 @@ impl Runtime {
         principal: &Principal,
         env: &Envelope,
         ctx: CallContext,
+        clock: &mut trace::Clock,
     ) -> ResultEnvelope {
         if tokio::runtime::Handle::try_current().is_err() {
             // Awaited outside tokio: there is no runtime to hand anything to, so the call blocks here.
@@ -275,7 +309,7 @@ impl Runtime {
         }
         // Dropped before the call ends (a client that went away), this stops the command.
         let guard = crate::model::CancelOnDrop::new(ctx.cancel.clone());
-        let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks) {
+        let out = match self.admit(principal, env, ArgsInput::Json(&env.args), &ctx, &NoHooks, clock) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
                 // A call that may write its pack's workspace waits for its turn on the blocking pool, and holds it
@@ -331,7 +365,12 @@ impl Runtime {
                         }
                     }
                 };
-                self.finish(principal, env, admitted, ran)
+                if clock.on() {
+                    clock.ran(ran.code, ran.ok, &ran.egress);
+                }
+                let out = self.finish(principal, env, admitted, ran);
+                clock.mark(trace::Step::Audit);
+                out
             }
         };
         guard.disarm();

@@ -20,6 +20,7 @@ use crate::pack::{Command, Land, Pack, PolicyRow};
 use crate::store::approvals::{ApprovalError, CallKey};
 use crate::store::config::SandboxConfig;
 use crate::store::Layout;
+use crate::trace::{Clock, Step};
 
 /// What step 1 found: the installed pack, its Policy row for the call, and the arguments as given.
 pub(super) struct Resolved<'a> {
@@ -100,7 +101,7 @@ impl Runtime {
         ctx: &CallContext,
         hooks: &dyn ExecHooks,
     ) -> ResultEnvelope {
-        match self.admit(principal, env, input, ctx, hooks) {
+        match self.admit(principal, env, input, ctx, hooks, &mut crate::trace::Clock::off()) {
             Admission::Answered(out) => *out,
             Admission::Run(admitted) => {
                 let ran = match self.workspace_turn(&admitted.job) {
@@ -125,28 +126,38 @@ impl Runtime {
         input: ArgsInput<'a>,
         ctx: &CallContext,
         hooks: &dyn ExecHooks,
+        clock: &mut Clock,
     ) -> Admission<'a> {
         let (pack_id, verb) = (env.pack_id.as_str(), env.verb_key.as_str());
         let slot = match self.slot() {
             Ok(s) => s,
-            Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
+            Err(d) => {
+                clock.failed(Some(d.code));
+                return Admission::Answered(Box::new(d.into_envelope(pack_id, verb)));
+            }
         };
         let r = match self.resolve(principal, env, input) {
             Ok(r) => r,
-            Err(d) => return Admission::Answered(Box::new(d.into_envelope(pack_id, verb))),
+            Err(d) => {
+                clock.failed(Some(d.code));
+                return Admission::Answered(Box::new(d.into_envelope(pack_id, verb)));
+            }
         };
-        let admitted = self.admit_resolved(principal, env, &r, ctx).and_then(|(checked, binding)| {
+        clock.mark(Step::Resolve);
+        let admitted = self.admit_resolved(principal, env, &r, ctx, clock).and_then(|(checked, binding)| {
             self.setup_run(principal, &r, &checked, hooks).map(|setup| (checked, binding, setup))
         });
         match admitted {
             Ok((checked, binding, setup)) => {
                 let mut admitted = build_job(principal, r, (checked, binding), setup, Some(slot), ctx);
                 if let Err(out) = self.intend(principal, env, &mut admitted) {
+                    clock.failed(out.code);
                     return Admission::Answered(out);
                 }
                 Admission::Run(admitted)
             }
             Err(d) => {
+                clock.failed(Some(d.code));
                 let out = d.into_envelope(pack_id, verb);
                 let given = r.given();
                 let call = super::finish::Audited {
@@ -156,7 +167,11 @@ impl Runtime {
                     args: &given,
                     project: super::finish::project_of(&r.pack, ctx.project_dir.as_deref()),
                 };
-                Admission::Answered(Box::new(self.audit(&call, out, None)))
+                let out = self.audit(&call, out, None);
+                if call.operation == crate::pack::Operation::Write {
+                    clock.mark(Step::Audit);
+                }
+                Admission::Answered(Box::new(out))
             }
         }
     }
@@ -213,10 +228,14 @@ impl Runtime {
         env: &Envelope,
         r: &Resolved<'_>,
         ctx: &CallContext,
+        clock: &mut Clock,
     ) -> Result<(Checked, MintedBinding), Denial> {
         let checked = checked(principal, env, r)?;
+        clock.mark(Step::Check);
         self.enforce_gate(principal, r, &checked, ctx.ask_person)?;
+        clock.mark(Step::Gate);
         let binding = self.mint_binding(principal, r, &checked)?;
+        clock.mark(Step::Mint);
         Ok((checked, binding))
     }
 

@@ -80,7 +80,7 @@ impl HcpServer {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let env = Envelope::new(&tool.pack_id, &tool.verb_key, args);
-        let work = self.runtime.clone().exec_or_task(principal, env, self.context.clone());
+        let work = self.runtime.clone().exec_or_task(principal, env, self.call_context(context));
         let started = tokio::select! {
             s = work => s,
             () = context.ct.cancelled() => {

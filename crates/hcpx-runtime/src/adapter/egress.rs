@@ -52,6 +52,9 @@ pub const CLASSES: [&str; 12] = [
 pub struct EgressRow {
     pub at: String,
     pub egress: AuditEgress,
+    /// When it ended and how long it took, to the nanosecond (its trace span).
+    pub ended: std::time::SystemTime,
+    pub took: Duration,
 }
 
 /// The audit row of a request that ended.
@@ -62,6 +65,8 @@ pub(crate) fn row(e: EgressEvent) -> EgressRow {
     };
     EgressRow {
         at: crate::model::clock::now_rfc3339(),
+        ended: std::time::SystemTime::now(),
+        took: e.elapsed,
         egress: AuditEgress {
             host: e.host,
             port: e.port,

@@ -6,7 +6,6 @@
 //! unsealed, the hosting guide's first block run in its order, and `serve` naming its store and its draining.
 
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::helpers::{repo, stdout_json, Home};
@@ -23,21 +22,6 @@ fn with_password(url: &str) -> String {
 
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// `hcpx serve` of `db` with its own home `name` and seal key `key`.
-fn replica(db: &PgStore, name: &str, key: &Path) -> Server {
-    let home = db.home(name);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--store", &db.url])
-        .env("HCP_HOME", home.join("hcp-home"))
-        .env("HCP_SEAL_KEY_FILE", key)
-        .env_remove("HCP_STORE")
-        .current_dir(&home);
-    if let Some(dir) = crate::helpers::shared_compile_cache() {
-        cmd.env("HCP_CACHE_DIR", dir);
-    }
-    Server::launch(cmd)
 }
 
 /// `hcpx doctor --json` from home `name`, with `extra` environment: (exit code, report).
@@ -93,9 +77,9 @@ fn doctor_on_postgres_names_the_database_the_seal_key_three_replicas_and_each_te
     // Three replicas; the third started with another seal key than the store's.
     let wrong_key = db.t.join("wrong.key");
     write_key(&wrong_key, 2);
-    let r0 = replica(&db, "r0", &db.key);
-    let r1 = replica(&db, "r1", &db.key);
-    let mut r2 = replica(&db, "r2", &wrong_key);
+    let r0 = db.serve("r0", &db.key);
+    let r1 = db.serve("r1", &db.key);
+    let mut r2 = db.serve("r2", &wrong_key);
     // A confirmed write of each tenant (reads are not audited), each through another replica.
     let follow = json!({ "option": "opt-1", "confirm": true });
     for (server, token) in [(&r0, &alice), (&r1, &bob), (&r2, &alice)] {
@@ -488,7 +472,7 @@ fn the_hosting_guides_first_block_runs_in_its_order_against_postgres() {
         |id: &str| tokens.get(id).unwrap_or_else(|| panic!("the block adds no Principal {id}")).clone();
     let (alice, bob, ops) = (token("alice"), token("bob"), token("ops"));
     // Three replicas, as the block says "on each replica"; each request goes to the next.
-    let fleet: Vec<Server> = (0..3).map(|i| replica(&db, &format!("replica-{i}"), &db.key)).collect();
+    let fleet: Vec<Server> = (0..3).map(|i| db.serve(&format!("replica-{i}"), &db.key)).collect();
     let plan = json!({ "from": "A", "to": "B" });
     for (who, t) in [("alice of acme", &alice), ("bob of globex", &bob)] {
         let (st, v) = fleet[0].post("/v1/exec/transit-composite/plan", t, &plan);
@@ -604,7 +588,7 @@ fn a_served_tenants_hcp_doctor_names_no_database_no_replica_and_no_other_tenant(
         .as_str()
         .unwrap()
         .to_string();
-    let s = replica(&db, "r0", &db.key);
+    let s = db.serve("r0", &db.key);
     let (st, v) = s.post("/v1/exec/transit-db/follow", &bob, &json!({ "option": "opt-1", "confirm": true }));
     assert_eq!((st, v["ok"].as_bool()), (200, Some(true)), "{v}");
     // A tenant's own hcp.doctor: the runtime's health, not the fleet's whereabouts nor another tenant's name.

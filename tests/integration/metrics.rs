@@ -7,7 +7,6 @@
 
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -381,25 +380,13 @@ fn a_replica_given_the_wrong_seal_key_counts_the_credentials_it_cannot_open() {
     // A replica given another key file: the call is refused, and the page counts the row it could not open.
     let wrong = db.t.join("wrong.key");
     write_key(&wrong, 9);
-    let bad = wrong_key_replica(&db, &wrong);
+    let bad = db.serve("wrong", &wrong);
     let (st, v) = bad.post("/v1/exec/ledger/status", &alice, &json!({}));
     assert!(st >= 400 && v["ok"] == false, "{v}");
     let text = scrape(&bad.addr, &ops);
     assert!(sample(&text, "hcp_seal_failures_total") >= 1.0, "{text}");
     assert!(text.contains("# TYPE hcp_seal_failures_total counter"), "{text}");
     assert!(!text.contains("s3cret-value"), "{text}");
-}
-
-/// A replica of `db` whose seal key file is `key`.
-fn wrong_key_replica(db: &PgStore, key: &Path) -> Server {
-    let home = db.home("wrong");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hcpx"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--store", &db.url])
-        .env("HCP_HOME", home.join("hcp-home"))
-        .env("HCP_SEAL_KEY_FILE", key)
-        .env_remove("HCP_STORE")
-        .current_dir(&home);
-    Server::launch(cmd)
 }
 
 #[test]

@@ -41,6 +41,22 @@ impl PgStore {
         d
     }
 
+    /// `hcpx serve` on the database in home `name` (its HCP_HOME `hcp-home` inside), holding the seal key in
+    /// `key` (`self.key`, or another to play a replica started with the wrong one).
+    pub fn serve(&self, name: &str, key: &Path) -> crate::serve::Server {
+        let home = self.home(name);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hcpx"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--store", &self.url])
+            .env("HCP_HOME", home.join("hcp-home"))
+            .env("HCP_SEAL_KEY_FILE", key)
+            .env_remove("HCP_STORE")
+            .current_dir(&home);
+        if let Some(dir) = crate::helpers::shared_compile_cache() {
+            cmd.env("HCP_CACHE_DIR", dir);
+        }
+        crate::serve::Server::launch(cmd)
+    }
+
     pub fn env(&self) -> Vec<(&str, String)> {
         vec![("HCP_STORE", self.url.clone()), ("HCP_SEAL_KEY_FILE", self.key.display().to_string())]
     }

@@ -35,8 +35,8 @@ pub mod report_store;
 pub mod scrub;
 pub mod sense;
 pub mod tasks;
-mod turn;
 pub mod trace;
+mod turn;
 pub mod visible;
 
 pub use adapter::egress::{EgressRow, CLASSES as EGRESS_CLASSES};

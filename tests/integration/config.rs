@@ -236,6 +236,38 @@ fn a_sandbox_json_that_does_not_load_makes_readyz_503_until_config_fixes_it() {
     assert!(within(Duration::from_secs(3), || get(&s.addr, "/readyz").0 == 200));
 }
 
+/// The file store: `principals.json` or `issuers.json` damaged by hand makes every token fail, so `/readyz` is
+/// 503 naming that document (no host path) until it is restored, without a restart.
+#[test]
+fn a_principals_or_issuers_document_that_does_not_load_makes_readyz_503_until_restored() {
+    let h = Home::new();
+    let (code, v) = run(&h, &["principal", "add", "alice", "--tenant", "acme"]);
+    assert_eq!(code, 0, "{v}");
+    let s = Server::start(&h, &[]);
+    assert!(within(Duration::from_secs(5), || get(&s.addr, "/readyz").0 == 200), "ready");
+    for doc in ["principals.json", "issuers.json"] {
+        let path = h.store().join(doc);
+        let good = std::fs::read_to_string(&path).ok();
+        std::fs::write(&path, "{ \"principals\": [ broken").unwrap();
+        let mut last = Value::Null;
+        assert!(
+            within(Duration::from_secs(3), || {
+                let (st, v) = get(&s.addr, "/readyz");
+                last = v;
+                st == 503
+            }),
+            "{doc}: {last}"
+        );
+        assert_eq!(last["document"], doc, "{last}");
+        assert!(!last.to_string().contains(h.store().to_str().unwrap()), "no host path: {last}");
+        match good {
+            Some(text) => std::fs::write(&path, text).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+        assert!(within(Duration::from_secs(3), || get(&s.addr, "/readyz").0 == 200), "{doc} restored");
+    }
+}
+
 /// Three replicas of one database: `hcpx config set human_approval…` made with the CLI is in force at every
 /// replica's next call (the write's notification makes each read the document again; no restart), and a stored
 /// `sandbox.json` corrupted by hand (no notification) makes every replica's `/readyz` 503 until `hcpx config`

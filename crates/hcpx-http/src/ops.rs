@@ -53,9 +53,10 @@ pub(crate) async fn healthz(State(app): State<Arc<App>>) -> Response {
 }
 
 /// `GET /readyz`: 200 once the server has loaded its packs and the store answers; 503 while it shuts down
-/// (so a load balancer drains it), while the store does not answer, or while the stored operator settings
-/// (`sandbox.json`) do not load — every call would be refused then — naming the document and why, until they
-/// are fixed (`hcpx config`), without a restart.
+/// (so a load balancer drains it), while the store does not answer, or while a stored operator document every
+/// call reads does not load (`sandbox.json`: every call would be refused; `principals.json`, `issuers.json`:
+/// every token would be) — naming the document and why, until it is fixed (`hcpx config` for the settings),
+/// without a restart.
 pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     let kind = app.runtime.store().kind();
     if let Err(reason) = app.readiness.ready() {
@@ -66,12 +67,16 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     }
     match settings_load(&app).await {
         Ok(()) => Json(json!({ "ok": true, "store": kind })).into_response(),
-        Err(SettingsFault::Unloadable { reason }) => {
-            let document = crate::store::settings::SANDBOX;
+        Err(SettingsFault::Unloadable { document, reason }) => {
+            let error = if document == crate::store::settings::SANDBOX {
+                format!("the operator settings ({document}) do not load, so every call would be refused: {reason}; fix them with `hcpx config set KEY VALUE` or `hcpx config unset KEY`")
+            } else {
+                format!("the operator document {document} does not load, so every token it vouches for would be refused: {reason}; restore it from the copy it was damaged from (an `hcpx store export`, or a backup)")
+            };
             let body = json!({
                 "ok": false,
                 "store": kind,
-                "error": format!("the operator settings ({document}) do not load, so every call would be refused: {reason}; fix them with `hcpx config set KEY VALUE` or `hcpx config unset KEY`"),
+                "error": error,
                 "document": document,
                 "reason": reason,
             });
@@ -84,21 +89,33 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
 /// Why the stored settings cannot be used.
 enum SettingsFault {
     /// The document does not parse or check, as the runtime reads it.
-    Unloadable { reason: String },
+    Unloadable { document: &'static str, reason: String },
     /// The store failed reading it.
     Other(String),
 }
 
-/// Whether the stored operator settings load, read as every call reads them (through the store's cache, so a
-/// document another replica or a hand wrote is seen within the cache's bound), off the async workers.
+/// Whether the stored operator documents every call reads load, read as the calls read them (through the
+/// store's cache, so a document another replica or a hand wrote is seen within the cache's bound), off the
+/// async workers: the settings, then the Principals and the OAuth issuers a token is checked against.
 async fn settings_load(app: &App) -> Result<(), SettingsFault> {
     let rt = app.runtime.clone();
-    match tokio::task::spawn_blocking(move || rt.store().sandbox().map(|_| ())).await {
+    let checked = tokio::task::spawn_blocking(move || {
+        let store = rt.store();
+        let each: [(&'static str, Result<(), StoreError>); 3] = [
+            (crate::store::settings::SANDBOX, store.sandbox().map(|_| ())),
+            ("principals.json", store.principals().map(|_| ())),
+            ("issuers.json", store.issuers().map(|_| ())),
+        ];
+        each.into_iter().find_map(|(doc, r)| r.err().map(|e| (doc, e)))
+    })
+    .await;
+    match checked.map(|found| found.map_or(Ok(()), Err)) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(StoreError::Corrupt { reason, .. })) => {
-            Err(SettingsFault::Unloadable { reason: app.runtime.host_paths().hide(&reason).into_owned() })
-        }
-        Ok(Err(e)) => {
+        Ok(Err((document, StoreError::Corrupt { reason, .. }))) => Err(SettingsFault::Unloadable {
+            document,
+            reason: app.runtime.host_paths().hide(&reason).into_owned(),
+        }),
+        Ok(Err((_, e))) => {
             Err(SettingsFault::Other(format!("the store does not answer: {}", store_failure(app, &e))))
         }
         Err(e) => Err(SettingsFault::Other(format!("the settings check's thread failed: {e}"))),

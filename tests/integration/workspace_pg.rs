@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::helpers::{repo, Fixture, Home};
+use crate::helpers::{repo, stdout_json, Fixture, Home};
 use crate::store_pg::PgStore;
 use crate::store_pg_replicas::Replica;
 
@@ -236,7 +236,24 @@ fn a_workspace_past_the_cap_is_refused_at_activation_not_at_the_first_call() {
     let r = Replica::start(&db, "r1", &db.url);
     let grown = exec(&r, &ana, "tally", "grow", json!({ "mb": "2" }));
     assert_eq!(grown["ok"], true, "{grown}");
-    // The operator lowers the cap below what acme's workspace holds, and re-activates the pack.
+    // `hcpx config` will not lower the cap below what a stored workspace holds: it says so now, naming the
+    // workspace, not at its next call; the setting stays.
+    let out = db.run("admin", &["config", "set", "max_workspace_mb", "1", "--json"]);
+    let refused = stdout_json(&out);
+    assert_eq!(
+        (out.status.code(), refused["code"].as_str()),
+        (Some(1), Some("invalid_setting")),
+        "{refused}"
+    );
+    let said = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("tally's workspace of tenant acme") && said.contains("at least 3 MiB"),
+        "{refused}"
+    );
+    let shown = db.ok("admin", &["config", "show", "max_workspace_mb"]);
+    assert_eq!(shown["settings"][0]["value"], 4, "{shown}");
+    db.ok("admin", &["config", "set", "max_workspace_mb", "3"]);
+    // Written by hand below what acme's workspace holds, the operator then re-activates the pack.
     sandbox(&db, r#"{ "max_workspace_mb": 1 }"#);
     db.ok("admin", &["deactivate", "tally", "--tenant", "acme"]);
     for args in [&["activate", "tally", "--tenant", "acme"][..], &["activate", "tally"][..]] {

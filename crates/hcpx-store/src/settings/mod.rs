@@ -190,6 +190,11 @@ impl Store {
         let after = match SandboxConfig::load(&new_text) {
             Ok(cfg) => {
                 self.check_tasks(&cfg)?;
+                let cap_before = match &loaded_before {
+                    Ok(Some(c)) => c.limits().max_workspace_mb,
+                    _ => crate::config::DEFAULT_MAX_WORKSPACE_MB,
+                };
+                self.check_workspace_cap(&cfg, cap_before)?;
                 // The document as the loader reads it: what every other edit writes.
                 as_value(&cfg)?
             }
@@ -247,6 +252,27 @@ impl Store {
                 crate::tasks::MIN_KEEP_MS
             ))),
             _ => Ok(()),
+        }
+    }
+
+    /// A lower `max_workspace_mb` never leaves a stored workspace past it: every call of that pack would be
+    /// refused, so it is said now, naming the workspace, as `hcpx activate` says it (a cap kept or raised is
+    /// not checked: a change of another key is not held up by a workspace already past the cap).
+    fn check_workspace_cap(&self, cfg: &SandboxConfig, cap_before: u64) -> Result<(), SettingError> {
+        let cap_mb = cfg.limits().max_workspace_mb;
+        if cap_mb >= cap_before || !self.keeps_workspaces() {
+            return Ok(());
+        }
+        let cap = cap_mb.saturating_mul(1 << 20);
+        match self.stored_workspaces(None)?.into_iter().find(|w| w.size as u64 > cap) {
+            Some(w) => Err(SettingError::Invalid(format!(
+                "max_workspace_mb: {cap_mb} MiB is under what pack {}'s workspace of tenant {} holds already ({} KiB), so every call of it would be refused; give at least {} MiB, or let the pack remove what it no longer needs first",
+                w.pack,
+                w.tenant,
+                w.size / 1024,
+                (w.size as u64).div_ceil(1 << 20)
+            ))),
+            None => Ok(()),
         }
     }
 

@@ -8,35 +8,36 @@ use crate::StoreError;
 impl Db {
     /// The head of `tenant`'s workspace of `pack`: its version, digest and size, without its bytes.
     pub fn workspace_head(&self, tenant: &str, pack: &str) -> Result<Option<Stored>, StoreError> {
-        let (pool, shown, tenant, pack) =
-            (self.pool(), self.shown().to_string(), tenant.to_string(), pack.to_string());
-        self.run(async move {
-            let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
-            let row = c
-                .query_opt(
-                    "SELECT version, digest, size FROM hcpx_workspaces WHERE tenant = $1 AND pack = $2",
-                    &[&tenant, &pack],
-                )
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            Ok(row.map(|r| Stored { version: r.get(0), digest: r.get(1), size: r.get(2) }))
-        })
+        let row = self.workspace_row(
+            "SELECT version, digest, size FROM hcpx_workspaces WHERE tenant = $1 AND pack = $2",
+            tenant,
+            pack,
+        )?;
+        Ok(row.map(|r| Stored { version: r.get(0), digest: r.get(1), size: r.get(2) }))
     }
 
     /// `tenant`'s workspace of `pack` whole: its head and its archive.
     pub fn workspace_get(&self, tenant: &str, pack: &str) -> Result<Option<(Stored, Vec<u8>)>, StoreError> {
+        let row = self.workspace_row(
+            "SELECT version, digest, size, bytes FROM hcpx_workspaces WHERE tenant = $1 AND pack = $2",
+            tenant,
+            pack,
+        )?;
+        Ok(row.map(|r| (Stored { version: r.get(0), digest: r.get(1), size: r.get(2) }, r.get(3))))
+    }
+
+    /// The row `select` (keyed by `$1` tenant and `$2` pack) finds, if any.
+    fn workspace_row(
+        &self,
+        select: &'static str,
+        tenant: &str,
+        pack: &str,
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
         let (pool, shown, tenant, pack) =
             (self.pool(), self.shown().to_string(), tenant.to_string(), pack.to_string());
         self.run(async move {
             let c = pool.get().await.map_err(|e| db_error(&shown, e))?;
-            let row = c
-                .query_opt(
-                    "SELECT version, digest, size, bytes FROM hcpx_workspaces WHERE tenant = $1 AND pack = $2",
-                    &[&tenant, &pack],
-                )
-                .await
-                .map_err(|e| db_error(&shown, e))?;
-            Ok(row.map(|r| (Stored { version: r.get(0), digest: r.get(1), size: r.get(2) }, r.get(3))))
+            c.query_opt(select, &[&tenant, &pack]).await.map_err(|e| db_error(&shown, e))
         })
     }
 

@@ -263,14 +263,13 @@ impl Store {
         if cap_mb >= cap_before || !self.keeps_workspaces() {
             return Ok(());
         }
-        let cap = cap_mb.saturating_mul(1 << 20);
-        match self.stored_workspaces(None)?.into_iter().find(|w| w.size as u64 > cap) {
+        match self.workspace_past(None, None, cap_mb)? {
             Some(w) => Err(SettingError::Invalid(format!(
                 "max_workspace_mb: {cap_mb} MiB is under what pack {}'s workspace of tenant {} holds already ({} KiB), so every call of it would be refused; give at least {} MiB, or let the pack remove what it no longer needs first",
                 w.pack,
                 w.tenant,
                 w.size / 1024,
-                (w.size as u64).div_ceil(1 << 20)
+                w.mib_needed()
             ))),
             None => Ok(()),
         }

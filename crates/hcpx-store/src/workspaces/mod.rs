@@ -290,16 +290,33 @@ impl Store {
         }
         let cap_mb = self.sandbox()?.limits().max_workspace_mb;
         for id in ids {
-            for w in self.stored_workspaces(Some(id))? {
-                if tenant.is_some_and(|t| t != w.tenant) {
-                    continue;
-                }
-                if w.size as u64 > cap_mb.saturating_mul(1 << 20) {
-                    return Err(StoreError::Refused(too_large_to_activate(&w, cap_mb)));
-                }
+            if let Some(w) = self.workspace_past(Some(id), tenant, cap_mb)? {
+                return Err(StoreError::Refused(too_large_to_activate(&w, cap_mb)));
             }
         }
         Ok(())
+    }
+
+    /// The first stored workspace (of `pack`, or any pack; of `tenant`, or any tenant) holding more than
+    /// `cap_mb` MiB.
+    pub fn workspace_past(
+        &self,
+        pack: Option<&str>,
+        tenant: Option<&str>,
+        cap_mb: u64,
+    ) -> Result<Option<Listed>, StoreError> {
+        let cap = cap_mb.saturating_mul(1 << 20);
+        Ok(self
+            .stored_workspaces(pack)?
+            .into_iter()
+            .find(|w| tenant.is_none_or(|t| t == w.tenant) && w.size as u64 > cap))
+    }
+}
+
+impl Listed {
+    /// The least `max_workspace_mb` that holds it.
+    pub fn mib_needed(&self) -> u64 {
+        (self.size as u64).div_ceil(1 << 20)
     }
 }
 
@@ -332,7 +349,7 @@ pub fn too_large_to_activate(w: &Listed, cap_mb: u64) -> String {
         w.pack,
         w.tenant,
         w.size / 1024,
-        (w.size as u64).div_ceil(1 << 20)
+        w.mib_needed()
     )
 }
 

@@ -174,6 +174,21 @@ fn get(addr: &str, path: &str) -> (u16, Value) {
     (s, v)
 }
 
+/// Waits (at most 3 s) for `/readyz` at `addr` to answer 503: its body, or the last one it answered.
+fn unready(addr: &str) -> Result<Value, Value> {
+    let mut last = Value::Null;
+    let found = within(Duration::from_secs(3), || {
+        let (st, v) = get(addr, "/readyz");
+        last = v;
+        st == 503
+    });
+    if found {
+        Ok(last)
+    } else {
+        Err(last)
+    }
+}
+
 /// Polls `f` every 50 ms until it holds, for at most `limit`; whether it did.
 fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
@@ -202,15 +217,7 @@ fn a_sandbox_json_that_does_not_load_makes_readyz_503_until_config_fixes_it() {
         "ready once its packs are loaded"
     );
     std::fs::write(h.store().join("sandbox.json"), r#"{ "memory_mb": 32, "timout_ms": 5 }"#).unwrap();
-    let mut last = Value::Null;
-    assert!(
-        within(Duration::from_secs(3), || {
-            let (st, v) = get(&s.addr, "/readyz");
-            last = v;
-            st == 503
-        }),
-        "{last}"
-    );
+    let last = unready(&s.addr).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(last["document"], "sandbox.json", "{last}");
     assert!(last["reason"].as_str().unwrap().contains("timout_ms"), "{last}");
     assert!(!last.to_string().contains(h.store().to_str().unwrap()), "no host path: {last}");
@@ -249,15 +256,7 @@ fn a_principals_or_issuers_document_that_does_not_load_makes_readyz_503_until_re
         let path = h.store().join(doc);
         let good = std::fs::read_to_string(&path).ok();
         std::fs::write(&path, "{ \"principals\": [ broken").unwrap();
-        let mut last = Value::Null;
-        assert!(
-            within(Duration::from_secs(3), || {
-                let (st, v) = get(&s.addr, "/readyz");
-                last = v;
-                st == 503
-            }),
-            "{doc}: {last}"
-        );
+        let last = unready(&s.addr).unwrap_or_else(|v| panic!("{doc}: {v}"));
         assert_eq!(last["document"], doc, "{last}");
         assert!(!last.to_string().contains(h.store().to_str().unwrap()), "no host path: {last}");
         match good {
@@ -278,9 +277,7 @@ fn config_on_postgres_reaches_every_replica_and_a_bad_document_unreadies_them_al
     let pack = write_pack(db.t.path());
     db.ok("admin", &["install", pack.to_str().unwrap()]);
     db.ok("admin", &["activate", "transit-db"]);
-    let added =
-        db.ok("admin", &["principal", "add", "alice", "--tenant", "acme", "--grant", "verb.exec.write:*"]);
-    let alice = added["token"].as_str().unwrap().to_string();
+    let alice = db.added(&["alice", "--tenant", "acme", "--grant", "verb.exec.write:*"]);
     let replicas: Vec<Replica> = (0..3).map(|i| Replica::start(&db, &format!("r{i}"), &db.url)).collect();
     let follow = |r: &Replica, n: usize| {
         r.post(
@@ -328,15 +325,7 @@ fn config_on_postgres_reaches_every_replica_and_a_bad_document_unreadies_them_al
     // A typo written by hand into the row, with no notification: every replica stops being ready.
     db.psql("UPDATE hcpx_documents SET body = '{\"human_approval\": {\"commands\": [], \"ttl\": 5}}' WHERE path = 'sandbox.json'");
     for (i, r) in replicas.iter().enumerate() {
-        let mut last = Value::Null;
-        assert!(
-            within(Duration::from_secs(3), || {
-                let (st, v) = get(&r.addr, "/readyz");
-                last = v;
-                st == 503
-            }),
-            "replica {i}: {last}"
-        );
+        let last = unready(&r.addr).unwrap_or_else(|v| panic!("replica {i}: {v}"));
         assert_eq!(last["document"], "sandbox.json", "{last}");
         assert!(last["reason"].as_str().unwrap().contains("ttl"), "{last}");
         assert_eq!(get(&r.addr, "/healthz").0, 200);

@@ -4,6 +4,7 @@
 //! notification after an install.
 
 use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 
 use crate::helpers::{repo, Fixture, Home};
@@ -37,12 +38,33 @@ fn session(h: &Home, tok: &str) -> Value {
 /// Runs `tests/mcp/SCRIPT HCPX HCP_HOME ARGS…` (the official MCP Python SDK against `hcpx mcp`) and returns
 /// the JSON report it prints.
 pub(crate) fn client(h: &Home, script: &str, args: &[&str]) -> Value {
-    let out = Command::new("python3")
+    client_with(h, script, args, &[], None)
+}
+
+/// `client` with `env` added to the script's environment and, with `bound_s`, killed past that many seconds
+/// (a client whose answer is lost would otherwise wait for its SDK's read timeout).
+pub(crate) fn client_with(
+    h: &Home,
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    bound_s: Option<u32>,
+) -> Value {
+    let mut cmd = match bound_s {
+        Some(s) => {
+            let mut c = Command::new("timeout");
+            c.args([s.to_string().as_str(), "python3"]);
+            c
+        }
+        None => Command::new("python3"),
+    };
+    let out = cmd
         .arg(repo().join("tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_hcpx"))
         .arg(h.store())
         .args(args)
         .envs(h.store_env())
+        .envs(env.iter().copied())
         .current_dir(h.t.path())
         .output()
         .expect("python3 (scripts/setup.sh installs the mcp package)");

@@ -46,24 +46,7 @@ fn client(h: &Home, script: &str, args: &[&str]) -> (Value, Vec<Value>) {
     let routes = h.t.join("routes.json");
     let _ = std::fs::remove_file(&routes);
     // Bounded: a client whose answer is lost would otherwise wait for its SDK's read timeout.
-    let out = Command::new("timeout")
-        .args(["120", "python3"])
-        .arg(repo().join("tests/mcp").join(script))
-        .arg(env!("CARGO_BIN_EXE_hcpx"))
-        .arg(h.store())
-        .args(args)
-        .envs(h.store_env())
-        .env("HCPX_ROUTES_FILE", &routes)
-        .current_dir(h.t.path())
-        .output()
-        .expect("python3 (scripts/setup.sh installs the mcp package)");
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    let report = crate::mcp::client_with(h, script, args, &[("HCPX_ROUTES_FILE", &routes)], Some(120));
     let routes = std::fs::read(&routes).map(|b| serde_json::from_slice(&b).unwrap()).unwrap_or(Value::Null);
     (report, routes.as_array().cloned().unwrap_or_default())
 }

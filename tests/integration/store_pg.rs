@@ -57,6 +57,11 @@ impl PgStore {
         crate::serve::Server::launch(cmd)
     }
 
+    /// `hcpx principal add ARGS` by the operator (home `admin`): the new Principal's token.
+    pub fn added(&self, args: &[&str]) -> String {
+        self.ok("admin", &[&["principal", "add"][..], args].concat())["token"].as_str().unwrap().to_string()
+    }
+
     pub fn env(&self) -> Vec<(&str, String)> {
         vec![("HCP_STORE", self.url.clone()), ("HCP_SEAL_KEY_FILE", self.key.display().to_string())]
     }

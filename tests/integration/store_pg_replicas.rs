@@ -94,12 +94,7 @@ fn three_replicas_lose_nothing_when_one_is_killed_mid_run() {
         }
         tokens.insert(t, db.ok("admin", &args)["token"].as_str().unwrap().to_string());
     }
-    let dave = db
-        .ok("admin", &["principal", "add", "dave", "--tenant", "acme", "--grant", "verb.exec.read:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let dave = db.added(&["dave", "--tenant", "acme", "--grant", "verb.exec.read:*"]);
 
     let replicas: Vec<Arc<Mutex<Replica>>> =
         (0..3).map(|i| Arc::new(Mutex::new(Replica::start(&db, &format!("r{i}"), &db.url)))).collect();
@@ -281,12 +276,7 @@ fn a_write_whose_replica_is_killed_mid_call_still_gets_its_audit_line() {
     let dir = f.write(&src);
     db.ok("admin", &["install", dir.to_str().unwrap()]);
     db.ok("admin", &["activate", "slow"]);
-    let token = db
-        .ok("admin", &["principal", "add", "ana", "--tenant", "acme", "--grant", "verb.exec.write:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = db.added(&["ana", "--tenant", "acme", "--grant", "verb.exec.write:*"]);
     let mut doomed = Replica::start(&db, "doomed", &db.url);
     let _witness = Replica::start(&db, "witness", &db.url);
     let addr = doomed.addr.clone();

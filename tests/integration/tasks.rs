@@ -47,6 +47,17 @@ fn slow_fixture(tok: &str) -> Fixture {
     f
 }
 
+/// `slow_fixture` installed and activated on `db`; the token its hanging commands sleep on.
+fn slow_on(db: &PgStore) -> String {
+    let tok = token();
+    let src = db.t.join("src-slow");
+    std::fs::create_dir_all(&src).unwrap();
+    let dir = slow_fixture(&tok).write(&src);
+    db.ok("admin", &["install", dir.to_str().unwrap()]);
+    db.ok("admin", &["activate", "slow"]);
+    tok
+}
+
 /// The `_meta` a 2026-07-28 client sends with each request; `tasks`: it declares the tasks extension.
 fn meta(tasks: bool) -> Value {
     let caps = if tasks { json!({ "extensions": { EXTENSION: {} } }) } else { json!({}) };
@@ -169,19 +180,10 @@ fn served_home(tok: &str) -> (Home, [String; 3]) {
 #[test]
 fn a_long_call_becomes_a_task_and_every_replica_answers_for_it() {
     let Some(db) = PgStore::new() else { return };
-    let tok = token();
-    let src = db.t.join("src-slow");
-    std::fs::create_dir_all(&src).unwrap();
-    let dir = slow_fixture(&tok).write(&src);
-    db.ok("admin", &["install", dir.to_str().unwrap()]);
-    db.ok("admin", &["activate", "slow"]);
+    slow_on(&db);
     let set = db.ok("admin", &["tasks", "--after-ms", "500"]);
     assert_eq!((set["after_ms"].as_u64(), set["keep_ms"].as_u64()), (Some(500), Some(3_600_000)), "{set}");
-    let ana = db.ok("admin", &["principal", "add", "ana", "--tenant", "acme", "--grant", "verb.exec.read:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ana = db.added(&["ana", "--tenant", "acme", "--grant", "verb.exec.read:*"]);
     let r: Vec<Replica> = (0..3).map(|i| Replica::start(&db, &format!("r{i}"), &db.url)).collect();
 
     // The server says it takes tasks; a 2 s call past the 500 ms bound answers a task on replica 0.
@@ -219,18 +221,8 @@ fn a_long_call_becomes_a_task_and_every_replica_answers_for_it() {
 #[test]
 fn a_cancel_from_another_replica_kills_the_process_group_and_is_audited() {
     let Some(db) = PgStore::new() else { return };
-    let tok = token();
-    let src = db.t.join("src-slow");
-    std::fs::create_dir_all(&src).unwrap();
-    let dir = slow_fixture(&tok).write(&src);
-    db.ok("admin", &["install", dir.to_str().unwrap()]);
-    db.ok("admin", &["activate", "slow"]);
-    let ana = db
-        .ok("admin", &["principal", "add", "ana", "--tenant", "acme", "--grant", "verb.exec.write:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let tok = slow_on(&db);
+    let ana = db.added(&["ana", "--tenant", "acme", "--grant", "verb.exec.write:*"]);
     let r: Vec<Replica> = (0..3).map(|i| Replica::start(&db, &format!("r{i}"), &db.url)).collect();
 
     // `save` is marked long: a task at once, before the command has even started.
@@ -264,18 +256,9 @@ fn a_cancel_from_another_replica_kills_the_process_group_and_is_audited() {
 #[test]
 fn a_sigkilled_replicas_task_is_recorded_unknown() {
     let Some(db) = PgStore::new() else { return };
-    let tok = token();
-    let src = db.t.join("src-slow");
-    std::fs::create_dir_all(&src).unwrap();
-    let dir = slow_fixture(&tok).write(&src);
-    db.ok("admin", &["install", dir.to_str().unwrap()]);
-    db.ok("admin", &["activate", "slow"]);
+    slow_on(&db);
     db.ok("admin", &["tasks", "--after-ms", "300"]);
-    let ana = db.ok("admin", &["principal", "add", "ana", "--tenant", "acme", "--grant", "verb.exec.read:*"])
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ana = db.added(&["ana", "--tenant", "acme", "--grant", "verb.exec.read:*"]);
     let mut doomed = Replica::start(&db, "doomed", &db.url);
     let witness = Replica::start(&db, "witness", &db.url);
     let id = task_id(&call(&doomed.addr, &ana, "slow__nap", true));

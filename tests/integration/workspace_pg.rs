@@ -17,11 +17,11 @@ const GRANTS: [&str; 2] = ["verb.exec.read:*", "verb.exec.write:*"];
 
 /// Principal `id` of `tenant` with every read and write; its token.
 fn principal(db: &PgStore, id: &str, tenant: &str) -> String {
-    let mut args = vec!["principal", "add", id, "--tenant", tenant];
+    let mut args = vec![id, "--tenant", tenant];
     for g in GRANTS {
         args.extend(["--grant", g]);
     }
-    db.ok("admin", &args)["token"].as_str().unwrap().to_string()
+    db.added(&args)
 }
 
 fn exec(r: &Replica, token: &str, pack: &str, verb: &str, args: Value) -> Value {

@@ -9,7 +9,7 @@
 //! outside a server.
 
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -62,7 +62,11 @@ impl CallTmp {
                 let _ = std::fs::remove_dir_all(&old);
             }
         }
-        let dir = tempfile::Builder::new().prefix(PREFIX).tempdir_in(&parent)?;
+        // 0700, as a kept one is set back to: no other user lists what the call writes there.
+        let dir = tempfile::Builder::new()
+            .prefix(PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&parent)?;
         Ok(CallTmp { path: dir.keep(), reusable: false })
     }
 
@@ -159,7 +163,6 @@ fn call_attributes(fd: &std::os::fd::OwnedFd, buf: &mut [u8]) -> io::Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_kept_directory_comes_back_empty_private_and_renamed() {

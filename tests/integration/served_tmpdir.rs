@@ -1,6 +1,7 @@
 //! A served wrap call's TMPDIR (#39 point 2): a server empties a call's directory and gives it to a later
 //! call under a fresh name (no directory made and removed per call), but only when nothing of the first call
-//! can reach it again, and always empty, `0700`, and gone when the server stops.
+//! can reach it again, and always empty, `0700`, without following a link the call left, and gone when the
+//! server stops.
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -28,6 +29,8 @@ t="$TMPDIR"
 if [ "$1" = leave ]; then
   mkdir -p "$t/sub/deeper" && echo note > "$t/sub/deeper/note" && echo note > "$t/note"
   chmod 777 "$t"
+  # Links out, for the emptying to follow if it would: to the pack's HOME and a file in it.
+  ln -s "$HOME" "$t/home-link" && ln -s "$HOME/keep" "$t/keep-link" && mkdir "$t/sub/links" && ln -s "$HOME" "$t/sub/links/h"
   # A process that leaves the call's process group, and writes into this directory once the call is over.
   setsid sh -c 'sleep 0.4; echo late > "$0/late"' "$t" < /dev/null > /dev/null 2>&1 &
 else
@@ -55,6 +58,9 @@ fn a_served_wrap_gets_an_emptied_tmpdir_only_when_nothing_of_an_earlier_call_can
     let h = Home::new();
     leaver(&h);
     let token = principal(&h, "alice", "acme", ALL, false);
+    let keep = h.store().join("workspaces/leaver/keep");
+    std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
+    std::fs::write(&keep, "kept").unwrap();
     let mut s = Server::start(&h, &[]);
     let left = call(&s, &token, "leave");
     let looked = call(&s, &token, "look");
@@ -68,6 +74,7 @@ fn a_served_wrap_gets_an_emptied_tmpdir_only_when_nothing_of_an_earlier_call_can
     } else {
         eprintln!("note: no PID namespace for calls here; the reuse itself is not checked");
     }
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "kept", "the emptying followed a link out");
     // Stopped, the server removes the directories it kept.
     let kept = second["tmp"].as_str().unwrap().to_string();
     assert_eq!(s.terminate(), Some(0));
@@ -85,7 +92,9 @@ fn a_served_wrap_gets_an_emptied_tmpdir_only_when_nothing_of_an_earlier_call_can
     assert_eq!(second["holds"], "", "{second}");
     // The process the first call left behind is gone by now, its write refused.
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(2) && std::path::Path::new(first["tmp"].as_str().unwrap()).exists() {
+    while start.elapsed() < Duration::from_secs(2)
+        && std::path::Path::new(first["tmp"].as_str().unwrap()).exists()
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!std::path::Path::new(first["tmp"].as_str().unwrap()).exists(), "{first}");

@@ -32,6 +32,8 @@ fn main() {
     };
     let (n, c): (usize, usize) = (n.parse().unwrap(), c.parse().unwrap());
     let rt = Arc::new(Runtime::new(Store::open(home.as_ref()).unwrap()));
+    // As `hcpx serve` does: emptied wrap TMPDIRs are reused, and removed at the end.
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(true);
     // The server's Principal for the same calls: tenant `bench`, through the HTTP face.
     let principal =
         Principal { id: "bench".into(), tenant: "bench".into(), grants: Grants::All, invoker: Invoker::Http };
@@ -102,4 +104,5 @@ fn main() {
             pct(&lat, 0.99)
         );
     }
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(false);
 }

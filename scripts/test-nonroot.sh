@@ -67,10 +67,11 @@ jq -r '.sandbox_layers[] | "  \(.name): \(.status): \(.detail)"' "$work/doctor.j
 # The escape suite (escape*.rs and the composite escapes), the egress tests of both adapters (egress.rs,
 # composite_http.rs), host-bound credentials of both (secrets.rs, composite_secrets.rs), the OAuth resource
 # server against an OpenID provider this user's node runs (oauth.rs), the proofs (the tickets packs' too) and
-# tasks (tasks.rs: bound to their Principal, cancelled whole, with the CLI Principal not `local`); a test that
+# tasks (tasks.rs: bound to their Principal, cancelled whole, with the CLI Principal not `local`), a served wrap's
+# reused TMPDIR (served_tmpdir.rs: only behind the call's own PID namespace, emptied); a test that
 # needs a layer this user lacks prints `skipped: layer X is …`.
 status=0
-as_user "$bin" escape egress:: composite_http:: secrets:: composite_secrets:: oauth:: proof_scripts_pass_with_a_temp_home tickets:: tasks:: --test-threads=2 >"$work/tests.log" 2>&1 || status=$?
+as_user "$bin" escape served_tmpdir:: egress:: composite_http:: secrets:: composite_secrets:: oauth:: proof_scripts_pass_with_a_temp_home tickets:: tasks:: --test-threads=2 >"$work/tests.log" 2>&1 || status=$?
 grep -E '^test .*(ok|FAILED)$|^test result|skipped: ' "$work/tests.log" || true
 if [ "$status" != 0 ]; then
   echo "non-root pass: tests failed as $user" >&2

@@ -37,7 +37,11 @@ fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
     };
-    match tokio.block_on(serve_stdio(runtime, principal, CallContext::local(), single_tool)) {
+    // A long-lived server: emptied wrap TMPDIRs are reused (hcpx-sandbox's calltmp.rs), removed before it exits.
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(true);
+    let served = tokio.block_on(serve_stdio(runtime, principal, CallContext::local(), single_tool));
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(false);
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }

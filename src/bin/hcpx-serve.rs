@@ -133,6 +133,8 @@ fn main() -> ExitCode {
         runtime = runtime.with_tracer(t.clone());
     }
     let runtime = Arc::new(runtime);
+    // A long-lived server reuses emptied wrap TMPDIRs (hcpx-sandbox's calltmp.rs), removed before it exits.
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(true);
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
@@ -156,6 +158,7 @@ fn main() -> ExitCode {
         let drain = cfg.drain;
         serve(listener, runtime, metrics, cfg, AccessLog::stderr(), stop_signal(drain)).await
     });
+    hcpx_runtime::adapter::wrap::reuse_tmpdirs(false);
     // Stopped on purpose: it leaves the replicas' table rather than be taken for one that went quiet.
     if let Some(db) = &fleet {
         let _ = db.withdraw();

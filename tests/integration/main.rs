@@ -64,6 +64,7 @@ mod serve;
 mod serve_ops;
 mod serve_path;
 mod served_paths;
+mod served_tmpdir;
 mod store;
 mod store_pg;
 mod store_pg_replicas;

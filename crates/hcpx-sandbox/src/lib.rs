@@ -18,6 +18,7 @@ use hcpx_model as model;
 use hcpx_pack::pack;
 use hcpx_store as store;
 
+pub mod calltmp;
 pub mod compile_cache;
 pub mod disk;
 pub mod gitguard;

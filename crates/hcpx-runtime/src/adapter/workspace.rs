@@ -19,8 +19,20 @@ pub struct Workdir {
     /// A wrap's `HOME` and `TMPDIR` (empty for a component, which has no environment to take them).
     pub home: PathBuf,
     pub tmpdir: PathBuf,
-    /// Per-call directories (the ephemeral workspace, the wrap's TMPDIR), removed when the call ends.
+    /// Per-call directories (the ephemeral workspace), removed when the call ends.
     _per_call: Vec<TempDir>,
+    /// The wrap's TMPDIR, removed when the call ends (or, in a server, emptied and kept for a later call).
+    call_tmp: Option<crate::sandbox::calltmp::CallTmp>,
+}
+
+impl Workdir {
+    /// Says the call's processes are all gone and none could hand its TMPDIR out (its own PID namespace, no UNIX
+    /// socket), so a server may empty it and give it to a later call (hcpx-sandbox's calltmp.rs).
+    pub fn call_ended_in_own_pid_namespace(&mut self, had_unix_sockets: bool) {
+        if let Some(t) = self.call_tmp.as_mut() {
+            t.call_ended_in_own_pid_namespace(had_unix_sockets);
+        }
+    }
 }
 
 /// Prepares the working directory of `pack` under `mode`.
@@ -76,20 +88,25 @@ pub fn prepare(
         }
     };
     if !for_wrap {
-        return Ok(Workdir { path, dir: None, home, tmpdir: PathBuf::new(), _per_call: per_call });
+        return Ok(Workdir {
+            path,
+            dir: None,
+            home,
+            tmpdir: PathBuf::new(),
+            _per_call: per_call,
+            call_tmp: None,
+        });
     }
     // Outside the store, so a child's TMPDIR does not point it at $HCP_HOME.
-    let tmp =
-        tempfile::Builder::new().prefix("hcpx-call-").tempdir().map_err(|e| io(&std::env::temp_dir(), e))?;
+    let tmp = crate::sandbox::calltmp::CallTmp::new().map_err(|e| io(&std::env::temp_dir(), e))?;
     let tmpdir = tmp.path().to_path_buf();
-    per_call.push(tmp);
     let dir = Dir::open_ambient_dir(&path, ambient_authority()).map_err(|e| {
         Denial::new(
             Code::AdapterFailed,
             format!("cannot open the working directory {}: {}", path.display(), crate::model::io_reason(&e)),
         )
     })?;
-    Ok(Workdir { path, dir: Some(dir), home, tmpdir, _per_call: per_call })
+    Ok(Workdir { path, dir: Some(dir), home, tmpdir, _per_call: per_call, call_tmp: Some(tmp) })
 }
 
 /// Why `project` cannot be a call's project: it holds the store at `home` (its credentials, grants, other

@@ -21,6 +21,16 @@ pub const CHILD_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Runs `kind: wrap` packs.
 pub struct WrapAdapter;
 
+/// In a long-lived server: turns on (`true`) the reuse of emptied wrap TMPDIRs, or turns it off and removes the
+/// ones kept (`false`, before the server exits). See hcpx-sandbox's calltmp.rs for when a directory is reused.
+pub fn reuse_tmpdirs(on: bool) {
+    if on {
+        crate::sandbox::calltmp::start_reuse();
+    } else {
+        crate::sandbox::calltmp::stop_reuse();
+    }
+}
+
 impl Adapter for WrapAdapter {
     fn run(&self, call: &Call<'_>) -> AdapterResult {
         run_wrap(call).unwrap_or_else(AdapterResult::from)
@@ -119,7 +129,7 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     let sandbox = call.env.sandbox;
     let program = resolve_bin(call.pack, wrap, sandbox)?;
     let argv = argv_for(call, wrap)?;
-    let work = workspace::prepare(call.env.layout, call.pack, wrap.workspace, call.project_dir, true)?;
+    let mut work = workspace::prepare(call.env.layout, call.pack, wrap.workspace, call.project_dir, true)?;
     let cwd = work
         .dir
         .as_ref()
@@ -202,6 +212,10 @@ fn run_wrap(call: &Call<'_>) -> Result<AdapterResult, Denial> {
     let abi = probe.landlock_abi(sandbox);
     let (confinement, spawned) =
         crate::sandbox::run_confined(planned, |p| plan(&view, sandbox, p), |c| run(c, abi))?;
+    if confinement.applies(crate::model::LayerName::PidNamespace) {
+        // Its first process reaped, nothing of the call runs any more: a server may reuse its TMPDIR.
+        work.call_ended_in_own_pid_namespace(!confinement.unix_sockets.is_empty());
+    }
     drop(work);
     // The call is over: its proxy stops, every connection it still held with it, and hands back its requests.
     let egress = proxy.map(super::egress::CallProxy::finish).unwrap_or_default();

@@ -66,6 +66,8 @@ def run(argv, env):
 cases = [
     ("true", "`/bin/true`", ["/bin/true"], on),
     ("floor", "bare wasmtime host (`composite-floor`), same `.cwasm`, `plan A B`", [floor, cwasm, "plan", args], on),
+    ("ticker", "the floor with hcpx's epoch ticker thread (`FLOOR_TICKER=1`)", [floor, cwasm, "plan", args],
+     dict(on, FLOOR_TICKER="1")),
     ("version", "`hcpx --version`", [hcpx, "--version"], on),
     ("comp", "`hcpx exec transit-composite plan A B`, warm cache", [hcpx, *comp], on),
 ]

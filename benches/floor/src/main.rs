@@ -71,6 +71,18 @@ fn run() -> wasmtime::Result<bool> {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true).epoch_interruption(true);
     let engine = Engine::new(&cfg)?;
+    // FLOOR_TICKER set (a diagnostic row of the script, not the floor): the epoch ticker thread hcpx starts with its
+    // engine, a thread that advances the epoch every 2 ms, to show what that thread alone costs a process.
+    if std::env::var_os("FLOOR_TICKER").is_some() {
+        let ticker = engine.weak();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            match ticker.upgrade() {
+                Some(e) => e.increment_epoch(),
+                None => return,
+            }
+        });
+    }
     // SAFETY: the file is hcpx's compile cache's, written by `Component::serialize` on an engine of this
     // configuration and this wasmtime; the bench trusts it as hcpx does after its checks.
     let component = unsafe { wasmtime::component::Component::deserialize_file(&engine, cwasm) }?;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Why: writes link/hcpx.order, the functions of hcpx that a one-shot wrap call and `hcpx --version` run, which
-# build.rs hands to the linker so it places them side by side: a whole-process call then faults in about 40 fewer
-# 64 KiB windows of code (docs/perf-log.md, #25). A composite call shares most of them; its own (wasmtime's,
-# about 4 MB) are left where they are, to keep this list small. The names carry the toolchain's and the
+# Why: writes link/hcpx.order, the functions of hcpx that a one-shot wrap call, a warm one-shot composite call
+# and `hcpx --version` run, which build.rs hands to the linker so it places them side by side: a whole-process
+# call then faults in about 40 fewer 64 KiB windows of code (docs/perf-log.md, #25); the composite call's own
+# functions (wasmtime's loading, linking and instantiating, about 1,900 of them) were added for #39. The names
+# carry the toolchain's and the
 # dependencies' hashes, so regenerate it after either changes (benches/exec_overhead.sh says when it went
 # stale); a stale file costs that speed only, never correctness (the linker skips names it does not know).
 # Usage: scripts/link-order.sh   (needs valgrind: apt-get install valgrind)
@@ -26,6 +27,12 @@ profile version "$TMP" "$TMP/hcpx" --version
 # is started (the envelope of that refusal is printed as any other): the runtime's own sandbox and wrap modules,
 # which the rest of a wrap call runs, are listed whole below.
 profile wrap "$HCP_HOME/packs/trivial" "$TMP/hcpx" exec trivial ping --json
+# A composite call as a host makes it, warm: the compile cache filled, the digests remembered by earlier calls.
+"$TMP/hcpx" install packs/transit-composite --json > /dev/null
+"$TMP/hcpx" activate transit-composite > /dev/null
+sleep 2.5  # the digest memo remembers only files changed at least 2 s before (hcpx-store's memo.rs)
+for _ in 1 2 3; do "$TMP/hcpx" exec transit-composite plan --json -- from=A to=B > /dev/null; done
+profile composite "$TMP" "$TMP/hcpx" exec transit-composite plan --json -- from=A to=B
 python3 - "$TMP" > link/hcpx.order <<'PY'
 import glob, re, subprocess, sys
 tmp = sys.argv[1]

@@ -76,13 +76,20 @@ impl Cli {
 
 /// The plainest exec line, `ID [VERB] [WORDS…]` with at most one `--json` anywhere and no other option, read
 /// without clap (whose code is then not even paged in); `None` for anything else: an option, a word that starts
-/// with `-`, a word that is not UTF-8, no ID. What it accepts means what clap would make of it.
+/// with `-`, a word that is not UTF-8, no ID. A `--` ends the options as it does for clap: every word after it is
+/// positional, whatever it starts with (`hcpx exec ID VERB --json -- k=v`, the line hosts are told to write).
+/// What it accepts means what clap would make of it.
 fn plain_exec(words: &[std::ffi::OsString]) -> Option<Cli> {
     let mut json = false;
     let mut positional = Vec::with_capacity(words.len());
+    let mut options_ended = false;
     for w in words {
         let w = w.to_str()?;
-        if w == "--json" && !json {
+        if options_ended {
+            positional.push(w.to_string());
+        } else if w == "--" {
+            options_ended = true;
+        } else if w == "--json" && !json {
             json = true;
         } else if w.starts_with('-') {
             return None;

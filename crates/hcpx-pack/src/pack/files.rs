@@ -160,6 +160,12 @@ pub(crate) fn read_text(root: &Dir, name: &str, required: bool, issues: &mut Iss
 
 /// Parses `text` as `T`; on failure records one issue with the JSON pointer of the failing field.
 pub(crate) fn parse_json<T: DeserializeOwned>(file: &str, text: &str, issues: &mut Issues) -> Option<T> {
+    // A file that parses is parsed once, untracked: tracking every field's path costs a one-shot `hcpx exec`
+    // about a tenth of its instructions (#39, docs/perf-log.md). One that does not is parsed again, tracked, and
+    // fails there at the same place, for the pointer its issue names.
+    if let Ok(value) = serde_json::from_str::<T>(text) {
+        return Some(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed: Result<T, _> = serde_path_to_error::deserialize(&mut de);
     let value = match parsed {

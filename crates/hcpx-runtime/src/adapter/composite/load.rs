@@ -15,6 +15,11 @@ use crate::model::digest::sha256_hex;
 use crate::model::io_reason;
 use crate::store::memo::Fingerprint;
 
+/// Every interface of wasi:http (`types`, `outgoing-handler`), linked together or not at all.
+const WASI_HTTP: &str = "wasi:http/";
+/// The host interface of the `hcp:adapter@0.2.0` world.
+const HOST_V0_2: &str = "hcp:adapter/host@0.2.";
+
 /// Where a pack's component comes from, owned, so it can be loaded on another thread.
 pub(super) struct Source {
     pub(super) id: String,
@@ -76,15 +81,22 @@ pub(super) fn link(engine: &Engine, component: &Component) -> Result<Prepared, S
     let http = imports.iter().any(|name| name.starts_with(OUTGOING_HTTP));
     let mut linker: Linker<CallState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-        .map_err(|e| format!("cannot link wasi:http: {e:#}"))?;
+    // wasi:http and the 0.2.0 host only for a component that imports them: an import not linked fails
+    // `instantiate_pre` below as it always did, and defining one a component does not import gives it nothing.
+    // Defining them costs a one-shot `hcpx exec` about a tenth of its instructions (docs/perf-log.md, #39).
+    if imports.iter().any(|name| name.starts_with(WASI_HTTP)) {
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| format!("cannot link wasi:http: {e:#}"))?;
+    }
     Composite::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| format!("cannot link the host interface: {e:#}"))?;
-    bindings::v0_2::hcp::adapter::host::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
-        &mut linker,
-        |s| s,
-    )
-    .map_err(|e| format!("cannot link the host interface 0.2.0: {e:#}"))?;
+    if imports.iter().any(|name| name.starts_with(HOST_V0_2)) {
+        bindings::v0_2::hcp::adapter::host::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| format!("cannot link the host interface 0.2.0: {e:#}"))?;
+    }
     let pre = linker
         .instantiate_pre(component)
         .map_err(|e| format!("the component does not fit the hcp:adapter world: {e:#}"))?;

@@ -27,9 +27,10 @@ pub(super) struct Source {
 }
 
 impl Source {
-    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
-    /// against WASI, wasi:http and the host interface; with what it imports. Blocks.
-    pub(super) fn compile(&self, engine: &Engine) -> Result<Prepared, String> {
+    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache, or waits for
+    /// the compile of it under way) and links it against WASI, wasi:http and the host interface; with what it
+    /// imports. `on` is told of a compile. Blocks.
+    pub(super) fn compile(&self, engine: &Engine, on: &dyn Fn(cache::Step)) -> Result<Prepared, String> {
         // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
         // process that finds the compile cache never reads the component's tens of MiB at all.
         let memo = cache::memo(&self.cache);
@@ -59,11 +60,12 @@ impl Source {
                 self.id, self.installed
             ));
         }
-        let component = cache::load(&self.cache, engine, &sha, &memo, || match bytes.take() {
+        let read = || match bytes.take() {
             Some(b) => Ok(b),
             None => self.read(),
-        })?;
-        link(engine, &component)
+        };
+        let loaded = cache::load(&self.cache, engine, &sha, &memo, read, on)?;
+        link(engine, &loaded.component)
     }
 }
 

@@ -84,7 +84,10 @@ fn install_refuses_a_component_that_does_not_compile_and_installs_nothing() {
     let doc = stdout_json(&out);
     assert_eq!((out.status.code(), doc["code"].as_str()), (Some(1), Some("adapter_failed")), "{doc}");
     let msg = doc["error"].as_str().unwrap();
-    assert!(msg.starts_with("pack transit-composite is not installed: the component does not compile"), "{msg}");
+    assert!(
+        msg.starts_with("pack transit-composite is not installed: the component does not compile"),
+        "{msg}"
+    );
     assert!(msg.contains("rebuild it for wasm32-wasip2, and install again"), "{msg}");
     assert!(!h.store().join("packs/transit-composite").exists());
     let listed = stdout_json(&h.run(&["list", "--json"]));
@@ -121,7 +124,11 @@ fn check_twice_compiles_at_most_once() {
     assert_eq!(h.run(&["install", transit().to_str().unwrap()]).status.code(), Some(0));
     assert_eq!(h.run(&["activate", "transit-composite"]).status.code(), Some(0));
     plan(&h);
-    assert_eq!((cwasm_in(&cache), identity(&cached[0])), (cached, before), "compiled once, by the first check");
+    assert_eq!(
+        (cwasm_in(&cache), identity(&cached[0])),
+        (cached, before),
+        "compiled once, by the first check"
+    );
 }
 
 /// `hcpx serve` with its compile cache in `cache` (empty: nothing compiled for it yet).

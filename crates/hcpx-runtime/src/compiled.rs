@@ -27,7 +27,9 @@ impl Runtime {
     /// runtime has not prepared: at start, then as the store changes. It needs a tokio runtime and ends when
     /// this runtime is dropped.
     pub fn keep_compiled(self: Arc<Self>) {
-        if self.composite.warming.swap(true, Ordering::SeqCst) || tokio::runtime::Handle::try_current().is_err() {
+        if self.composite.warming.swap(true, Ordering::SeqCst)
+            || tokio::runtime::Handle::try_current().is_err()
+        {
             return;
         }
         let rt = Arc::downgrade(&self);
@@ -57,7 +59,8 @@ impl Runtime {
         let Ok(state) = self.store.state() else { return };
         for (id, st) in &state.packs {
             let Some(sha) = st.component_sha256.as_deref() else { continue };
-            if !(st.activated || st.tenants.values().any(|on| *on)) || tried.get(id).is_some_and(|t| t == sha) {
+            if !(st.activated || st.tenants.values().any(|on| *on)) || tried.get(id).is_some_and(|t| t == sha)
+            {
                 continue;
             }
             tried.insert(id.clone(), sha.to_string());

@@ -210,7 +210,8 @@ fn found(cache: &Path, engine: &Engine, key: &str, memo: &Memo) -> Option<Compon
     // match the digest recorded when it was written: the bytes just read, or the file as the kernel described
     // it when they last did. It is mapped, not copied, and only while it is still the file described before the
     // check (same inode, size and change time).
-    let mapped = unsafe { Component::deserialize_file(engine, &file) }.ok().filter(|_| unchanged(&file, &meta));
+    let mapped =
+        unsafe { Component::deserialize_file(engine, &file) }.ok().filter(|_| unchanged(&file, &meta));
     match (mapped, &read) {
         (Some(c), _) => Some(c),
         // SAFETY: as above, for the bytes that were hashed.
@@ -221,7 +222,13 @@ fn found(cache: &Path, engine: &Engine, key: &str, memo: &Memo) -> Option<Compon
 
 /// Compiles `bytes` and writes the result under `key` in `cache`, with its digest; the component as mapped
 /// from the file just written when that works.
-fn fill(cache: &Path, engine: &Engine, key: &str, bytes: &[u8], on: &dyn Fn(Step)) -> Result<Component, String> {
+fn fill(
+    cache: &Path,
+    engine: &Engine,
+    key: &str,
+    bytes: &[u8],
+    on: &dyn Fn(Step),
+) -> Result<Component, String> {
     let component = compile(engine, bytes, on)?;
     let (file, digest_file) = (cache.join(format!("{key}.cwasm")), cache.join(format!("{key}.sha256")));
     if let Ok(serialized) = component.serialize() {
@@ -307,7 +314,8 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let (cache, copy) = (t.path().join("cache"), t.path().join("copy"));
         let name = format!("{}.cwasm", cache_key(&engine, &sha));
-        let compiled = load(&cache, &engine, &sha, &Memo::off(), || Ok(wasm.clone()), &|_| {}).unwrap().component;
+        let compiled =
+            load(&cache, &engine, &sha, &Memo::off(), || Ok(wasm.clone()), &|_| {}).unwrap().component;
         assert!(mapped(&cache.join(&name)), "the compiling process maps the file it wrote");
         drop(compiled);
         make_dir(&copy);
@@ -320,5 +328,67 @@ mod tests {
         let found = found.component;
         assert!(mapped(&copy.join(&name)), "the file found is mapped, not copied");
         drop(found);
+    }
+
+    /// Loads of one key that arrive while it compiles wait for that compile and take its result: one compile,
+    /// even where no cache file can be shared (a directory others can write is never used).
+    #[test]
+    fn loads_that_arrive_during_a_compile_wait_for_it() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::mpsc;
+        let wasm = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/transit-composite/adapter.wasm"),
+        )
+        .unwrap();
+        let sha = sha256_hex(&wasm);
+        // An engine of its own configuration, so no other test's load shares its key.
+        let mut cfg = wasmtime::Config::new();
+        cfg.wasm_component_model(true).epoch_interruption(true).consume_fuel(true);
+        let engine = Engine::new(&cfg).unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let cache = t.path().join("open");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!trusted(&cache));
+        let compiles = Arc::new(AtomicUsize::new(0));
+        let (began, began_rx) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let load_one = |read: Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>| {
+            let (cache, engine, sha, compiles) =
+                (cache.clone(), engine.clone(), sha.clone(), compiles.clone());
+            std::thread::spawn(move || {
+                let counted = |s: Step| {
+                    if let Step::Compiling { .. } = s {
+                        compiles.fetch_add(1, Ordering::SeqCst);
+                    }
+                };
+                load(&cache, &engine, &sha, &Memo::off(), read, &counted).unwrap().compiled
+            })
+        };
+        let first = load_one(Box::new(move || {
+            began.send(()).unwrap();
+            go_rx.recv().unwrap();
+            Ok(wasm)
+        }));
+        began_rx.recv().unwrap();
+        let waiters: Vec<_> =
+            (0..3).map(|_| load_one(Box::new(|| Err("a second compile began".to_string())))).collect();
+        // Bounded: the three join the flight the first holds (its count: the first, the three, this look).
+        let key = cache_key(&engine, &sha);
+        let joined = || {
+            let map = flights().lock().unwrap();
+            map.get(&key).and_then(Weak::upgrade).map_or(0, |f| Arc::strong_count(&f))
+        };
+        let since = Instant::now();
+        while joined() < 5 && since.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        go.send(()).unwrap();
+        assert!(first.join().unwrap(), "the first load compiled");
+        for w in waiters {
+            assert!(!w.join().unwrap(), "a waiter took the first load's component");
+        }
+        assert_eq!(compiles.load(Ordering::SeqCst), 1);
     }
 }

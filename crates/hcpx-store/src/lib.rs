@@ -103,7 +103,9 @@ pub struct Store {
 pub struct InstallCheck(Arc<dyn Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync>);
 
 impl InstallCheck {
-    pub fn new(check: impl Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync + 'static) -> Self {
+    pub fn new(
+        check: impl Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
         InstallCheck(Arc::new(check))
     }
 

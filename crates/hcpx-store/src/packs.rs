@@ -323,7 +323,8 @@ impl Store {
         // A composite's component is compiled here (the CLI's check): one that does not compile is refused with
         // nothing installed, and one that does is in the compile cache before any call.
         if let Some(check) = &self.install_check {
-            let checked = Pack::load(&staged).map_err(|e| e.to_string()).and_then(|p| check.run(&p, &self.layout()));
+            let checked =
+                Pack::load(&staged).map_err(|e| e.to_string()).and_then(|p| check.run(&p, &self.layout()));
             if let Err(message) = checked {
                 let _ = fs::remove_dir_all(&staged);
                 return Err(InstallError::Check { id, message });

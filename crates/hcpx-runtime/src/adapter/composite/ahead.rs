@@ -43,12 +43,26 @@ pub fn precompile(
         cache: cache.to_path_buf(),
         installed: String::new(),
     };
-    let bytes = source.read()?;
-    let (sha, size) = (sha256_hex(&bytes), bytes.len() as u64);
+    let memo = cache::memo(cache);
+    // An installed pack's component digest goes through the memo its calls use (so, once its file is settled,
+    // the first call reads nothing it did not); a staged one is read and hashed.
+    let (sha, mut bytes) = match expected {
+        Some(_) => source.digest(&memo)?,
+        None => {
+            let b = source.read()?;
+            (sha256_hex(&b), Some(b))
+        }
+    };
     if expected.is_some_and(|e| e != sha) {
         return Ok(None);
     }
-    let loaded = cache::load(cache, engine, &sha, &cache::memo(cache), || Ok(bytes), on)?;
+    let size = std::fs::metadata(pack.dir.join(pack.component.as_deref().unwrap_or_default()))
+        .map_or(0, |m| m.len());
+    let read = || match bytes.take() {
+        Some(b) => Ok(b),
+        None => source.read(),
+    };
+    let loaded = cache::load(cache, engine, &sha, &memo, read, on)?;
     if cache::remembered_commands(cache, &sha).is_none() {
         if let Ok(linked) = link(engine, &loaded.component) {
             if let Ok(Ok(names)) = adapter.block_on(describe(engine, &linked.pre)) {

@@ -31,9 +31,29 @@ impl Source {
     /// the compile of it under way) and links it against WASI, wasi:http and the host interface; with what it
     /// imports. `on` is told of a compile. Blocks.
     pub(super) fn compile(&self, engine: &Engine, on: &dyn Fn(cache::Step)) -> Result<Prepared, String> {
-        // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
-        // process that finds the compile cache never reads the component's tens of MiB at all.
         let memo = cache::memo(&self.cache);
+        let (sha, mut bytes) = self.digest(&memo)?;
+        if sha != self.installed {
+            return Err(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
+                self.id, self.installed
+            ));
+        }
+        let read = || match bytes.take() {
+            Some(b) => Ok(b),
+            None => self.read(),
+        };
+        let loaded = cache::load(&self.cache, engine, &sha, &memo, read, on)?;
+        link(engine, &loaded.component)
+    }
+
+    /// The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a process
+    /// that finds the compile cache never reads the component's tens of MiB at all. With its bytes when they
+    /// were read to hash them.
+    pub(super) fn digest(
+        &self,
+        memo: &crate::store::memo::Memo,
+    ) -> Result<(String, Option<Vec<u8>>), String> {
         let (mut file, rel) = self.open()?;
         let meta =
             file.metadata().map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
@@ -51,21 +71,10 @@ impl Source {
                 String::new()
             }
         });
-        if let Some(e) = failed {
-            return Err(e);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((sha, bytes)),
         }
-        if sha != self.installed {
-            return Err(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
-                self.id, self.installed
-            ));
-        }
-        let read = || match bytes.take() {
-            Some(b) => Ok(b),
-            None => self.read(),
-        };
-        let loaded = cache::load(&self.cache, engine, &sha, &memo, read, on)?;
-        link(engine, &loaded.component)
     }
 }
 

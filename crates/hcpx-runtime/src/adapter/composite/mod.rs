@@ -316,7 +316,9 @@ pub fn describe_pack(pack: &Pack, cache: Option<&Path>) -> Result<Vec<String>, S
             let sha = crate::model::digest::sha256_hex(&bytes);
             cache::load(dir, engine, &sha, &cache::memo(dir), || Ok(bytes), &|_| {})?.component
         }
-        None => Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?,
+        None => {
+            Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?
+        }
     };
     let linked = link(engine, &component)?;
     adapter.block_on(describe(engine, &linked.pre))?

@@ -6,6 +6,9 @@
 # Target: the first call at most 1.5x the tenth.
 # Usage: BENCH_N=5 BENCH_BASELINE=/path/to/old/hcpx benches/first_call.sh   (BENCH_HCPX: this build's binary;
 # default target/release/hcpx, built first). Bounded: BENCH_N rounds (default 5), each call capped at 120 s.
+# BENCH_GAP (seconds, default 0): a pause between install and activate, as an operator reviews the pack; a pack's
+# files are hashed by every call until they are 2 s old (the digest memo's racily-clean rule, docs/security.md),
+# so with a gap of 2.5 the activate leaves every digest remembered and the first call hashes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-5}"
@@ -28,10 +31,10 @@ builds=("this=$(copy this "$BENCH_HCPX")")
 [ -n "${BENCH_BASELINE:-}" ] && builds+=("baseline=$(copy baseline "$BENCH_BASELINE")")
 unset HCP_CACHE_DIR HCP_STORE
 
-python3 - "$N" "$TMP" "$PWD/packs/transit-py" "${builds[@]}" <<'PY'
+python3 - "$N" "$TMP" "$PWD/packs/transit-py" "${BENCH_GAP:-0}" "${builds[@]}" <<'PY'
 import os, statistics, subprocess, sys, time
-n, tmp, pack = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-builds = [b.split("=", 1) for b in sys.argv[4:]]
+n, tmp, pack, gap = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+builds = [b.split("=", 1) for b in sys.argv[5:]]
 
 def timed(cmd, env):
     t = time.perf_counter_ns()
@@ -47,6 +50,7 @@ for r in range(n):
         env = dict(os.environ, HCP_HOME=home)
         f = figures[name]
         f["install"].append(timed([hcpx, "install", pack, "--json"], env))
+        time.sleep(gap)
         timed([hcpx, "activate", "transit-py"], env)
         calls = [timed([hcpx, *call], env) for _ in range(10)]
         f["first"].append(calls[0])
@@ -55,7 +59,7 @@ for r in range(n):
 
 load = open("/proc/loadavg").read().split()[:3]
 print(f"{time.strftime('%Y-%m-%d %H:%M')}, nproc {os.cpu_count()}, load average {' '.join(load)}, "
-      f"{n} interleaved rounds, `BENCH_N={n} benches/first_call.sh`\n")
+      f"{n} interleaved rounds, `BENCH_N={n} BENCH_GAP={gap:g} benches/first_call.sh`\n")
 print("| build | install p50 | 1st `hcpx exec` p50 | 10th `hcpx exec` p50 | 1st / 10th |")
 print("|-------|------------:|--------------------:|---------------------:|-----------:|")
 for name, _ in builds:

@@ -100,7 +100,10 @@ pub struct Store {
 /// What an install runs on the staged pack before it records it (the CLI compiles a composite's component into
 /// the layout's compile cache): an `Err` message refuses the install, with nothing installed.
 #[derive(Clone)]
-pub struct InstallCheck(Arc<dyn Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync>);
+pub struct InstallCheck(Arc<CheckFn>);
+
+/// The check an install runs: the staged pack and the store's layout (its compile cache) in, a refusal out.
+type CheckFn = dyn Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync;
 
 impl InstallCheck {
     pub fn new(

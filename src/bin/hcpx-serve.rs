@@ -118,7 +118,10 @@ fn main() -> ExitCode {
         Ok(max) => Arc::new(Metrics::with_max_tenants(max)),
         Err(e) => return fail(&e),
     };
-    let mut runtime = Runtime::new(store).with_max_calls(f.max_calls).with_observer(metrics.clone());
+    let mut runtime = Runtime::new(store)
+        .with_max_calls(f.max_calls)
+        .with_observer(metrics.clone())
+        .with_compile_observer(Arc::new(log_compile));
     // Traces, when the operator names a collector (`OTEL_EXPORTER_OTLP_*`); a setting that does not parse
     // stops the server here rather than leaving it untraced unseen.
     let tracer = match hcpx_runtime::trace::TraceConfig::from_env() {
@@ -156,6 +159,9 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr().lock(), "hcpx serve: listening on http://{addr}");
         let _ = writeln!(std::io::stderr().lock(), "{serving}");
         let drain = cfg.drain;
+        // Activated composites are compiled in the background, at start and as other processes install or
+        // activate them, so no call starts a compile.
+        runtime.clone().keep_compiled();
         serve(listener, runtime, metrics, cfg, AccessLog::stderr(), stop_signal(drain)).await
     });
     hcpx_runtime::adapter::wrap::reuse_tmpdirs(false);
@@ -171,4 +177,24 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e.to_string()),
     }
+}
+
+/// The log's line for a compile this server did (the background compile of a composite installed or activated,
+/// or one a call found missing): one JSON line on standard error, as the access log's are, in one write.
+fn log_compile(e: &hcpx_runtime::adapter::composite::CompileEvent<'_>) {
+    use hcpx_runtime::adapter::composite::Step;
+    let (event, bytes, ms) = match e.step {
+        Step::Compiling { bytes } => ("compiling", Some(bytes), None),
+        Step::Compiled { took } => ("compiled", None, Some(took.as_millis() as u64)),
+        Step::Failed { took } => ("compile_failed", None, Some(took.as_millis() as u64)),
+    };
+    let line = serde_json::json!({
+        "at": hcpx_model::clock::now_rfc3339(),
+        "event": event,
+        "pack": e.pack_id,
+        "component_sha256": e.component_sha256,
+        "bytes": bytes,
+        "ms": ms,
+    });
+    let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
 }

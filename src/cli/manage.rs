@@ -22,7 +22,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
     if a.locked || a.allow_unsigned {
         return Err(CliError::new("--locked and --allow-unsigned are for registry installs (oci://host/repo:tag); a directory install needs neither").into());
     }
-    let store = open_store()?;
+    let store = super::compile::open_store_compiling(p)?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     let o = match store.install_with(dir, replace) {
         Ok(o) => o,
@@ -43,6 +43,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
             return Err(err.into());
         }
         Err(InstallError::Store(e)) => return Err(CliError::new(e.to_string()).into()),
+        Err(InstallError::Check { message, .. }) => return Err(super::compile::refused(message).into()),
     };
     let id = &o.id;
     let pack = store.load_pack(id).ok().flatten();
@@ -200,6 +201,11 @@ impl Report for Uninstalled<'_> {
 /// `hcpx activate ID… [--tenant T]` / `hcpx deactivate ID… [--tenant T]`.
 pub fn set_activated(p: &Printer, a: &ActivateArgs, on: bool) -> anyhow::Result<u8> {
     let store = open_store()?;
+    if on {
+        // Compiled before it is activated: its first call does not compile, and one that cannot compile is not
+        // activated.
+        super::compile::compile_installed(p, &store, &a.ids)?;
+    }
     store.set_activated(&a.ids, on, a.tenant.as_deref()).or_fail()?;
     // A store-wide change leaves the tenants that chose otherwise as they are: say which.
     let mut kept = Vec::new();

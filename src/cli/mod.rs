@@ -5,6 +5,7 @@ pub mod approve;
 pub mod audit;
 pub mod auth;
 pub mod check;
+pub mod compile;
 pub mod completions;
 pub mod config;
 pub mod confirm;

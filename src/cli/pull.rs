@@ -5,7 +5,7 @@
 use serde::Serialize;
 use std::path::PathBuf;
 
-use super::{open_store, InstallArgs};
+use super::InstallArgs;
 use crate::output::Printer;
 use crate::report::{CliError, OrFail, Report, Text};
 use hcpx_registry::{self as distribution, lock, PackRef, PullOptions, RegistryInstall};
@@ -54,7 +54,7 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
             .into());
         }
     }
-    let store = open_store()?;
+    let store = super::compile::open_store_compiling(p)?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     let done = match distribution::install(&store, &r, &opts, replace) {
         Ok(done) => done,
@@ -65,6 +65,9 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
                 issues.iter().map(|i| i.message.clone()).collect::<Vec<_>>().join("; ")
             ))
             .into())
+        }
+        Err(distribution::DistError::Install(hcpx_store::packs::InstallError::Check { message, .. })) => {
+            return Err(super::compile::refused(message).into())
         }
         Err(e) => return Err(CliError::new(e.to_string()).into()),
     };
@@ -158,7 +161,7 @@ pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
         allow_unsigned: a.allow_unsigned,
         ..Default::default()
     };
-    let store = open_store()?;
+    let store = super::compile::open_store_compiling(p)?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     let done = distribution::locked::install_all(&store, &lockfile, &file, &base, replace).or_fail()?;
     Ok(p.report(&AllPulled {

@@ -3,14 +3,14 @@
 
 use serde::Serialize;
 
-use super::{open_store, UpdateArgs};
+use super::UpdateArgs;
 use crate::output::Printer;
 use crate::report::{OrFail, Report, Text};
 use hcpx_registry::update::{self, UpdateReport};
 
 /// Runs `hcpx update`.
 pub fn run(p: &Printer, a: &UpdateArgs) -> anyhow::Result<u8> {
-    let store = open_store()?;
+    let store = super::compile::open_store_compiling(p)?;
     let how = update::UpdateOptions { apply: a.yes, allow_downgrade: a.allow_downgrade };
     let report = update::update(&store, &a.id, a.tag.as_deref(), &a.registry.options(), how).or_fail()?;
     Ok(p.report(&Updated { ok: true, update: report }))

@@ -52,6 +52,11 @@ fn homes_that_share_hcp_cache_dir_compile_a_component_once() {
     let env = [("HCP_CACHE_DIR", shared.to_str().unwrap())];
     let id = install_guest(&a, "test-panic", &["run", "ok"], None);
     install_guest(&b, "test-panic", &["run", "ok"], None);
+    // The installs ran without HCP_CACHE_DIR: each compiled into its home's own cache. The calls use the shared one.
+    for h in [&a, &b] {
+        assert_eq!(cwasm_in(&h.store().join("cache")).len(), 1);
+        fs::remove_dir_all(h.store().join("cache")).unwrap();
+    }
     assert_eq!(a.exec_env(&id, "ok", &[], &env).0, 0);
     let cached = cwasm_in(&shared);
     assert_eq!(cached.len(), 1, "{cached:?}");
@@ -153,6 +158,8 @@ fn a_postgres_store_compiles_into_hcp_cache_dir_too() {
     let shared = h.t.join("shared/compiled");
     let env = [("HCP_CACHE_DIR", shared.to_str().unwrap())];
     let id = install_guest(&h, "test-panic", &["run", "ok"], None);
+    // The install ran without HCP_CACHE_DIR, so it compiled into the home's cache; the call uses the shared one.
+    fs::remove_dir_all(h.store().join("cache")).unwrap();
     assert_eq!(h.exec_env(&id, "ok", &[], &env).0, 0);
     assert_eq!(cwasm_in(&shared).len(), 1, "compiled into HCP_CACHE_DIR");
     assert!(cwasm_in(&h.store().join("cache")).is_empty(), "not into the home");

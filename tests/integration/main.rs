@@ -10,6 +10,7 @@ mod authoring;
 mod bootstrap;
 mod check;
 mod cli;
+mod compile_ahead;
 mod compile_cache;
 mod composite;
 mod composite_http;

@@ -23,6 +23,7 @@ mod approval;
 mod availability;
 pub mod binding;
 mod built_in;
+mod compiled;
 mod dry_run;
 mod finish;
 pub mod fix;
@@ -219,7 +220,9 @@ impl Runtime {
     /// For a process that runs one call and exits (the `hcpx exec` CLI): composites allocate on demand
     /// instead of reserving the pooling allocator, which only pays off across many calls.
     pub fn one_shot(mut self) -> Runtime {
+        let compiles = self.composite.compiles.take();
         self.composite = CompositeAdapter::one_shot();
+        self.composite.observe_compiles(compiles);
         self
     }
 

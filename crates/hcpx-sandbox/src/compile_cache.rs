@@ -6,11 +6,13 @@
 
 use crate::model::digest::sha256_hex;
 use crate::store::write_atomic;
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 use wasmtime::Engine;
-
-use std::path::Path;
 
 use crate::store::memo::{Fingerprint, Memo};
 
@@ -61,64 +63,175 @@ fn unchanged(file: &Path, before: &std::fs::Metadata) -> bool {
     })
 }
 
-/// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache.
-/// `Err` is a message.
-// The compile cache hands wasmtime compiled code to map (see SAFETY below).
+/// What a load did, told as it happens to a caller that reports compiles (progress on a terminal, the server's
+/// log): a load that finds the component in the cache says nothing.
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// Compiling a component of `bytes` bytes has begun.
+    Compiling { bytes: usize },
+    /// It compiled, in `took`.
+    Compiled { took: Duration },
+    /// It did not compile.
+    Failed { took: Duration },
+}
+
+/// A loaded component, and whether this load compiled it (rather than finding it compiled).
+pub struct Loaded {
+    pub component: Component,
+    pub compiled: bool,
+}
+
+/// Compiles that may be under way in this process, by cache key: a load that finds one waits for it instead of
+/// starting another. Held only while a load of that key runs (the map keeps weak references).
+type Flights = Mutex<HashMap<String, Weak<Mutex<Option<(Engine, Component)>>>>>;
+
+fn flights() -> &'static Flights {
+    static FLIGHTS: OnceLock<Flights> = OnceLock::new();
+    FLIGHTS.get_or_init(Flights::default)
+}
+
+/// The flight of `key`: joined when a load of it is under way, else begun.
+fn flight(key: &str) -> Arc<Mutex<Option<(Engine, Component)>>> {
+    let mut map = flights().lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(f) = map.get(key).and_then(Weak::upgrade) {
+        return f;
+    }
+    map.retain(|_, f| f.strong_count() > 0);
+    let f = Arc::new(Mutex::new(None));
+    map.insert(key.to_string(), Arc::downgrade(&f));
+    f
+}
+
+/// An exclusive lock on cache entry `key` across processes (`flock` on `KEY.lock` in the cache directory),
+/// held until dropped: two processes sharing a cache (`HCP_CACHE_DIR`, a server and the CLI) compile a
+/// component once, the second waiting for the first and then finding its file. `None` when the lock file
+/// cannot be opened: the load goes on without it (at worst a second compile, never a wrong file: each writes
+/// by rename).
+fn lock_entry(cache: &Path, key: &str) -> Option<std::os::fd::OwnedFd> {
+    use rustix::fs::{flock, open, FlockOperation, Mode, OFlags};
+    let file = cache.join(format!("{key}.lock"));
+    let fd = open(
+        &file,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .ok()?;
+    loop {
+        match flock(&fd, FlockOperation::LockExclusive) {
+            Ok(()) => return Some(fd),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Compiles `bytes`, telling `on` when it begins and how long it took.
+fn compile(engine: &Engine, bytes: &[u8], on: &dyn Fn(Step)) -> Result<Component, String> {
+    on(Step::Compiling { bytes: bytes.len() });
+    let began = Instant::now();
+    match Component::new(engine, bytes) {
+        Ok(c) => {
+            on(Step::Compiled { took: began.elapsed() });
+            Ok(c)
+        }
+        Err(e) => {
+            on(Step::Failed { took: began.elapsed() });
+            Err(format!("the component does not compile: {e:#}"))
+        }
+    }
+}
+
+/// Loads the component from the cache, or compiles it (reading its bytes with `bytes`) and fills the cache,
+/// telling `on` of a compile. Within a process, one compile per cache key at a time: a load that arrives during
+/// one waits for it and takes its result (or, on another engine, its file); across processes sharing a trusted
+/// cache directory, the entry's lock file does the same. `Err` is a message.
 pub fn load(
     cache: &Path,
     engine: &Engine,
     component_sha: &str,
     memo: &Memo,
     bytes: impl FnOnce() -> Result<Vec<u8>, String>,
-) -> Result<Component, String> {
-    if !trusted(cache) {
-        return Component::new(engine, &bytes()?)
-            .map_err(|e| format!("the component does not compile: {e:#}"));
-    }
+    on: &dyn Fn(Step),
+) -> Result<Loaded, String> {
     let key = cache_key(engine, component_sha);
+    let trusted = trusted(cache);
+    if trusted {
+        if let Some(component) = found(cache, engine, &key, memo) {
+            return Ok(Loaded { component, compiled: false });
+        }
+    }
+    let flight = flight(&key);
+    let mut slot = flight.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, c)) = slot.as_ref().filter(|(e, _)| Engine::same(e, engine)) {
+        return Ok(Loaded { component: c.clone(), compiled: false });
+    }
+    if !trusted {
+        let component = compile(engine, &bytes()?, on)?;
+        *slot = Some((engine.clone(), component.clone()));
+        return Ok(Loaded { component, compiled: true });
+    }
+    make_dir(cache);
+    let _entry = lock_entry(cache, &key);
+    // Another load (in this process on another engine, or in another process) may have filled it meanwhile.
+    if let Some(component) = found(cache, engine, &key, memo) {
+        return Ok(Loaded { component, compiled: false });
+    }
+    let component = fill(cache, engine, &key, &bytes()?, on)?;
+    *slot = Some((engine.clone(), component.clone()));
+    Ok(Loaded { component, compiled: true })
+}
+
+/// The component compiled under `key` in `cache`, when its file is there, a regular file, and its digest the
+/// one recorded when it was written. A tampered or stale file is never loaded (the caller replaces it).
+// The compile cache hands wasmtime compiled code to map (see SAFETY below).
+fn found(cache: &Path, engine: &Engine, key: &str, memo: &Memo) -> Option<Component> {
     let file = cache.join(format!("{key}.cwasm"));
     let digest_file = cache.join(format!("{key}.sha256"));
     // Only a regular file is ever opened (never a link, a FIFO or a device planted in its place).
-    let meta = std::fs::symlink_metadata(&file).ok().filter(|m| m.is_file());
-    if let (Ok(expected), Some(meta)) = (std::fs::read_to_string(&digest_file), meta) {
-        let mut fp = Fingerprint::new();
-        fp.add(b"cwasm", &meta);
-        // The file's digest as the kernel's word on it says it was (store/memo.rs), or read and hashed now.
-        let mut read = None;
-        let have = memo.digest(&file, fp, || match std::fs::read(&file) {
-            Ok(bytes) => {
-                let digest = sha256_hex(&bytes);
-                read = Some(bytes);
-                digest
-            }
-            Err(_) => String::new(),
-        });
-        if have == expected.trim() {
-            // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility
-            // hash (it is in the key), atomically (a rename), in a directory only this user can write
-            // (`trusted`), and its bytes match the digest recorded when it was written: the bytes just read, or
-            // the file as the kernel described it when they last did. It is mapped, not copied, and only while
-            // it is still the file described before the check (same inode, size and change time).
-            let mapped = unsafe { Component::deserialize_file(engine, &file) }
-                .ok()
-                .filter(|_| unchanged(&file, &meta));
-            let loaded = match (mapped, &read) {
-                (Some(c), _) => Ok(c),
-                // SAFETY: as above, for the bytes that were hashed.
-                (None, Some(bytes)) => unsafe { Component::deserialize(engine, bytes) },
-                (None, None) => Err(wasmtime::Error::msg("the cache file changed while it was loaded")),
-            };
-            if let Ok(c) = loaded {
-                return Ok(c);
-            }
+    let meta = std::fs::symlink_metadata(&file).ok().filter(|m| m.is_file())?;
+    let expected = std::fs::read_to_string(&digest_file).ok()?;
+    let mut fp = Fingerprint::new();
+    fp.add(b"cwasm", &meta);
+    // The file's digest as the kernel's word on it says it was (store/memo.rs), or read and hashed now.
+    let mut read = None;
+    let have = memo.digest(&file, fp, || match std::fs::read(&file) {
+        Ok(bytes) => {
+            let digest = sha256_hex(&bytes);
+            read = Some(bytes);
+            digest
         }
-        // A tampered or stale file is never loaded: it is replaced below.
+        Err(_) => String::new(),
+    });
+    if have != expected.trim() {
+        return None;
     }
-    let bytes = bytes()?;
-    let component =
-        Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
+    // SAFETY: the file was written by `Component::serialize` on an engine with the same compatibility hash (it
+    // is in the key), atomically (a rename), in a directory only this user can write (`trusted`), and its bytes
+    // match the digest recorded when it was written: the bytes just read, or the file as the kernel described
+    // it when they last did. It is mapped, not copied, and only while it is still the file described before the
+    // check (same inode, size and change time).
+    let mapped =
+        unsafe { Component::deserialize_file(engine, &file) }.ok().filter(|_| unchanged(&file, &meta));
+    match (mapped, &read) {
+        (Some(c), _) => Some(c),
+        // SAFETY: as above, for the bytes that were hashed.
+        (None, Some(bytes)) => unsafe { Component::deserialize(engine, bytes) }.ok(),
+        (None, None) => None,
+    }
+}
+
+/// Compiles `bytes` and writes the result under `key` in `cache`, with its digest; the component as mapped
+/// from the file just written when that works.
+fn fill(
+    cache: &Path,
+    engine: &Engine,
+    key: &str,
+    bytes: &[u8],
+    on: &dyn Fn(Step),
+) -> Result<Component, String> {
+    let component = compile(engine, bytes, on)?;
+    let (file, digest_file) = (cache.join(format!("{key}.cwasm")), cache.join(format!("{key}.sha256")));
     if let Ok(serialized) = component.serialize() {
-        make_dir(cache);
         let digest = sha256_hex(&serialized);
         if write_atomic(&file, &serialized, 0o644).is_ok()
             && write_atomic(&digest_file, digest.as_bytes(), 0o644).is_ok()
@@ -201,7 +314,8 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let (cache, copy) = (t.path().join("cache"), t.path().join("copy"));
         let name = format!("{}.cwasm", cache_key(&engine, &sha));
-        let compiled = load(&cache, &engine, &sha, &Memo::off(), || Ok(wasm.clone())).unwrap();
+        let compiled =
+            load(&cache, &engine, &sha, &Memo::off(), || Ok(wasm.clone()), &|_| {}).unwrap().component;
         assert!(mapped(&cache.join(&name)), "the compiling process maps the file it wrote");
         drop(compiled);
         make_dir(&copy);
@@ -209,8 +323,72 @@ mod tests {
             std::fs::copy(cache.join(&f), copy.join(&f)).unwrap();
         }
         // Not remembered (a memo that remembers nothing): the file is read and hashed, then mapped.
-        let found = load(&copy, &engine, &sha, &Memo::off(), || panic!("compiled again")).unwrap();
+        let found = load(&copy, &engine, &sha, &Memo::off(), || panic!("compiled again"), &|_| {}).unwrap();
+        assert!(!found.compiled);
+        let found = found.component;
         assert!(mapped(&copy.join(&name)), "the file found is mapped, not copied");
         drop(found);
+    }
+
+    /// Loads of one key that arrive while it compiles wait for that compile and take its result: one compile,
+    /// even where no cache file can be shared (a directory others can write is never used).
+    #[test]
+    fn loads_that_arrive_during_a_compile_wait_for_it() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::mpsc;
+        let wasm = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/transit-composite/adapter.wasm"),
+        )
+        .unwrap();
+        let sha = sha256_hex(&wasm);
+        // An engine of its own configuration, so no other test's load shares its key.
+        let mut cfg = wasmtime::Config::new();
+        cfg.wasm_component_model(true).epoch_interruption(true).consume_fuel(true);
+        let engine = Engine::new(&cfg).unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let cache = t.path().join("open");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!trusted(&cache));
+        let compiles = Arc::new(AtomicUsize::new(0));
+        let (began, began_rx) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let load_one = |read: Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>| {
+            let (cache, engine, sha, compiles) =
+                (cache.clone(), engine.clone(), sha.clone(), compiles.clone());
+            std::thread::spawn(move || {
+                let counted = |s: Step| {
+                    if let Step::Compiling { .. } = s {
+                        compiles.fetch_add(1, Ordering::SeqCst);
+                    }
+                };
+                load(&cache, &engine, &sha, &Memo::off(), read, &counted).unwrap().compiled
+            })
+        };
+        let first = load_one(Box::new(move || {
+            began.send(()).unwrap();
+            go_rx.recv().unwrap();
+            Ok(wasm)
+        }));
+        began_rx.recv().unwrap();
+        let waiters: Vec<_> =
+            (0..3).map(|_| load_one(Box::new(|| Err("a second compile began".to_string())))).collect();
+        // Bounded: the three join the flight the first holds (its count: the first, the three, this look).
+        let key = cache_key(&engine, &sha);
+        let joined = || {
+            let map = flights().lock().unwrap();
+            map.get(&key).and_then(Weak::upgrade).map_or(0, |f| Arc::strong_count(&f))
+        };
+        let since = Instant::now();
+        while joined() < 5 && since.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        go.send(()).unwrap();
+        assert!(first.join().unwrap(), "the first load compiled");
+        for w in waiters {
+            assert!(!w.join().unwrap(), "a waiter took the first load's component");
+        }
+        assert_eq!(compiles.load(Ordering::SeqCst), 1);
     }
 }

@@ -93,6 +93,34 @@ pub struct Store {
     /// Where compiled components are cached, when not `$HCP_HOME/cache` (`HCP_CACHE_DIR`, or a trial store
     /// sharing its operator's cache).
     compile_cache: Option<PathBuf>,
+    /// Run on each pack staged for install, before it is recorded (`with_install_check`).
+    install_check: Option<InstallCheck>,
+}
+
+/// What an install runs on the staged pack before it records it (the CLI compiles a composite's component into
+/// the layout's compile cache): an `Err` message refuses the install, with nothing installed.
+#[derive(Clone)]
+pub struct InstallCheck(Arc<CheckFn>);
+
+/// The check an install runs: the staged pack and the store's layout (its compile cache) in, a refusal out.
+type CheckFn = dyn Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync;
+
+impl InstallCheck {
+    pub fn new(
+        check: impl Fn(&crate::pack::Pack, &Layout) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        InstallCheck(Arc::new(check))
+    }
+
+    pub(crate) fn run(&self, pack: &crate::pack::Pack, layout: &Layout) -> Result<(), String> {
+        (self.0)(pack, layout)
+    }
+}
+
+impl std::fmt::Debug for InstallCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InstallCheck")
+    }
 }
 
 /// A connection pool's use (the PostgreSQL store's; `/metrics` reports it).
@@ -139,6 +167,7 @@ impl Store {
             backend: timing::Timed::wrap(backend),
             state_key: Default::default(),
             compile_cache: None,
+            install_check: None,
         }
     }
 
@@ -215,6 +244,12 @@ impl Store {
     /// tried once is not compiled again, by them or by later calls.
     pub fn default_compile_cache() -> Result<PathBuf, StoreError> {
         Ok(Store::cache_dir_from_env()?.unwrap_or_else(|| Store::default_home().join("cache")))
+    }
+
+    /// This store running `check` on each pack staged for install, before it is recorded.
+    pub fn with_install_check(mut self, check: InstallCheck) -> Store {
+        self.install_check = Some(check);
+        self
     }
 
     /// This store with its compiled components cached in `dir` instead of `$HCP_HOME/cache`.

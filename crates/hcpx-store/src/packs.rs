@@ -206,6 +206,10 @@ pub enum InstallError {
     Lint { dir: String, issues: Vec<LintIssue> },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The install check (`Store::with_install_check`: the CLI compiles a composite's component) refused the
+    /// staged pack; nothing was installed.
+    #[error("{message}")]
+    Check { id: String, message: String },
 }
 
 impl Store {
@@ -314,6 +318,16 @@ impl Store {
             Err(e) => {
                 let _ = fs::remove_dir_all(&staged);
                 return Err(e.into());
+            }
+        }
+        // A composite's component is compiled here (the CLI's check): one that does not compile is refused with
+        // nothing installed, and one that does is in the compile cache before any call.
+        if let Some(check) = &self.install_check {
+            let checked =
+                Pack::load(&staged).map_err(|e| e.to_string()).and_then(|p| check.run(&p, &self.layout()));
+            if let Err(message) = checked {
+                let _ = fs::remove_dir_all(&staged);
+                return Err(InstallError::Check { id, message });
             }
         }
         let _lock = self.lock()?;

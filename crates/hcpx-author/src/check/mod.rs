@@ -197,7 +197,7 @@ fn check_pack(
     // A component whose describe() misses a command fails every call the same way: S007 says so once, and the
     // probe and eval layers, which would repeat it per command and per case, do not run.
     let described = (pack.kind == crate::pack::AdapterKind::Composite)
-        .then(|| crate::adapter::composite::describe_pack(pack));
+        .then(|| crate::adapter::composite::describe_pack(pack, opts.env.compile_cache.as_deref()));
     let component_ok = described
         .as_ref()
         .is_none_or(|d| d.as_ref().is_ok_and(|names| pack.commands.keys().all(|k| names.contains(k))));

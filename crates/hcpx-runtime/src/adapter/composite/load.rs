@@ -32,12 +32,33 @@ pub(super) struct Source {
 }
 
 impl Source {
-    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache) and links it
-    /// against WASI, wasi:http and the host interface; with what it imports. Blocks.
-    pub(super) fn compile(&self, engine: &Engine) -> Result<Prepared, String> {
-        // The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a
-        // process that finds the compile cache never reads the component's tens of MiB at all.
+    /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache, or waits for
+    /// the compile of it under way) and links it against WASI, wasi:http and the host interface; with what it
+    /// imports. `on` is told of a compile. Blocks.
+    pub(super) fn compile(&self, engine: &Engine, on: &dyn Fn(cache::Step)) -> Result<Prepared, String> {
         let memo = cache::memo(&self.cache);
+        let (sha, mut bytes) = self.digest(&memo)?;
+        if sha != self.installed {
+            return Err(format!(
+                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
+                self.id, self.installed
+            ));
+        }
+        let read = || match bytes.take() {
+            Some(b) => Ok(b),
+            None => self.read(),
+        };
+        let loaded = cache::load(&self.cache, engine, &sha, &memo, read, on)?;
+        link(engine, &loaded.component)
+    }
+
+    /// The component's digest, remembered by the kernel's word on the file opened (store/memo.rs): a process
+    /// that finds the compile cache never reads the component's tens of MiB at all. With its bytes when they
+    /// were read to hash them.
+    pub(super) fn digest(
+        &self,
+        memo: &crate::store::memo::Memo,
+    ) -> Result<(String, Option<Vec<u8>>), String> {
         let (mut file, rel) = self.open()?;
         let meta =
             file.metadata().map_err(|e| format!("component {rel} cannot be read: {}", io_reason(&e)))?;
@@ -55,20 +76,10 @@ impl Source {
                 String::new()
             }
         });
-        if let Some(e) = failed {
-            return Err(e);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((sha, bytes)),
         }
-        if sha != self.installed {
-            return Err(format!(
-                "component of pack {} changed since install (sha256 {sha}, installed {}); it is not loaded: reinstall the pack",
-                self.id, self.installed
-            ));
-        }
-        let component = cache::load(&self.cache, engine, &sha, &memo, || match bytes.take() {
-            Some(b) => Ok(b),
-            None => self.read(),
-        })?;
-        link(engine, &component)
     }
 }
 

@@ -8,6 +8,7 @@
 //! drives the same future on the adapter's runtime (`run`). Blocking file work goes to tokio's blocking pool,
 //! and so does loading a component for an async caller, so nothing holds a worker of the caller's runtime.
 
+mod ahead;
 pub mod bindings;
 pub(crate) use hcpx_sandbox::compile_cache as cache;
 mod call;
@@ -32,6 +33,22 @@ use crate::pack::Pack;
 use bindings::CompositePre;
 use host::CallState;
 use load::{link, Source};
+
+pub use ahead::{precompile, Precompiled};
+pub use cache::Step;
+
+/// A compile this process did (or began, or failed), for whoever reports them: `hcpx serve`'s log, the progress a
+/// terminal shows at install.
+#[derive(Debug, Clone, Copy)]
+pub struct CompileEvent<'a> {
+    pub pack_id: &'a str,
+    /// The component's SHA-256.
+    pub component_sha256: &'a str,
+    pub step: Step,
+}
+
+/// Told of every compile an adapter does.
+pub type CompileObserver = Arc<dyn Fn(&CompileEvent<'_>) + Send + Sync>;
 
 /// How often the engine's epoch advances; deadlines are counted in these ticks.
 const TICK: Duration = Duration::from_millis(2);
@@ -108,6 +125,10 @@ pub struct CompositeAdapter {
     tokio: OnceLock<Result<tokio::runtime::Runtime, String>>,
     /// Each pack's prepared component, with the digest it was prepared from.
     prepared: Mutex<HashMap<String, (String, Arc<Prepared>)>>,
+    /// Told of each compile (`hcpx serve` logs them).
+    pub(crate) compiles: Option<CompileObserver>,
+    /// Whether the runtime's background compile loop runs (`Runtime::keep_compiled`).
+    pub(crate) warming: std::sync::atomic::AtomicBool,
 }
 
 impl Default for CompositeAdapter {
@@ -128,7 +149,19 @@ impl CompositeAdapter {
             engine: OnceLock::new(),
             tokio: OnceLock::new(),
             prepared: Mutex::new(HashMap::new()),
+            compiles: None,
+            warming: Default::default(),
         }
+    }
+
+    /// Tells `observer` of every compile this adapter does.
+    pub fn observe_compiles(&mut self, observer: Option<CompileObserver>) {
+        self.compiles = observer;
+    }
+
+    /// Whether the pack's component, at `sha`, is prepared in this adapter.
+    pub fn is_prepared(&self, pack_id: &str, sha: &str) -> bool {
+        self.prepared.lock().is_ok_and(|m| m.get(pack_id).is_some_and(|(have, _)| have == sha))
     }
 
     /// An adapter for a process that runs one call and exits: on-demand instance allocation.
@@ -197,9 +230,15 @@ impl CompositeAdapter {
             installed: installed.clone(),
         };
         let owned = engine.clone();
+        let observer = self.compiles.clone();
         let (prepared, remembered) = blocking
             .run(move || {
-                let compiled = source.compile(&owned);
+                let on = |step: Step| {
+                    if let Some(o) = &observer {
+                        o(&CompileEvent { pack_id: &source.id, component_sha256: &source.installed, step });
+                    }
+                };
+                let compiled = source.compile(&owned, &on);
                 compiled.map(|c| (c, cache::remembered_commands(&source.cache, &source.installed)))
             })
             .await
@@ -258,9 +297,10 @@ async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<
 }
 
 /// What the component of the pack in `pack.dir` (not installed: `hcpx check` reads the author's directory) says
-/// it implements: read through a capability on the pack, compiled without a cache, linked as the runtime links
-/// it, and asked `describe` once. Blocks.
-pub fn describe_pack(pack: &Pack) -> Result<Vec<String>, String> {
+/// it implements: read through a capability on the pack, compiled (or found compiled) in `cache`, the
+/// operator's compile cache, keyed by its digest as every call's is (without a cache: compiled afresh), linked
+/// as the runtime links it, and asked `describe` once. Blocks.
+pub fn describe_pack(pack: &Pack, cache: Option<&Path>) -> Result<Vec<String>, String> {
     let adapter = CompositeAdapter::one_shot();
     let (engine, _) = adapter.engine()?;
     let source = Source {
@@ -271,8 +311,15 @@ pub fn describe_pack(pack: &Pack) -> Result<Vec<String>, String> {
         installed: String::new(),
     };
     let bytes = source.read()?;
-    let component =
-        Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?;
+    let component = match cache {
+        Some(dir) => {
+            let sha = crate::model::digest::sha256_hex(&bytes);
+            cache::load(dir, engine, &sha, &cache::memo(dir), || Ok(bytes), &|_| {})?.component
+        }
+        None => {
+            Component::new(engine, &bytes).map_err(|e| format!("the component does not compile: {e:#}"))?
+        }
+    };
     let linked = link(engine, &component)?;
     adapter.block_on(describe(engine, &linked.pre))?
 }
@@ -425,11 +472,11 @@ mod tests {
             installed: sha256_hex(&bytes),
         };
         let adapter = CompositeAdapter::one_shot();
-        let prepared = source.compile(adapter.engine().unwrap().0).unwrap();
+        let prepared = source.compile(adapter.engine().unwrap().0, &|_| {}).unwrap();
         assert!(!prepared.files, "transit-composite imports no wasi:filesystem/preopens");
         assert!(!prepared.http, "transit-composite is built for hcp:adapter@0.1.0, without wasi:http");
         let changed = Source { installed: "0".repeat(64), ..source };
-        let refused = changed.compile(adapter.engine().unwrap().0).err().unwrap();
+        let refused = changed.compile(adapter.engine().unwrap().0, &|_| {}).err().unwrap();
         assert!(refused.contains("changed since install"), "{refused}");
     }
 }

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
 # Why: requests per second and p50/p99 latency of `hcpx serve` for a composite read and a wrap read over
 # loopback HTTP (oha, a real load generator), beside the same calls made in-process through `Runtime`, all
-# from one run on one store. Bounded: a fixed number of requests per row, loopback only.
-# Usage: BENCH_N=20000 BENCH_C=16 benches/http.sh   (needs oha: `cargo install oha`; prints a Markdown table)
+# from one run on one store. BENCH_BASELINE=<an older hcpx, its hcpx-serve beside it> starts that build's server
+# on the same store too, and each round times its rows and this build's in turn (the in-process rows between
+# them), so the two servers and the in-process call are compared side by side in one run. Bounded: a fixed
+# number of requests per row and of rounds, loopback only.
+# Usage: BENCH_N=20000 BENCH_C=16 [BENCH_ROUNDS=3] [BENCH_BASELINE=/path/to/old/hcpx] [BENCH_HCPX=/path/to/hcpx]
+#        [BENCH_WRAP=0] benches/http.sh   (needs oha: `cargo install oha`; prints a Markdown table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-20000}"
 C="${BENCH_C:-16}"
+ROUNDS="${BENCH_ROUNDS:-1}"
+WRAP="${BENCH_WRAP:-1}"
 command -v oha >/dev/null || { echo "benches/http.sh needs oha: cargo install oha" >&2; exit 2; }
 
-cargo build --release --bins >&2
+if [ -z "${BENCH_HCPX:-}" ]; then
+  cargo build --release --bins >&2
+  BENCH_HCPX="$PWD/target/release/hcpx"
+fi
 cargo bench --bench http_inprocess --no-run >&2
-HCPX="$PWD/target/release/hcpx"
+HCPX="$BENCH_HCPX"
 
 TMP="$(mktemp -d)"
-SERVER=""
-trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$TMP"' EXIT
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
 export HCP_HOME="$TMP/home"
 
 P="$TMP/trivial"
@@ -27,45 +40,75 @@ for dir in "$P" packs/transit-composite; do
 done
 TOKEN="$("$HCPX" principal add bench --tenant bench --grant 'verb.exec.read:*' 2>/dev/null)"
 
-# The server, its access log to a file (as a deployment keeps it), calls limited well above the load.
-"$HCPX" serve --listen 127.0.0.1:0 --max-calls 1024 2> "$TMP/serve.log" &
-SERVER=$!
-for _ in $(seq 100); do grep -q "listening on" "$TMP/serve.log" 2>/dev/null && break; sleep 0.05; done
-ADDR="$(sed -n 's/.*listening on http:\/\///p' "$TMP/serve.log" | head -1)"
+# Each server with its access log to a file (as a deployment keeps it), calls limited well above the load.
+SERVERS=()
+start() { # label binary: a server on a free port, added to SERVERS as label=addr
+  "$2" serve --listen 127.0.0.1:0 --max-calls 1024 2> "$TMP/$1.log" &
+  PIDS+=($!)
+  for _ in $(seq 200); do grep -q "listening on" "$TMP/$1.log" 2>/dev/null && break; sleep 0.05; done
+  SERVERS+=("$1=$(sed -n 's/.*listening on http:\/\///p' "$TMP/$1.log" | head -1)")
+}
+if [ -n "${BENCH_BASELINE:-}" ]; then start baseline "$BENCH_BASELINE"; fi
+start this "$HCPX"
 
-row() { # label path body n c
-  oha --no-tui --output-format json -n "$4" -c "$5" -m POST -T application/json \
-    -H "Authorization: Bearer $TOKEN" -d "$3" "http://$ADDR$2" > "$TMP/oha.json"
-  python3 - "$1" "$5" "$TMP/oha.json" <<'PY'
+row() { # server addr label path body n c round
+  oha --no-tui --output-format json -n "$6" -c "$7" -m POST -T application/json \
+    -H "Authorization: Bearer $TOKEN" -d "$5" "http://$2$4" > "$TMP/oha.json"
+  python3 - "$1" "$3" "$7" "$8" "$TMP/oha.json" <<'PY'
 import json, sys
-label, c, path = sys.argv[1], sys.argv[2], sys.argv[3]
+server, label, c, rnd, path = sys.argv[1:6]
 d = json.load(open(path))
 s, p = d["summary"], d["latencyPercentiles"]
 codes = d.get("statusCodeDistribution", {})
-print(json.dumps({"call": label, "face": f"HTTP c={c}", "rps": round(s["requestsPerSec"]),
-                  "p50_us": round(p["p50"] * 1e6, 1), "p99_us": round(p["p99"] * 1e6, 1), "codes": codes}))
+print(json.dumps({"round": int(rnd), "call": label, "face": f"HTTP c={c}", "server": server,
+                  "rps": round(s["requestsPerSec"]), "p50_us": round(p["p50"] * 1e6, 1),
+                  "p99_us": round(p["p99"] * 1e6, 1), "codes": codes}))
 PY
 }
 
-{
-  row "composite read" /v1/exec/transit-composite/plan '{"from":"A","to":"B"}' 2000 1
-  row "composite read" /v1/exec/transit-composite/plan '{"from":"A","to":"B"}' "$N" "$C"
-  row "wrap read" /v1/exec/trivial/ping '{}' 300 1
-  row "wrap read" /v1/exec/trivial/ping '{}' "$((N / 10))" "$C"
-  HTTP_BENCH_HOME="$HCP_HOME" HTTP_BENCH_N="$N" HTTP_BENCH_C="$C" \
-    cargo bench --bench http_inprocess 2>/dev/null | grep '^{'
-} > "$TMP/rows.jsonl"
+inprocess() { # round only
+  HTTP_BENCH_HOME="$HCP_HOME" HTTP_BENCH_N="$N" HTTP_BENCH_C="$C" HTTP_BENCH_ONLY="$2" \
+    cargo bench --bench http_inprocess 2>/dev/null | grep '^{' | python3 -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l); r["round"] = int(sys.argv[1]); r["server"] = "in-process"; print(json.dumps(r))' "$1"
+}
+
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS round(s), N=$N, c=$C" >&2
+for r in $(seq "$ROUNDS"); do
+  for s in "${SERVERS[@]}"; do
+    row "${s%%=*}" "${s#*=}" "composite read" /v1/exec/transit-composite/plan '{"from":"A","to":"B"}' 2000 1 "$r"
+    row "${s%%=*}" "${s#*=}" "composite read" /v1/exec/transit-composite/plan '{"from":"A","to":"B"}' "$N" "$C" "$r"
+    if [ "$WRAP" = 1 ]; then
+      row "${s%%=*}" "${s#*=}" "wrap read" /v1/exec/trivial/ping '{}' 300 1 "$r"
+      row "${s%%=*}" "${s#*=}" "wrap read" /v1/exec/trivial/ping '{}' "$((N / 10))" "$C" "$r"
+    fi
+  done
+  if [ "$WRAP" = 1 ]; then inprocess "$r" ""; else inprocess "$r" composite; fi
+done > "$TMP/rows.jsonl"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 python3 - "$TMP/rows.jsonl" "$C" <<'PY'
-import json, sys
+import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]
 c = sys.argv[2]
-print("| call | face | req/s | p50 µs | p99 µs |")
-print("|------|------|------:|-------:|-------:|")
+print("| round | call | server | face | req/s | p50 µs | p99 µs |")
+print("|------:|------|--------|------|------:|-------:|-------:|")
 for r in rows:
     rps = r.get("rps", r.get(f"rps_c{c}", ""))
-    face = r["face"] if r["face"] != "in-process exec" else f"in-process exec (p50/p99 sequential, req/s exec_async c={c})"
-    print(f"| {r['call']} | {face} | {rps} | {r['p50_us']} | {r['p99_us']} |")
+    face = r["face"] if r["face"] != "in-process exec" else f"exec (p50/p99 sequential, req/s exec_async c={c})"
+    print(f"| {r['round']} | {r['call']} | {r['server']} | {face} | {rps} | {r['p50_us']} | {r['p99_us']} |")
     if r.get("codes") and set(r["codes"]) != {"200"}:
-        print(f"|   | statuses | {r['codes']} | | |")
+        print(f"|   |   |   | statuses | {r['codes']} | | |")
+# Per round: each server's HTTP c=C req/s over the in-process exec_async c=C of the same round.
+print()
+print(f"| round | call | server | HTTP c={c} req/s / in-process c={c} req/s | p99 µs |")
+print("|------:|------|--------|------:|------:|")
+for r in rows:
+    if r["server"] == "in-process" or r["face"] != f"HTTP c={c}":
+        continue
+    ref = [x for x in rows if x["server"] == "in-process" and x["round"] == r["round"]
+           and x["call"] == r["call"] and f"rps_c{c}" in x]
+    if ref:
+        print(f"| {r['round']} | {r['call']} | {r['server']} | {r['rps'] / ref[0][f'rps_c{c}']:.3f} | {r['p99_us']} |")
 PY

@@ -6,7 +6,8 @@
 # them), so the two servers and the in-process call are compared side by side in one run. Bounded: a fixed
 # number of requests per row and of rounds, loopback only.
 # Usage: BENCH_N=20000 BENCH_C=16 [BENCH_ROUNDS=3] [BENCH_BASELINE=/path/to/old/hcpx] [BENCH_HCPX=/path/to/hcpx]
-#        [BENCH_WRAP=0] benches/http.sh   (needs oha: `cargo install oha`; prints a Markdown table)
+#        [BENCH_WRAP=0] [BENCH_INPROCESS=/path/to/a/built/http_inprocess] benches/http.sh
+#        (needs oha: `cargo install oha`; prints Markdown tables)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-20000}"
@@ -19,7 +20,10 @@ if [ -z "${BENCH_HCPX:-}" ]; then
   cargo build --release --bins >&2
   BENCH_HCPX="$PWD/target/release/hcpx"
 fi
-cargo bench --bench http_inprocess --no-run >&2
+if [ -z "${BENCH_INPROCESS:-}" ]; then
+  cargo bench --bench http_inprocess --no-run >&2
+  BENCH_INPROCESS="$(ls -t target/release/deps/http_inprocess-* | grep -v '\.d$' | head -1)"
+fi
 HCPX="$BENCH_HCPX"
 
 TMP="$(mktemp -d)"
@@ -68,7 +72,7 @@ PY
 
 inprocess() { # round only
   HTTP_BENCH_HOME="$HCP_HOME" HTTP_BENCH_N="$N" HTTP_BENCH_C="$C" HTTP_BENCH_ONLY="$2" \
-    cargo bench --bench http_inprocess 2>/dev/null | grep '^{' | python3 -c '
+    "$BENCH_INPROCESS" --bench 2>/dev/null | grep '^{' | python3 -c '
 import json, sys
 for l in sys.stdin:
     r = json.loads(l); r["round"] = int(sys.argv[1]); r["server"] = "in-process"; print(json.dumps(r))' "$1"

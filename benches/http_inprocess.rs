@@ -2,8 +2,9 @@
 //! prepared, straight through `Runtime` — sequentially (per-call latency) and from concurrent tasks on a tokio
 //! runtime (throughput), so the script can put the server's numbers beside them from one run.
 //!
-//! Env: HTTP_BENCH_HOME (the store), HTTP_BENCH_N (calls), HTTP_BENCH_C (concurrent tasks). Without them it
-//! says so and exits (so `cargo bench` over every bench passes it by).
+//! Env: HTTP_BENCH_HOME (the store), HTTP_BENCH_N (calls), HTTP_BENCH_C (concurrent tasks); HTTP_BENCH_ONLY (a
+//! word: only the calls whose label starts with it). Without the first three it says so and exits (so
+//! `cargo bench` over every bench passes it by).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout, clippy::print_stderr)]
 
@@ -48,8 +49,9 @@ fn main() {
         ),
         ("wrap read", Envelope::new("trivial", "ping", serde_json::Map::new())),
     ];
+    let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    for (label, env) in &calls {
+    for (label, env) in calls.iter().filter(|(label, _)| label.starts_with(only.as_str())) {
         let n = if label.starts_with("wrap") { n / 10 } else { n };
         for _ in 0..50 {
             assert!(rt.exec(&principal, env).ok);

@@ -27,12 +27,10 @@ pub(crate) fn service(app: &Arc<App>, cfg: &ServeConfig) -> Router {
     // is what the handler says if one somehow did.
     let no_principal = Arc::new(|| Err("denied: this call carries no bearer Principal".to_string()));
     let sessions = Arc::new(LocalSessionManager::default());
-    let runtime = app.runtime.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(HcpServer::new(runtime.clone(), no_principal.clone(), CallContext::default())),
-        sessions.clone(),
-        config,
-    );
+    // One server, cloned for each request: the clones share its tool maps, kept per pack version, so a
+    // `tools/call` does not build every tool again.
+    let server = HcpServer::new(app.runtime.clone(), no_principal, CallContext::default());
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let state = Guard {
         app: app.clone(),
         sessions,

@@ -74,9 +74,9 @@ pub(crate) fn body_refused(app: &App, e: BytesRejection) -> Response {
 /// `HostPaths::hide_in_answer`); `busy` adds `Retry-After`.
 fn result(app: &App, out: ResultEnvelope) -> Response {
     let code = out.code;
-    let mut body = serde_json::to_value(out).unwrap_or_default();
-    app.runtime.host_paths().hide_in_answer(&mut body);
-    let mut resp = (code.map_or(StatusCode::OK, status_of), Json(body)).into_response();
+    let body = answer_body(app.runtime.host_paths(), &out);
+    let json = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+    let mut resp = (code.map_or(StatusCode::OK, status_of), json, body).into_response();
     if let Some(code) = code {
         if code == Code::Busy {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -84,6 +84,19 @@ fn result(app: &App, out: ResultEnvelope) -> Response {
         resp.extensions_mut().insert(LoggedCode(code));
     }
     resp
+}
+
+/// The JSON a served caller reads of `out`: written once, and sent as it is unless a host path appears in it;
+/// only then is it read as a value, each path replaced (`HostPaths::hide_in_answer`), and written again.
+pub(crate) fn answer_body(paths: &crate::runtime::host_paths::HostPaths, out: &ResultEnvelope) -> Vec<u8> {
+    if let Ok(text) = serde_json::to_string(out) {
+        if paths.absent_from_json(&text) {
+            return text.into_bytes();
+        }
+    }
+    let mut body = serde_json::to_value(out).unwrap_or_default();
+    paths.hide_in_answer(&mut body);
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
 /// The header a caller sets to give its call less time than the operator's `timeout_ms` (looked up without
@@ -382,4 +395,42 @@ pub(crate) async fn not_found(State(app): State<Arc<App>>, req: axum::extract::R
         Code::NoPolicy,
         &format!("no route {} {}; GET /openapi.json lists the API", req.method(), req.uri().path()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::host_paths::HostPaths;
+    use std::path::Path;
+
+    /// What the answer was before it was written once: through a value, the paths hidden, written again.
+    fn through_a_value(paths: &HostPaths, out: &ResultEnvelope) -> Vec<u8> {
+        let mut body = serde_json::to_value(out).unwrap();
+        paths.hide_in_answer(&mut body);
+        serde_json::to_vec(&body).unwrap()
+    }
+
+    #[test]
+    fn an_answer_written_once_is_the_answer_through_a_value() {
+        let paths =
+            HostPaths::new(Path::new("/srv/op/.hcp"), Path::new("/srv/op/.hcp/cache"), Path::new("/tmp"));
+        let mut ok = ResultEnvelope::empty("p", "v", true);
+        ok.result = Some(json!({"to": "B", "n": 1.5, "list": [1, "x", null], "z": {"a": true}}));
+        ok.title = Some("Planned".into());
+        let failed = ResultEnvelope::denied(
+            "p",
+            "v",
+            Code::AdapterFailed,
+            "cannot open /srv/op/.hcp/state.json: denied",
+        );
+        let mut named_in_result = ok.clone();
+        named_in_result.result = Some(json!({"where": "/tmp/hcpx-call-1/out"}));
+        named_in_result.stderr = Some("wrote /tmp/hcpx-call-1/out".into());
+        for out in [ok, failed.clone(), named_in_result] {
+            let once = String::from_utf8(answer_body(&paths, &out)).unwrap();
+            assert_eq!(once, String::from_utf8(through_a_value(&paths, &out)).unwrap());
+        }
+        let text = String::from_utf8(answer_body(&paths, &failed)).unwrap();
+        assert!(!text.contains("/srv/op") && text.contains("$HCP_HOME/state.json"), "{text}");
+    }
 }

@@ -20,5 +20,6 @@ pub mod progress;
 pub mod server;
 pub mod single;
 pub mod skills;
+pub mod tool_cache;
 pub mod tools;
 pub mod watch;

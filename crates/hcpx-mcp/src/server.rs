@@ -9,12 +9,12 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::call::{call, to_mcp_result, ToolAnswer};
 use super::progress::with_progress;
-use super::tools::{activated_tools, ToolSpec};
+use super::tool_cache::{ToolCache, ToolMap};
+use super::tools::ToolSpec;
 use crate::model::{Code, Principal, ResultEnvelope};
 use crate::runtime::{CallContext, Runtime};
 use crate::store::principals::Authenticated;
@@ -34,11 +34,13 @@ pub struct HcpServer {
     context: CallContext,
     /// One `hcp` tool with a command language instead of one tool per command.
     single_tool: bool,
+    /// The tool maps, kept per viewer and pack version; shared by the clones a served face makes per request.
+    tool_cache: ToolCache,
 }
 
 impl HcpServer {
     pub fn new(runtime: Arc<Runtime>, principal: PrincipalSource, context: CallContext) -> HcpServer {
-        HcpServer { runtime, principal, context, single_tool: false }
+        HcpServer { runtime, principal, context, single_tool: false, tool_cache: ToolCache::default() }
     }
 
     /// Serves one `hcp` tool (`--single-tool`).
@@ -64,10 +66,11 @@ impl HcpServer {
         .with_annotations(annotations)
     }
 
-    /// The tools as they are now for `viewer` (`None`: every tenant's, whoever may call them), read from the
-    /// store each time, so an install shows at once.
-    fn tools(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
-        activated_tools(&self.runtime, viewer)
+    /// The tools as they are now for `viewer` (`None`: every tenant's, whoever may call them): the activated packs
+    /// are asked of the store each time, so an install shows at once, and the map is built again only when they
+    /// changed (`ToolCache`).
+    fn tools(&self, viewer: Option<&Principal>) -> ToolMap {
+        self.tool_cache.tools(&self.runtime, viewer)
     }
 
     /// Who a request is for, as far as what it is shown goes: over HTTP the Principal its token authenticated,
@@ -88,12 +91,12 @@ impl HcpServer {
     }
 
     /// The tools a request is shown and may call.
-    fn tools_for(&self, context: &RequestContext<RoleServer>) -> BTreeMap<String, ToolSpec> {
+    fn tools_for(&self, context: &RequestContext<RoleServer>) -> ToolMap {
         self.tools(Some(&self.shown_as(context)))
     }
 
     /// The tools of every tenant (`None`) or of one viewer.
-    pub(crate) fn tools_of(&self, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+    pub(crate) fn tools_of(&self, viewer: Option<&Principal>) -> ToolMap {
         self.tools(viewer)
     }
 

@@ -107,14 +107,19 @@ pub fn pack_tools(pack: &Pack) -> Vec<ToolSpec> {
 /// pack), by name. Two commands whose names would collide (`a.b` and `a_b`) both get the digest suffix, so
 /// neither shadows the other.
 pub fn activated_tools(runtime: &Runtime, viewer: Option<&Principal>) -> BTreeMap<String, ToolSpec> {
+    // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
+    activated_tools_of(&runtime.activated_packs(viewer.map(|v| v.tenant.as_str())), viewer)
+}
+
+/// [`activated_tools`] of these packs (the ones activated for `viewer`'s tenant, or for any).
+pub fn activated_tools_of(
+    packs: &[std::sync::Arc<Pack>],
+    viewer: Option<&Principal>,
+) -> BTreeMap<String, ToolSpec> {
     let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
     let callable = |p: &Pack, t: &ToolSpec| viewer.is_none_or(|v| may_call(&v.grants, p, &t.verb_key));
-    // Through the runtime's cache: a pack's files are checked once per install, not at each listing.
-    let all: Vec<ToolSpec> = runtime
-        .activated_packs(viewer.map(|v| v.tenant.as_str()))
-        .iter()
-        .flat_map(|p| pack_tools(p).into_iter().filter(|t| callable(p, t)))
-        .collect();
+    let all: Vec<ToolSpec> =
+        packs.iter().flat_map(|p| pack_tools(p).into_iter().filter(|t| callable(p, t))).collect();
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for t in &all {
         *count.entry(t.name.clone()).or_default() += 1;

@@ -85,7 +85,7 @@ fn lists(server: &HcpServer, installs: &Installs) -> (Vec<String>, Vec<(String, 
         .collect();
     skills.sort();
     skills.dedup();
-    (tools.into_keys().collect(), skills)
+    (tools.keys().cloned().collect(), skills)
 }
 
 /// An initialized client (2025-11-25 and earlier): told of each change until its transport closes.

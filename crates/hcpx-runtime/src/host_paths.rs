@@ -39,6 +39,8 @@ enum Kind {
 struct Root {
     path: String,
     kind: Kind,
+    /// `path` as JSON writes it inside a string (its escapes), to look for it in a JSON text.
+    json: String,
 }
 
 impl HostPaths {
@@ -64,7 +66,9 @@ impl HostPaths {
                 let text = text.trim_end_matches('/');
                 // `/` (or a relative path) would take every path of the text.
                 if text.starts_with('/') && !roots.iter().any(|r: &Root| r.path == text) {
-                    roots.push(Root { path: text.to_string(), kind });
+                    let quoted = serde_json::to_string(text).unwrap_or_default();
+                    let json = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string();
+                    roots.push(Root { path: text.to_string(), kind, json });
                 }
             }
         }
@@ -95,6 +99,13 @@ impl HostPaths {
             }
         }
         Cow::Owned(out)
+    }
+
+    /// Whether no host path appears in `json`, a JSON text (each path looked for as JSON writes it in a string,
+    /// so in every string and key of the value it encodes): then [`HostPaths::hide_in_answer`] and
+    /// [`HostPaths::hide_all`] would change nothing of that value, and a served face may send the text as it is.
+    pub fn absent_from_json(&self, json: &str) -> bool {
+        self.roots.iter().all(|r| !r.json.is_empty() && !json.contains(r.json.as_str()))
     }
 
     /// A result envelope (or an object answered in its place) as a served caller reads it: a failure's every
@@ -232,6 +243,27 @@ mod tests {
 
     fn paths() -> HostPaths {
         HostPaths::new(Path::new("/srv/op/.hcp"), Path::new("/var/cache/hcpx"), Path::new("/tmp"))
+    }
+
+    #[test]
+    fn a_json_text_names_a_host_path_wherever_a_string_or_key_would() {
+        let p = paths();
+        let clean = json!({"ok": true, "result": {"to": "B", "path": "/var/cache/other"}, "title": "x"});
+        assert!(p.absent_from_json(&clean.to_string()));
+        for v in [
+            json!({"ok": false, "error": "cannot open /srv/op/.hcp/state.json"}),
+            json!({"ok": true, "result": {"/tmp/x": 1}}),
+            json!(["a", {"b": "see /var/cache/hcpx/ab.cwasm"}]),
+        ] {
+            assert!(!p.absent_from_json(&v.to_string()), "{v}");
+        }
+        // A path JSON escapes is looked for as JSON writes it.
+        let quoted = HostPaths::new(Path::new("/srv/a\"b"), Path::new("/srv/a\"b/cache"), Path::new("/tmp"));
+        let v = json!({"ok": false, "error": "in /srv/a\"b/x"});
+        assert!(!quoted.absent_from_json(&v.to_string()));
+        let mut hidden = v.clone();
+        quoted.hide_in_answer(&mut hidden);
+        assert_ne!(hidden, v);
     }
 
     #[test]

@@ -11,17 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::compile_cache::cwasm_in;
 use crate::helpers::{copy_tree, repo, stdout_json, Home};
 use crate::serve::{on_both_stores, principal, Server, ALL};
-
-/// The compiled components (`.cwasm`) in `dir`.
-fn cwasm_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> =
-        entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();
-    files.sort();
-    files
-}
 
 /// What a compile would change of a cache file: a compile writes a new file and renames it into place.
 fn identity(p: &Path) -> (u64, i64, i64) {

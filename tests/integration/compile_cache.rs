@@ -11,7 +11,7 @@ use crate::helpers::{repo, stdout_json, Home};
 use hcpx_model::digest::sha256_hex;
 
 /// The compiled components (`.cwasm`) in `dir`.
-fn cwasm_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn cwasm_in(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
     let mut files: Vec<PathBuf> =
         entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cwasm")).collect();

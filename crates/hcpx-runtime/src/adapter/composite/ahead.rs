@@ -36,13 +36,7 @@ pub fn precompile(
     }
     let adapter = CompositeAdapter::one_shot();
     let (engine, _) = adapter.engine()?;
-    let source = Source {
-        id: pack.id.clone(),
-        dir: pack.dir.clone(),
-        component: pack.component.clone(),
-        cache: cache.to_path_buf(),
-        installed: String::new(),
-    };
+    let source = Source::of_pack(pack, cache.to_path_buf());
     let memo = cache::memo(cache);
     // An installed pack's component digest goes through the memo its calls use (so, once its file is settled,
     // the first call reads nothing it did not); a staged one is read and hashed.

@@ -32,6 +32,18 @@ pub(super) struct Source {
 }
 
 impl Source {
+    /// The component of a pack read from its directory, not an installed one (`hcpx check` and install's
+    /// compile ahead of calls): no digest recorded at install to hold it to.
+    pub(super) fn of_pack(pack: &crate::pack::Pack, cache: PathBuf) -> Source {
+        Source {
+            id: pack.id.clone(),
+            dir: pack.dir.clone(),
+            component: pack.component.clone(),
+            cache,
+            installed: String::new(),
+        }
+    }
+
     /// Reads the component, checks it is the one installed, compiles it (or reads the compile cache, or waits for
     /// the compile of it under way) and links it against WASI, wasi:http and the host interface; with what it
     /// imports. `on` is told of a compile. Blocks.

@@ -303,13 +303,7 @@ async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<
 pub fn describe_pack(pack: &Pack, cache: Option<&Path>) -> Result<Vec<String>, String> {
     let adapter = CompositeAdapter::one_shot();
     let (engine, _) = adapter.engine()?;
-    let source = Source {
-        id: pack.id.clone(),
-        dir: pack.dir.clone(),
-        component: pack.component.clone(),
-        cache: PathBuf::new(),
-        installed: String::new(),
-    };
+    let source = Source::of_pack(pack, PathBuf::new());
     let bytes = source.read()?;
     let component = match cache {
         Some(dir) => {

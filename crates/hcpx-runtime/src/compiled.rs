@@ -59,8 +59,7 @@ impl Runtime {
         let Ok(state) = self.store.state() else { return };
         for (id, st) in &state.packs {
             let Some(sha) = st.component_sha256.as_deref() else { continue };
-            if !(st.activated || st.tenants.values().any(|on| *on)) || tried.get(id).is_some_and(|t| t == sha)
-            {
+            if !st.activated_for_any() || tried.get(id).is_some_and(|t| t == sha) {
                 continue;
             }
             tried.insert(id.clone(), sha.to_string());

@@ -301,7 +301,7 @@ impl Runtime {
             .iter()
             .filter(|(_, st)| match tenant {
                 Some(t) => st.activated_for(t),
-                None => st.activated || st.tenants.values().any(|on| *on),
+                None => st.activated_for_any(),
             })
             .filter_map(|(id, st)| self.pack(id, st).ok().flatten())
             .collect()

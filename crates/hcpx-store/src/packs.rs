@@ -64,6 +64,11 @@ impl PackState {
     pub fn activated_for(&self, tenant: &str) -> bool {
         self.tenants.get(tenant).copied().unwrap_or(self.activated)
     }
+
+    /// Whether the pack is activated for any tenant: store-wide, or by a tenant's own choice.
+    pub fn activated_for_any(&self) -> bool {
+        self.activated || self.tenants.values().any(|on| *on)
+    }
 }
 
 /// Where an installed pack came from, as the store records it.
@@ -359,8 +364,7 @@ impl Store {
         // A pack from another source starts deactivated, and without the old pack's workspace unless asked.
         // Each tenant's own choice goes with the activation: kept for the same source, gone for another.
         let before = state.packs.get(&id);
-        let deactivated =
-            other.is_some() && before.is_some_and(|p| p.activated || p.tenants.values().any(|on| *on));
+        let deactivated = other.is_some() && before.is_some_and(PackState::activated_for_any);
         let activated = other.is_none() && before.is_some_and(|p| p.activated);
         let tenants = if other.is_none() {
             before.map(|p| p.tenants.clone()).unwrap_or_default()

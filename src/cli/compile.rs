@@ -50,6 +50,15 @@ pub fn compile_installed(p: &Printer, store: &Store, ids: &[String]) -> Result<(
     Ok(())
 }
 
+/// After an install or an update, the digests of what it has just written (the pack's files, its component, the
+/// compiled component) remembered at once, checked as a call checks them, once the kernel's clock has moved past
+/// those writes (a few milliseconds: store/memo.rs): the first call reads nothing the hundredth does not (#39).
+/// What fails here is its calls' to report, naming the fix, as before.
+pub fn remember_installed(p: &Printer, store: &Store, ids: &[String]) {
+    hcpx_store::memo::wait_until_settled();
+    let _ = compile_installed(p, store, ids);
+}
+
 /// Compiles `pack`'s component into `cache` unless it is there, drawing progress on a terminal: what is
 /// compiled and its size, then the time it took. `Err` is the reason, starting lowercase.
 fn compile(p: &Printer, pack: &Pack, cache: &Path, expected: Option<&str>) -> Result<(), String> {

@@ -71,6 +71,7 @@ pub fn install(p: &Printer, a: &InstallArgs, reference: &str) -> anyhow::Result<
         }
         Err(e) => return Err(CliError::new(e.to_string()).into()),
     };
+    super::compile::remember_installed(p, &store, std::slice::from_ref(&done.installed.id));
     let path = store.pack_dir(&done.installed.id);
     Ok(p.report(&Pulled { ok: true, pack: PackPulled::of(&done), path, store: super::store_named(&store) }))
 }
@@ -164,6 +165,8 @@ pub fn install_locked(p: &Printer, a: &InstallArgs) -> anyhow::Result<u8> {
     let store = super::compile::open_store_compiling(p)?;
     let replace = if a.replace { Replace::Yes { keep_workspace: a.keep_workspace } } else { Replace::No };
     let done = distribution::locked::install_all(&store, &lockfile, &file, &base, replace).or_fail()?;
+    let ids: Vec<String> = done.iter().map(|d| d.installed.id.clone()).collect();
+    super::compile::remember_installed(p, &store, &ids);
     Ok(p.report(&AllPulled {
         ok: true,
         lock_file: file,

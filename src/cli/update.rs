@@ -13,6 +13,9 @@ pub fn run(p: &Printer, a: &UpdateArgs) -> anyhow::Result<u8> {
     let store = super::compile::open_store_compiling(p)?;
     let how = update::UpdateOptions { apply: a.yes, allow_downgrade: a.allow_downgrade };
     let report = update::update(&store, &a.id, a.tag.as_deref(), &a.registry.options(), how).or_fail()?;
+    if report.applied {
+        super::compile::remember_installed(p, &store, std::slice::from_ref(&report.id));
+    }
     Ok(p.report(&Updated { ok: true, update: report }))
 }
 

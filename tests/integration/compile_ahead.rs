@@ -62,6 +62,44 @@ fn activate_compiles_a_pack_whose_cache_entry_was_removed() {
     assert_eq!(identity(&cached[0]), before, "the first call did not compile");
 }
 
+/// What the digest memo holds: each entry's name and identity (a rewrite makes a new file).
+fn memo_entries(h: &Home) -> Vec<(String, (u64, i64, i64))> {
+    let dir = h.store().join("cache/digests");
+    let mut entries: Vec<_> = fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), identity(&e.path()))).collect()
+        })
+        .unwrap_or_default();
+    entries.sort();
+    entries
+}
+
+/// The first call right after an install reads and hashes nothing its hundredth does not: install remembers the
+/// digests of what it has just written (the pack's files, its component, the compiled component) as soon as the
+/// kernel's clock has moved past those writes, instead of leaving every call within two seconds of it to hash
+/// them again (tens of MiB for a Python component). Proved by the memo's files: there after the install, and
+/// neither rewritten nor added to by the activate and the first call (a call that hashed would write them).
+#[test]
+fn install_remembers_what_it_wrote_so_the_first_call_hashes_nothing() {
+    let h = Home::new();
+    assert_eq!(h.run(&["install", transit().to_str().unwrap()]).status.code(), Some(0));
+    let remembered = memo_entries(&h);
+    // The pack's tree (the store's check), its component and the compiled file (the compile cache's).
+    assert_eq!(remembered.len(), 3, "install remembered the three digests a call checks: {remembered:?}");
+    assert_eq!(h.run(&["activate", "transit-composite"]).status.code(), Some(0));
+    plan(&h);
+    assert_eq!(memo_entries(&h), remembered, "activate and the first call found every digest remembered");
+    // A changed file is still seen: the component, same size, other bytes, is refused by the next call.
+    let component = h.store().join("packs/transit-composite/adapter.wasm");
+    let mut bytes = fs::read(&component).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(&component, &bytes).unwrap();
+    let (rc, env) = h.exec("transit-composite", "plan", &["A", "B"]);
+    assert_ne!(rc, 0, "{env}");
+    assert!(env.to_string().contains("changed since install"), "{env}");
+}
+
 /// A component that cannot compile is refused at install, naming the pack and the fix: no pack, no record, no
 /// cache entry, and a pack it would have replaced keeps running.
 #[test]

@@ -2,8 +2,10 @@
 //! inode, mode, size and change time recorded when it was last hashed still has the bytes it had then, so a
 //! process that only checks it (every `hcpx exec` checks its pack and component) need not read and hash
 //! megabytes again. Any write, rename, chmod or link changes an entry's change time, which no user can set back.
-//! Only entries whose change time was at least [`SETTLED`] old when they were hashed are remembered: a change
-//! within the same clock tick as the hashing could otherwise keep its stat (git's "racily clean" rule).
+//! Only settled entries are remembered: a change within the same clock tick as the hashing could otherwise keep
+//! its stat (git's "racily clean" rule). An entry is settled once the clock that stamps change times has moved
+//! past it ([`FINE_SETTLED`], a tick or two, on a file system with sub-millisecond stamps), else once it is
+//! [`SETTLED`] old.
 
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
@@ -12,8 +14,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::model::digest::{sha256_hex, Digest};
 
-/// How old an entry's change time must be before its digest is remembered.
+/// How old an entry's change time must be before its digest is remembered, on a file system that stamps times in
+/// whole seconds or milliseconds (or when its change time happens to have no sub-millisecond part).
 pub const SETTLED: Duration = Duration::from_secs(2);
+
+/// On a file system that stamps finer times (ext4, XFS, Btrfs, tmpfs: nanoseconds), how far past an entry's
+/// change time the kernel's stamping clock (`CLOCK_REALTIME_COARSE`, which moves once a tick) must be: any
+/// later change is then stamped later, so it moves the entry's change time. More than any such file system's
+/// stamp granularity (at most a millisecond, else [`SETTLED`] applies).
+pub const FINE_SETTLED: Duration = Duration::from_millis(2);
 
 /// Where remembered digests live: one small file per tree, named by the SHA-256 of the tree's path.
 #[derive(Debug, Clone)]
@@ -58,16 +67,49 @@ impl Fingerprint {
             )
             .as_bytes(),
         );
-        let changed = UNIX_EPOCH
-            + Duration::from_secs(u64::try_from(m.ctime()).unwrap_or(0))
-            + Duration::from_nanos(u64::try_from(m.ctime_nsec()).unwrap_or(0));
-        let settled = SystemTime::now().duration_since(changed).is_ok_and(|age| age >= SETTLED);
-        self.settled &= settled;
+        self.settled &= settled(m.ctime(), m.ctime_nsec());
     }
 
     fn finish(self) -> (String, bool) {
         let settled = self.settled && self.any;
         (self.h.finish(), settled)
+    }
+}
+
+/// Whether a change time of `secs`.`nanos` is settled now (see the module's doc).
+fn settled(secs: i64, nanos: i64) -> bool {
+    let fine = nanos % 1_000_000 != 0;
+    settled_at(secs, nanos, if fine { stamping_clock() } else { SystemTime::now() })
+}
+
+/// Whether a change time of `secs`.`nanos` is settled at `now`: the stamping clock's time for a fine stamp (one
+/// with a sub-millisecond part), the system clock's otherwise.
+fn settled_at(secs: i64, nanos: i64, now: SystemTime) -> bool {
+    let changed = UNIX_EPOCH
+        + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
+        + Duration::from_nanos(u64::try_from(nanos).unwrap_or(0));
+    let wait = if nanos % 1_000_000 != 0 { FINE_SETTLED } else { SETTLED };
+    now.duration_since(changed).is_ok_and(|age| age >= wait)
+}
+
+/// The clock the kernel stamps change times with (`CLOCK_REALTIME_COARSE`: the time of the last tick).
+fn stamping_clock() -> SystemTime {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    UNIX_EPOCH
+        + Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+        + Duration::from_nanos(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+/// Waits until whatever this process wrote before the call is settled on a file system with fine stamps (a
+/// tick or two of the kernel's clock, a few milliseconds; at most 50 ms), so what an install has just written
+/// can be remembered at once and its first call reads nothing its hundredth does not.
+pub fn wait_until_settled() {
+    let written = SystemTime::now();
+    for _ in 0..50 {
+        if stamping_clock().duration_since(written).is_ok_and(|d| d >= FINE_SETTLED) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -127,20 +169,37 @@ mod tests {
         std::fs::write(&p, b"one").unwrap();
         let memo = Memo::new(t.path().join("memo"));
         let mut calls = 0;
-        // Fresh: not settled, so not remembered.
-        digest_of(&memo, &p, &mut calls);
-        digest_of(&memo, &p, &mut calls);
-        assert_eq!(calls, 2);
-        std::thread::sleep(SETTLED + Duration::from_millis(100));
+        wait_until_settled();
+        if std::fs::metadata(&p).unwrap().ctime_nsec() % 1_000_000 == 0 {
+            // A file system with coarse stamps: only age settles.
+            std::thread::sleep(SETTLED + Duration::from_millis(100));
+        }
         let d = digest_of(&memo, &p, &mut calls);
         assert_eq!(digest_of(&memo, &p, &mut calls), d);
-        assert_eq!(calls, 3, "a settled file is not hashed again");
+        assert_eq!(calls, 1, "a settled file is not hashed again");
         // Same size, new bytes: the change time moved, so it is hashed again and the new digest is seen.
         std::fs::write(&p, b"two").unwrap();
         assert_eq!(digest_of(&memo, &p, &mut calls), sha256_hex(b"two"));
         // A mode change alone is seen too.
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         digest_of(&memo, &p, &mut calls);
-        assert_eq!(calls, 5);
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn a_change_time_settles_once_the_clock_that_stamps_it_has_moved_past_it() {
+        let at = |secs: u64, nanos: u64| UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_nanos(nanos);
+        // A fine stamp (ext4, tmpfs): settled once the stamping clock is FINE_SETTLED past it, not before.
+        let (secs, nanos) = (1_000, 123_456_789);
+        assert!(!settled_at(secs, nanos, at(1_000, 123_456_789)), "the same tick");
+        assert!(!settled_at(secs, nanos, at(1_000, 125_456_788)));
+        assert!(settled_at(secs, nanos, at(1_000, 125_456_789)));
+        // A stamp in whole milliseconds (or coarser: FAT, some network file systems): SETTLED old.
+        let (secs, nanos) = (1_000, 123_000_000);
+        assert!(!settled_at(secs, nanos, at(1_001, 123_000_000)));
+        assert!(settled_at(secs, nanos, at(1_002, 123_000_000)));
+        // A change time in the future (a clock set back) never settles.
+        assert!(!settled_at(2_000, 1, at(1_000, 0)));
+        assert!(!settled_at(2_000, 0, at(1_000, 0)));
     }
 }

@@ -6,9 +6,9 @@
 # Target: the first call at most 1.5x the tenth.
 # Usage: BENCH_N=5 BENCH_BASELINE=/path/to/old/hcpx benches/first_call.sh   (BENCH_HCPX: this build's binary;
 # default target/release/hcpx, built first). Bounded: BENCH_N rounds (default 5), each call capped at 120 s.
-# BENCH_GAP (seconds, default 0): a pause between install and activate, as an operator reviews the pack; a pack's
-# files are hashed by every call until they are 2 s old (the digest memo's racily-clean rule, docs/security.md),
-# so with a gap of 2.5 the activate leaves every digest remembered and the first call hashes nothing.
+# BENCH_GAP (seconds, default 0): a pause between install and activate, as an operator reviews the pack. Install
+# remembers the digests of what it wrote once the kernel's clock has moved past them (the digest memo's
+# racily-clean rule, docs/security.md), so with or without a gap the first call hashes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${BENCH_N:-5}"

@@ -141,7 +141,9 @@ impl Memo {
         }
         let digest = compute();
         if settled && digest.len() == 64 {
-            let _ = std::fs::create_dir_all(dir);
+            // Private to this user, whatever the umask, as the cache directory it may be the first to make.
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
             let _ = super::write_atomic(&file, format!("{fp} {digest}\n").as_bytes(), 0o600);
         }
         digest

@@ -247,6 +247,56 @@ fn concurrent_calls_on_one_runtime_each_keep_their_own_deadline() {
 }
 
 #[test]
+fn one_shot_calls_each_keep_their_own_deadline_whichever_thread_drives_them() {
+    // A one-shot runtime's engine has no ticker thread: a call driven on its own thread gets a timer that signals
+    // that thread at its deadline, and an async caller's call gets the ticker, started then. Any of them only makes
+    // a store look at the clock, so a spinning call's timer must not stop a quick call, nor a sleeping call, early.
+    let h = Home::new();
+    let id = install_guest(&h, "test-loop", &["run", "ok", "sleep"], None);
+    h.write_store("sandbox.json", r#"{ "timeout_ms": 400 }"#);
+    let rt = Runtime::new(Store::open(&h.store()).unwrap()).one_shot();
+    assert!(call(&rt, &id, "ok").ok, "warm up");
+    std::thread::scope(|s| {
+        let timed = |verb: &'static str| {
+            let (rt, id) = (&rt, &id);
+            s.spawn(move || {
+                let started = Instant::now();
+                let out = call(rt, id, verb);
+                (out, started.elapsed())
+            })
+        };
+        let (spin, sleep) = (timed("run"), timed("sleep"));
+        let quick: Vec<_> = (0..2).map(|_| s.spawn(|| (0..20).all(|_| call(&rt, &id, "ok").ok))).collect();
+        for q in quick {
+            assert!(q.join().unwrap(), "a quick call failed");
+        }
+        for (name, handle) in [("run", spin), ("sleep", sleep)] {
+            let (out, took) = handle.join().unwrap();
+            assert_stopped_at_deadline(&out, 400, name);
+            assert!(took >= Duration::from_millis(390), "{name} ended before its deadline: {took:?}");
+        }
+    });
+    // The same runtime from async code: the call may move between the caller's threads, so it has no timer of
+    // its own; the ticker stops it at its deadline.
+    let rt = std::sync::Arc::new(rt);
+    let tokio_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let started = Instant::now();
+    let out = tokio_rt.block_on(rt.clone().exec_async(
+        principal(),
+        Envelope::new(&id, "run", Map::new()),
+        hcpx_runtime::CallContext::default(),
+    ));
+    assert_stopped_at_deadline(&out, 400, "run, async");
+    assert!(
+        started.elapsed() >= Duration::from_millis(390),
+        "ended before its deadline: {:?}",
+        started.elapsed()
+    );
+    assert!(call(&rt, &id, "ok").ok, "the call after");
+}
+
+#[test]
 fn a_memory_bomb_ends_in_a_clean_error_and_the_runtime_goes_on() {
     let h = Home::new();
     let id = install_guest(&h, "test-bomb", &["run", "ok"], None);

@@ -5,7 +5,8 @@
 //! [`Confinement::for_wrap`] is pure (no syscalls beyond the cached [`probe::KernelProbe`]), so it is unit-tested
 //! and printed as it is; [`spawn`] applies it. docs/security.md names each layer and the test that proves it.
 //!
-//! The compile cache (`compile_cache`) is here too: which compiled native code a composite call maps and runs.
+//! The compile cache (`compile_cache`) is here too: which compiled native code a composite call maps and runs;
+//! and `epoch_clock`, the timer and signal handler that stop a one-shot process's composite guest at its deadline.
 //!
 //! May use: hcpx-model, hcpx-pack and the store's `sandbox.json` types and layout, wasmtime (to map a compiled
 //! component), and the kernel's confinement calls: with the binary, the one crate whose `unsafe` code is
@@ -21,6 +22,7 @@ use hcpx_store as store;
 pub mod calltmp;
 pub mod compile_cache;
 pub mod disk;
+pub mod epoch_clock;
 pub mod gitguard;
 pub mod hidden;
 pub mod landlock_rules;

@@ -2,6 +2,7 @@
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use std::fmt::Write;
 
 use super::{lower_first, ArgSpec, Prop, Validation, APPROVAL_ARG, GATE_ARGS, MODE_ARG};
 use crate::model::naming::is_arg_name;
@@ -110,7 +111,7 @@ impl ArgSpec {
             );
             return Err(problems);
         };
-        find_refs(schema, "", &mut problems);
+        find_refs(schema, &mut String::new(), &mut problems);
         match obj.get("type") {
             None => {}
             Some(Value::String(t)) if t == "object" => {}
@@ -297,32 +298,81 @@ impl ArgSpec {
     }
 }
 
-fn find_refs(v: &Value, at: &str, problems: &mut Vec<SchemaProblem>) {
+/// Every `$ref` (or `$dynamicRef`, `$recursiveRef`) under `v` that points outside the schema. `at` is `v`'s JSON
+/// pointer, grown and cut back in place as the walk goes down and up (every call of a pack's load walks each
+/// command's schema: one buffer, not a string per key).
+fn find_refs(v: &Value, at: &mut String, problems: &mut Vec<SchemaProblem>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                let ptr = format!("{at}/{}", crate::model::diagnostic::pointer_segment(k));
+                let len = at.len();
+                at.push('/');
+                push_pointer_segment(at, k);
                 if matches!(k.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef") {
                     if let Some(r) = child.as_str() {
                         if !r.starts_with('#') {
                             problems.push(SchemaProblem {
                                 kind: LintKind::SchemaRef,
-                                pointer: ptr.clone(),
+                                pointer: at.clone(),
                                 message: format!("{k} {r:?} points outside the schema; a pack schema may not load a URL or a file"),
                                 fix: "copy the referenced schema into `$defs` and point at it with \"#/$defs/…\"".into(),
                             });
                         }
                     }
                 }
-                find_refs(child, &ptr, problems);
+                find_refs(child, at, problems);
+                at.truncate(len);
             }
         }
         Value::Array(items) => {
             for (i, child) in items.iter().enumerate() {
-                find_refs(child, &format!("{at}/{i}"), problems);
+                let len = at.len();
+                // Writing to a String cannot fail.
+                let _ = write!(at, "/{i}");
+                find_refs(child, at, problems);
+                at.truncate(len);
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod find_refs_tests {
+    use super::find_refs;
+    use crate::model::diagnostic::pointer;
+    use serde_json::json;
+
+    #[test]
+    fn an_outside_ref_is_named_by_its_escaped_pointer_at_any_depth() {
+        let schema = json!({
+            "properties": {
+                "a/b~c": { "$ref": "https://example.com/x.json" },
+                "ok": { "$ref": "#/$defs/ok" },
+                "list": { "anyOf": [ { "type": "string" }, { "$dynamicRef": "file:///etc/passwd" } ] }
+            }
+        });
+        let mut problems = Vec::new();
+        let mut at = String::new();
+        find_refs(&schema, &mut at, &mut problems);
+        let got: Vec<&str> = problems.iter().map(|p| p.pointer.as_str()).collect();
+        let want = [
+            pointer(&["properties", "a/b~c", "$ref"]),
+            pointer(&["properties", "list", "anyOf", "1", "$dynamicRef"]),
+        ];
+        assert_eq!(got, want.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(at.is_empty(), "the buffer is back where it started: {at:?}");
+    }
+}
+
+/// `segment` escaped as a JSON pointer's (`~` as `~0`, `/` as `~1`: `diagnostic::pointer_segment`), onto `at`.
+fn push_pointer_segment(at: &mut String, segment: &str) {
+    for c in segment.chars() {
+        match c {
+            '~' => at.push_str("~0"),
+            '/' => at.push_str("~1"),
+            c => at.push(c),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{cache, describe, link, CompositeAdapter, Source, Step};
+use super::{cache, describe, link, Blocking, CompositeAdapter, Source, Step};
 use crate::model::digest::sha256_hex;
 use crate::pack::{AdapterKind, Pack};
 
@@ -59,7 +59,7 @@ pub fn precompile(
     let loaded = cache::load(cache, engine, &sha, &memo, read, on)?;
     if cache::remembered_commands(cache, &sha).is_none() {
         if let Ok(linked) = link(engine, &loaded.component) {
-            if let Ok(Ok(names)) = adapter.block_on(describe(engine, &linked.pre)) {
+            if let Ok(Ok(names)) = adapter.block_on(describe(&adapter, &linked.pre, Blocking::Inline)) {
                 cache::remember_commands(cache, &sha, &names);
             }
         }

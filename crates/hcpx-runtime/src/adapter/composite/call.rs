@@ -103,6 +103,7 @@ impl CompositeAdapter {
         let (outgoing, rows) = Outgoing::new(policy, secrets, &call.pack.id, call.verb_key, deadline);
         let store = match new_store(
             engine,
+            self.pooling,
             limits.memory_mb,
             limits.timeout_ms,
             values,
@@ -139,7 +140,14 @@ impl CompositeAdapter {
                 () = cancelled(call.cancel) => None,
             }
         };
-        let answer = tokio::time::timeout(Duration::from_millis(limits.timeout_ms), running).await;
+        let timeout = Duration::from_millis(limits.timeout_ms);
+        let epoch = match self.epoch(blocking, timeout) {
+            Ok(e) => e,
+            Err(e) => return fail(e),
+        };
+        let answer = tokio::time::timeout(timeout, running).await;
+        // The call's timer, if it has one, is deleted as soon as the component is done with.
+        drop(epoch);
         // The Store is gone, and every request with it: each one's row, in the order they ended.
         let egress = rows.collect().await;
         let mut out = conclude(answer, guard, git_watch, work, &limits);

@@ -21,15 +21,19 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store as WStore, Trap,
+    UpdateDeadline,
+};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::{Adapter, AdapterResult, Call, Env, NoHooks, OwnedCall, RunFuture};
 use crate::model::{Code, Denial};
 use crate::pack::Pack;
+use crate::sandbox::epoch_clock;
 use bindings::CompositePre;
 use host::CallState;
 use load::{link, Source};
@@ -169,11 +173,27 @@ impl CompositeAdapter {
         CompositeAdapter::with_pooling(false)
     }
 
-    /// The engine, and whether it uses the pooling allocator.
+    /// The engine, and whether it uses the pooling allocator. A one-shot adapter's is the process's one-shot
+    /// engine, shared by every one-shot adapter (`epoch_clock`: what advances its epoch must reach it).
     pub fn engine(&self) -> Result<(&Engine, bool), String> {
-        match self.engine.get_or_init(|| make_engine(self.pooling)) {
+        if !self.pooling {
+            return epoch_clock::engine(|| make_engine(false).map(|(e, _)| e)).map(|e| (e, false));
+        }
+        match self.engine.get_or_init(|| make_engine(true)) {
             Ok((e, pooled)) => Ok((e, *pooled)),
             Err(msg) => Err(msg.clone()),
+        }
+    }
+
+    /// What advances the epoch while a call of up to `timeout` runs, until the guard drops. A long-lived
+    /// adapter's engine has its ticker thread (`None`). A one-shot adapter's call driven on the calling thread
+    /// (`Blocking::Inline`: `run`, `runnable`) gets a timer that signals this thread at the deadline only; an
+    /// async caller's, which may move between threads, the ticker thread, started then.
+    fn epoch(&self, blocking: Blocking, timeout: Duration) -> Result<Option<epoch_clock::Deadline>, String> {
+        match (self.pooling, blocking) {
+            (true, _) => Ok(None),
+            (false, Blocking::Inline) => epoch_clock::arm(timeout, TICK).map(Some),
+            (false, Blocking::Pool) => epoch_clock::ticking(TICK).map(|()| None),
         }
     }
 
@@ -247,7 +267,7 @@ impl CompositeAdapter {
         let names = match remembered {
             Some(names) => names,
             None => {
-                let names = describe(engine, &prepared.pre).await.map_err(fail)?;
+                let names = describe(self, &prepared.pre, blocking).await.map_err(fail)?;
                 let (cache, sha, kept) = (env.layout.cache.clone(), installed.clone(), names.clone());
                 blocking.run(move || cache::remember_commands(&cache, &sha, &kept)).await.map_err(fail)?;
                 names
@@ -276,15 +296,22 @@ fn check_commands(names: &[String], pack: &Pack) -> Result<(), String> {
 
 /// The command names a one-off instance of the component answers `describe` with, under its own memory cap
 /// and deadline.
-async fn describe(engine: &Engine, pre: &CompositePre<CallState>) -> Result<Vec<String>, String> {
+async fn describe(
+    adapter: &CompositeAdapter,
+    pre: &CompositePre<CallState>,
+    blocking: Blocking,
+) -> Result<Vec<String>, String> {
+    let (engine, _) = adapter.engine()?;
     let mut wstore = new_store(
         engine,
+        adapter.pooling,
         DESCRIBE_MEMORY_MB,
         DESCRIBE_TIMEOUT.as_millis() as u64,
         Vec::new(),
         None,
         http::Outgoing::none(),
     )?;
+    let _epoch = adapter.epoch(blocking, DESCRIBE_TIMEOUT)?;
     let described = tokio::time::timeout(DESCRIBE_TIMEOUT, async {
         let inst = pre
             .instantiate_async(&mut wstore)
@@ -315,7 +342,7 @@ pub fn describe_pack(pack: &Pack, cache: Option<&Path>) -> Result<Vec<String>, S
         }
     };
     let linked = link(engine, &component)?;
-    adapter.block_on(describe(engine, &linked.pre))?
+    adapter.block_on(describe(&adapter, &linked.pre, Blocking::Inline))?
 }
 
 /// The component digest recorded at install, without which nothing is loaded.
@@ -353,6 +380,10 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
             (Engine::new(&cfg).map_err(|e| format!("cannot start the WebAssembly engine: {e:#}"))?, false)
         }
     };
+    if !pooling {
+        // A one-shot engine's epoch is advanced per call (`CompositeAdapter::epoch`), not by a thread of its own.
+        return Ok((engine, pooled));
+    }
     let ticker = engine.weak();
     std::thread::Builder::new()
         .name("hcpx-epoch".into())
@@ -367,8 +398,13 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     Ok((engine, pooled))
 }
 
+/// A call's Store. Its deadline, `timeout_ms` from now: on a long-lived engine, counted in the ticker's ticks;
+/// on the one-shot engine, a time the epoch callback compares with the clock at each advance of the epoch (which
+/// comes from this call's timer, another call's, or the ticker), so no advance but a late one stops it.
+#[allow(clippy::too_many_arguments)]
 fn new_store(
     engine: &Engine,
+    pooling: bool,
     memory_mb: u64,
     timeout_ms: u64,
     credentials: Vec<String>,
@@ -391,7 +427,19 @@ fn new_store(
     let state = CallState::new(wasi.build(), limits, credentials, outgoing);
     let mut store = WStore::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);
+    if pooling {
+        store.set_epoch_deadline(timeout_ms / TICK.as_millis() as u64 + 1);
+    } else {
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+    }
     Ok(store)
 }
 

@@ -5,7 +5,9 @@
 //!
 //! Env: HTTP_BENCH_HOME (the store benches/http.sh prepared); HTTP_THIN_WORKERS (tokio worker threads, default
 //! tokio's: one a core), HTTP_THIN_EVENT_INTERVAL and HTTP_THIN_GLOBAL_QUEUE_INTERVAL (tokio's knobs of those
-//! names, default tokio's), to try a runtime's shape on the floor before on the server. Listens on 127.0.0.1:0, says `listening on http://ADDR` on standard error, answers
+//! names, default tokio's), to try a runtime's shape on the floor before on the server; HTTP_THIN_AS_SERVE=1 builds
+//! the Runtime as hcpx-serve does (`--max-calls 1024`, the metrics observer, the background compile and task
+//! sweeps), so what the server's Runtime adds is told from what its HTTP face adds. Listens on 127.0.0.1:0, says `listening on http://ADDR` on standard error, answers
 //! `POST /v1/exec/{pack}/{verb}` (the body the args) until killed. Without HTTP_BENCH_HOME it says so and exits
 //! (so `cargo bench` over every bench passes it by).
 
@@ -50,7 +52,14 @@ fn main() {
         eprintln!("http_thin: run by benches/http.sh (HTTP_BENCH_HOME unset)");
         return;
     };
-    let rt = Arc::new(Runtime::new(Store::open(home.as_ref()).unwrap()));
+    let as_serve = std::env::var("HTTP_THIN_AS_SERVE").is_ok_and(|v| v == "1");
+    let mut runtime = Runtime::new(Store::open(home.as_ref()).unwrap());
+    if as_serve {
+        runtime = runtime
+            .with_max_calls(1024)
+            .with_observer(Arc::new(hcpx_http::Metrics::with_max_tenants(hcpx_http::METRICS_MAX_TENANTS)));
+    }
+    let rt = Arc::new(runtime);
     let principal =
         Principal { id: "bench".into(), tenant: "bench".into(), grants: Grants::All, invoker: Invoker::Http };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -65,6 +74,11 @@ fn main() {
     }
     let tokio = builder.enable_all().build().unwrap();
     tokio.block_on(async move {
+        if as_serve {
+            hcpx_runtime::adapter::wrap::reuse_tmpdirs(true);
+            rt.clone().keep_compiled();
+            rt.clone().look_after_tasks();
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         eprintln!("http_thin: listening on http://{}", listener.local_addr().unwrap());
         loop {

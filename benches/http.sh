@@ -6,7 +6,10 @@
 # them), so the two servers and the in-process call are compared side by side in one run. Bounded: a fixed
 # number of requests per row and of rounds, loopback only.
 # Usage: BENCH_N=20000 BENCH_C=16 [BENCH_ROUNDS=3] [BENCH_BASELINE=/path/to/old/hcpx] [BENCH_HCPX=/path/to/hcpx]
-#        [BENCH_WRAP=0] [BENCH_INPROCESS=/path/to/a/built/http_inprocess] benches/http.sh
+#        [BENCH_WRAP=0] [BENCH_INPROCESS=/path/to/a/built/http_inprocess] [BENCH_THIN=/path/to/a/built/http_thin]
+#        benches/http.sh
+#        BENCH_THIN adds a server `thin`: the thinnest hyper server around the same exec_async (benches/http_thin.rs,
+#        no auth, log or metrics), the floor any server on this machine could reach.
 #        (needs oha: `cargo install oha`; prints Markdown tables)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +63,13 @@ start() { # label binary: a server on a free port, added to SERVERS as label=add
 }
 if [ -n "${BENCH_BASELINE:-}" ]; then start baseline "$BENCH_BASELINE"; fi
 start this "$HCPX"
+if [ -n "${BENCH_THIN:-}" ]; then
+  install -m 755 "$BENCH_THIN" "$TMP/http_thin"
+  HTTP_BENCH_HOME="$HCP_HOME" "$TMP/http_thin" 2> "$TMP/thin.log" &
+  PIDS+=($!)
+  for _ in $(seq 200); do grep -q "listening on" "$TMP/thin.log" 2>/dev/null && break; sleep 0.05; done
+  SERVERS+=("thin=$(sed -n 's/.*listening on http:\/\///p' "$TMP/thin.log" | head -1)")
+fi
 
 row() { # server addr label path body n c round
   oha --no-tui --output-format json -n "$6" -c "$7" -m POST -T application/json \

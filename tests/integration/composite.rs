@@ -212,6 +212,31 @@ fn a_guest_blocked_on_a_fifo_in_its_preopen_times_out_and_the_runtime_goes_on() 
     assert_cli_times_out(&h, &id, "fifo");
 }
 
+/// On `rt`, from threads of their own: `id`'s `run` spinning in wasm and `sleep` sleeping in a host call, while
+/// two threads make 20 quick calls each: every quick call answers, and each slow call is stopped at its own
+/// 400 ms deadline (`timeout_ms` in sandbox.json), not before it.
+fn slow_and_quick_calls_at_once(rt: &Runtime, id: &str) {
+    std::thread::scope(|s| {
+        let timed = |verb: &'static str| {
+            s.spawn(move || {
+                let started = Instant::now();
+                let out = call(rt, id, verb);
+                (out, started.elapsed())
+            })
+        };
+        let (spin, sleep) = (timed("run"), timed("sleep"));
+        let quick: Vec<_> = (0..2).map(|_| s.spawn(|| (0..20).all(|_| call(rt, id, "ok").ok))).collect();
+        for q in quick {
+            assert!(q.join().unwrap(), "a quick call failed");
+        }
+        for (name, handle) in [("run", spin), ("sleep", sleep)] {
+            let (out, took) = handle.join().unwrap();
+            assert_stopped_at_deadline(&out, 400, name);
+            assert!(took >= Duration::from_millis(390), "{name} ended before its deadline: {took:?}");
+        }
+    });
+}
+
 #[test]
 fn concurrent_calls_on_one_runtime_each_keep_their_own_deadline() {
     // A long-lived runtime is called from many threads. While one call spins in wasm until its deadline and
@@ -222,27 +247,7 @@ fn concurrent_calls_on_one_runtime_each_keep_their_own_deadline() {
     h.write_store("sandbox.json", r#"{ "timeout_ms": 400 }"#);
     let rt = runtime(&h);
     assert!(call(&rt, &id, "ok").ok, "warm up");
-    std::thread::scope(|s| {
-        let timed = |verb: &'static str| {
-            let (rt, id) = (&rt, &id);
-            s.spawn(move || {
-                let started = Instant::now();
-                let out = call(rt, id, verb);
-                (out, started.elapsed())
-            })
-        };
-        let (spin, sleep) = (timed("run"), timed("sleep"));
-        let quick: Vec<_> = (0..2).map(|_| s.spawn(|| (0..20).all(|_| call(&rt, &id, "ok").ok))).collect();
-        for q in quick {
-            assert!(q.join().unwrap(), "a quick call failed");
-        }
-        for (name, handle) in [("run", spin), ("sleep", sleep)] {
-            let (out, took) = handle.join().unwrap();
-            // Each slow call was stopped at its own 400 ms deadline, and not before it.
-            assert_stopped_at_deadline(&out, 400, name);
-            assert!(took >= Duration::from_millis(390), "{name} ended before its deadline: {took:?}");
-        }
-    });
+    slow_and_quick_calls_at_once(&rt, &id);
     assert!(call(&rt, &id, "ok").ok);
 }
 
@@ -256,26 +261,7 @@ fn one_shot_calls_each_keep_their_own_deadline_whichever_thread_drives_them() {
     h.write_store("sandbox.json", r#"{ "timeout_ms": 400 }"#);
     let rt = Runtime::new(Store::open(&h.store()).unwrap()).one_shot();
     assert!(call(&rt, &id, "ok").ok, "warm up");
-    std::thread::scope(|s| {
-        let timed = |verb: &'static str| {
-            let (rt, id) = (&rt, &id);
-            s.spawn(move || {
-                let started = Instant::now();
-                let out = call(rt, id, verb);
-                (out, started.elapsed())
-            })
-        };
-        let (spin, sleep) = (timed("run"), timed("sleep"));
-        let quick: Vec<_> = (0..2).map(|_| s.spawn(|| (0..20).all(|_| call(&rt, &id, "ok").ok))).collect();
-        for q in quick {
-            assert!(q.join().unwrap(), "a quick call failed");
-        }
-        for (name, handle) in [("run", spin), ("sleep", sleep)] {
-            let (out, took) = handle.join().unwrap();
-            assert_stopped_at_deadline(&out, 400, name);
-            assert!(took >= Duration::from_millis(390), "{name} ended before its deadline: {took:?}");
-        }
-    });
+    slow_and_quick_calls_at_once(&rt, &id);
     // The same runtime from async code: the call may move between the caller's threads, so it has no timer of
     // its own; the ticker stops it at its deadline.
     let rt = std::sync::Arc::new(rt);

@@ -50,7 +50,21 @@ impl Issues {
 
 /// Escapes one JSON pointer segment (RFC 6901).
 pub fn pointer_segment(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
+    let mut out = String::with_capacity(s.len());
+    push_pointer_segment(&mut out, s);
+    out
+}
+
+/// Appends `segment`, escaped as [`pointer_segment`] escapes it (`~` as `~0`, `/` as `~1`), to `out`: for a walk
+/// that grows one pointer in place.
+pub fn push_pointer_segment(out: &mut String, segment: &str) {
+    for c in segment.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// Builds a JSON pointer from segments.

@@ -78,26 +78,32 @@ impl Fingerprint {
 
 /// Whether a change time of `secs`.`nanos` is settled now (see the module's doc).
 fn settled(secs: i64, nanos: i64) -> bool {
-    let fine = nanos % 1_000_000 != 0;
-    settled_at(secs, nanos, if fine { stamping_clock() } else { SystemTime::now() })
+    settled_at(secs, nanos, if fine(nanos) { stamping_clock() } else { SystemTime::now() })
 }
 
-/// Whether a change time of `secs`.`nanos` is settled at `now`: the stamping clock's time for a fine stamp (one
-/// with a sub-millisecond part), the system clock's otherwise.
+/// Whether a change time of `secs`.`nanos` is settled at `now`: the stamping clock's time for a [`fine`] stamp,
+/// the system clock's otherwise.
 fn settled_at(secs: i64, nanos: i64, now: SystemTime) -> bool {
-    let changed = UNIX_EPOCH
+    let wait = if fine(nanos) { FINE_SETTLED } else { SETTLED };
+    now.duration_since(time_of(secs, nanos)).is_ok_and(|age| age >= wait)
+}
+
+/// Whether a stamp has a sub-millisecond part: the file system stamps finer than a millisecond.
+fn fine(nanos: i64) -> bool {
+    nanos % 1_000_000 != 0
+}
+
+/// The time `secs`.`nanos` after the epoch (the epoch itself for a negative part).
+fn time_of(secs: i64, nanos: i64) -> SystemTime {
+    UNIX_EPOCH
         + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
-        + Duration::from_nanos(u64::try_from(nanos).unwrap_or(0));
-    let wait = if nanos % 1_000_000 != 0 { FINE_SETTLED } else { SETTLED };
-    now.duration_since(changed).is_ok_and(|age| age >= wait)
+        + Duration::from_nanos(u64::try_from(nanos).unwrap_or(0))
 }
 
 /// The clock the kernel stamps change times with (`CLOCK_REALTIME_COARSE`: the time of the last tick).
 fn stamping_clock() -> SystemTime {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
-    UNIX_EPOCH
-        + Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-        + Duration::from_nanos(u64::try_from(t.tv_nsec).unwrap_or(0))
+    time_of(t.tv_sec, t.tv_nsec)
 }
 
 /// Waits until whatever this process wrote before the call is settled on a file system with fine stamps (a
@@ -172,7 +178,7 @@ mod tests {
         let memo = Memo::new(t.path().join("memo"));
         let mut calls = 0;
         wait_until_settled();
-        if std::fs::metadata(&p).unwrap().ctime_nsec() % 1_000_000 == 0 {
+        if !fine(std::fs::metadata(&p).unwrap().ctime_nsec()) {
             // A file system with coarse stamps: only age settles.
             std::thread::sleep(SETTLED + Duration::from_millis(100));
         }

@@ -307,7 +307,7 @@ fn find_refs(v: &Value, at: &mut String, problems: &mut Vec<SchemaProblem>) {
             for (k, child) in map {
                 let len = at.len();
                 at.push('/');
-                push_pointer_segment(at, k);
+                crate::model::diagnostic::push_pointer_segment(at, k);
                 if matches!(k.as_str(), "$ref" | "$dynamicRef" | "$recursiveRef") {
                     if let Some(r) = child.as_str() {
                         if !r.starts_with('#') {
@@ -362,17 +362,6 @@ mod find_refs_tests {
         ];
         assert_eq!(got, want.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(at.is_empty(), "the buffer is back where it started: {at:?}");
-    }
-}
-
-/// `segment` escaped as a JSON pointer's (`~` as `~0`, `/` as `~1`: `diagnostic::pointer_segment`), onto `at`.
-fn push_pointer_segment(at: &mut String, segment: &str) {
-    for c in segment.chars() {
-        match c {
-            '~' => at.push_str("~0"),
-            '/' => at.push_str("~1"),
-            c => at.push(c),
-        }
     }
 }
 

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use std::io::Read;
 use std::path::Path;
 
-use crate::model::diagnostic::{pointer_segment, Issues, LintKind};
+use crate::model::diagnostic::{pointer_segment, push_pointer_segment, Issues, LintKind};
 use crate::model::io_reason;
 
 /// The largest pack file the runtime reads.
@@ -228,7 +228,10 @@ fn path_pointer(path: &serde_path_to_error::Path) -> String {
     for seg in path.iter() {
         match seg {
             Segment::Seq { index } => out.push_str(&format!("/{index}")),
-            Segment::Map { key } => out.push_str(&format!("/{}", pointer_segment(key))),
+            Segment::Map { key } => {
+                out.push('/');
+                push_pointer_segment(&mut out, key);
+            }
             Segment::Enum { .. } | Segment::Unknown => {}
         }
     }

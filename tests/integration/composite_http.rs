@@ -277,10 +277,16 @@ fn a_composites_request_ends_with_the_calls_deadline() {
     let reason = e["reason"].as_str().unwrap_or_default();
     // Two timers end at the deadline and either may fire first: the call's own (the call is a `timeout`, the
     // request dropped with it), or the request's wait for its first byte, which is held to the call's deadline
-    // (the guest reads `http-response-timeout` and fails the call just before the deadline would have).
+    // (the guest reads `http-response-timeout` and fails the call just before the deadline would have). On a busy
+    // machine both fire: the request's wait ends first (its row says so) and the call's deadline passes before the
+    // guest has turned that into its exit, so the call is a `timeout` whose row names the request's wait.
     match env["code"].as_str() {
         Some("timeout") => {
-            assert!(reason.contains("the call ended before the response arrived"), "{e}");
+            assert!(
+                reason.contains("the call ended before the response arrived")
+                    || reason.contains("sent no response within"),
+                "{e}"
+            );
         }
         Some("exit_nonzero") => {
             assert_eq!(env["error"].as_str(), Some("ErrorCode::HttpResponseTimeout"), "{env}");

@@ -10,7 +10,7 @@ use wasmtime::Engine;
 
 use super::bindings::{self, Composite, CompositePre};
 use super::host::CallState;
-use super::{cache, Prepared, MAX_COMPONENT_BYTES, OUTGOING_HTTP, PREOPENS};
+use super::{cache, wasi_link, Prepared, MAX_COMPONENT_BYTES, OUTGOING_HTTP, PREOPENS};
 use crate::model::digest::sha256_hex;
 use crate::model::io_reason;
 use crate::store::memo::Fingerprint;
@@ -103,7 +103,8 @@ pub(super) fn link(engine: &Engine, component: &Component) -> Result<Prepared, S
     let files = imports.iter().any(|name| name.starts_with(PREOPENS));
     let http = imports.iter().any(|name| name.starts_with(OUTGOING_HTTP));
     let mut linker: Linker<CallState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e:#}"))?;
+    // Only the WASI interfaces it imports: an import not linked fails `instantiate_pre` below.
+    wasi_link::add_imported(&mut linker, &imports).map_err(|e| format!("cannot link WASI: {e:#}"))?;
     // wasi:http and the 0.2.0 host only for a component that imports them: an import not linked fails
     // `instantiate_pre` below as it always did, and defining one a component does not import gives it nothing.
     // Defining them costs a one-shot `hcpx exec` about a tenth of its instructions (docs/perf-log.md, #39).

@@ -16,6 +16,7 @@ pub mod host;
 pub mod http;
 mod load;
 mod send;
+mod wasi_link;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -77,6 +77,8 @@ cases = [
     ("floor", "bare wasmtime host (`composite-floor`), same `.cwasm`, `plan A B`", [floor, cwasm, "plan", args], on),
     ("ticker", "the floor with hcpx's epoch ticker thread (`FLOOR_TICKER=1`)", [floor, cwasm, "plan", args],
      dict(on, FLOOR_TICKER="1")),
+    ("imported", "the floor linking only the WASI interfaces the component imports, as hcpx does (`FLOOR_IMPORTED=1`)",
+     [floor, cwasm, "plan", args], dict(on, FLOOR_IMPORTED="1")),
     ("version", "`hcpx --version`", [hcpx, "--version"], on),
     ("comp", "`hcpx exec transit-composite plan A B`, warm cache", [hcpx, *comp], on),
 ]

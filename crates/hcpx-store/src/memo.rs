@@ -52,21 +52,19 @@ impl Fingerprint {
     /// Adds entry `name` with its metadata (of the entry itself, not a link's target).
     pub fn add(&mut self, name: &[u8], m: &Metadata) {
         self.any = true;
+        // The name, a NUL (no name holds one), then the numbers at fixed widths: no two entries read alike. Bytes,
+        // not text: formatting eight numbers per entry was most of a warm call's check of its pack (#39).
+        let mut stat = [0u8; 61];
+        stat[1..9].copy_from_slice(&m.dev().to_le_bytes());
+        stat[9..17].copy_from_slice(&m.ino().to_le_bytes());
+        stat[17..21].copy_from_slice(&m.mode().to_le_bytes());
+        stat[21..29].copy_from_slice(&m.size().to_le_bytes());
+        stat[29..37].copy_from_slice(&m.mtime().to_le_bytes());
+        stat[37..45].copy_from_slice(&m.mtime_nsec().to_le_bytes());
+        stat[45..53].copy_from_slice(&m.ctime().to_le_bytes());
+        stat[53..61].copy_from_slice(&m.ctime_nsec().to_le_bytes());
         self.h.update(name);
-        self.h.update(
-            format!(
-                "\0{}:{}:{:o}:{}:{}.{}:{}.{}\n",
-                m.dev(),
-                m.ino(),
-                m.mode(),
-                m.size(),
-                m.mtime(),
-                m.mtime_nsec(),
-                m.ctime(),
-                m.ctime_nsec()
-            )
-            .as_bytes(),
-        );
+        self.h.update(stat);
         self.settled &= settled(m.ctime(), m.ctime_nsec());
     }
 

@@ -26,9 +26,14 @@ impl HasData for HasIo {
 /// other names are left to the caller. Returns how many interfaces it defined.
 pub(super) fn add_imported<T: WasiView>(l: &mut Linker<T>, imports: &[String]) -> wasmtime::Result<usize> {
     let options = p2::LinkOptions::default();
-    let mut linked = 0;
+    let mut linked: Vec<&str> = Vec::new();
     for name in imports {
         let bare = name.split('@').next().unwrap_or(name);
+        // A component may import one interface at two 0.2 versions (parts built against different WASI); one
+        // definition serves both, as wasmtime matches 0.2.x imports to it, and a second would be a duplicate.
+        if linked.contains(&bare) {
+            continue;
+        }
         match bare {
             "wasi:io/error" => p2::io::error::add_to_linker::<T, HasIo>(l, |t| t.ctx().table)?,
             "wasi:io/poll" => p2::io::poll::add_to_linker::<T, HasIo>(l, |t| t.ctx().table)?,
@@ -78,9 +83,9 @@ pub(super) fn add_imported<T: WasiView>(l: &mut Linker<T>, imports: &[String]) -
             // Not WASI 0.2's (wasi:http, the hcp:adapter host), or not one wasmtime-wasi defines.
             _ => continue,
         }
-        linked += 1;
+        linked.push(bare);
     }
-    Ok(linked)
+    Ok(linked.len())
 }
 
 #[cfg(test)]
@@ -121,8 +126,8 @@ mod tests {
     ];
 
     /// Each interface of the table is one of wasmtime-wasi's own (linking it beside `add_to_linker_async`
-    /// defines its functions twice), linked alone whatever 0.2 version the component names, and nothing else is
-    /// linked here.
+    /// defines its functions twice), linked alone whatever 0.2 version the component names, once when it names
+    /// two, and nothing else is linked here.
     #[test]
     fn each_interface_is_wasmtime_wasis_own_and_linked_alone() -> wasmtime::Result<()> {
         let engine = Engine::default();
@@ -134,6 +139,9 @@ mod tests {
             let mut one: Linker<CallState> = Linker::new(&engine);
             assert_eq!(add_imported(&mut one, &[format!("{name}@0.2.3")])?, 1, "{name}");
         }
+        let twice =
+            ["wasi:cli/stdin@0.2.0", "wasi:cli/stdin@0.2.6", "wasi:io/streams@0.2.3"].map(String::from);
+        assert_eq!(add_imported(&mut Linker::<CallState>::new(&engine), &twice)?, 2);
         let others = ["wasi:http/types@0.2.0", "wasi:http/outgoing-handler@0.2.0", "hcp:adapter/host@0.1.0"];
         let mut none: Linker<CallState> = Linker::new(&engine);
         assert_eq!(add_imported(&mut none, &others.map(String::from))?, 0);

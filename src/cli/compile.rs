@@ -38,7 +38,7 @@ pub fn compile_installed(p: &Printer, store: &Store, ids: &[String]) -> Result<(
     let Ok(state) = store.state() else { return Ok(()) };
     let cache = store.layout().cache;
     for id in ids {
-        let Some(sha) = state.packs.get(id).and_then(|r| r.component_sha256.as_deref()) else { continue };
+        let Some(sha) = component_sha256(&state, id) else { continue };
         // A pack that does not load (changed since install, say) is refused by its calls, naming the fix.
         let Ok(Some(pack)) = store.load_pack(id) else { continue };
         compile(p, &pack, &cache, Some(sha)).map_err(|e| {
@@ -50,13 +50,30 @@ pub fn compile_installed(p: &Printer, store: &Store, ids: &[String]) -> Result<(
     Ok(())
 }
 
-/// After an install or an update, the digests of what it has just written (the pack's files, its component, the
-/// compiled component) remembered at once, checked as a call checks them, once the kernel's clock has moved past
-/// those writes (a few milliseconds: store/memo.rs): the first call reads nothing the hundredth does not (#39).
-/// What fails here is its calls' to report, naming the fix, as before.
-pub fn remember_installed(p: &Printer, store: &Store, ids: &[String]) {
+/// The component digest install recorded for pack `id`: a composite's.
+fn component_sha256<'a>(state: &'a hcpx_store::packs::State, id: &str) -> Option<&'a str> {
+    state.packs.get(id).and_then(|r| r.component_sha256.as_deref())
+}
+
+/// After an install or an update, the digests of what it has just written (the pack's files, whatever its kind,
+/// and a composite's component and compiled component) remembered at once, checked as a call checks them, once
+/// the kernel's clock has moved past those writes (a few milliseconds: store/memo.rs): the first call reads
+/// nothing the hundredth does not (#39). What fails here is its calls' to report, naming the fix, as before.
+/// Returns the packs as loaded, for the report (one that does not load is left out).
+pub fn remember_installed(p: &Printer, store: &Store, ids: &[String]) -> Vec<Pack> {
     hcpx_store::memo::wait_until_settled();
-    let _ = compile_installed(p, store, ids);
+    let state = store.state().ok();
+    let cache = store.layout().cache;
+    let mut loaded = Vec::new();
+    for id in ids {
+        // Loading checks the pack's files as a call does, which remembers their digest.
+        let Ok(Some(pack)) = store.load_pack(id) else { continue };
+        if let Some(sha) = state.as_deref().and_then(|s| component_sha256(s, id)) {
+            let _ = compile(p, &pack, &cache, Some(sha));
+        }
+        loaded.push(pack);
+    }
+    loaded
 }
 
 /// Compiles `pack`'s component into `cache` unless it is there, drawing progress on a terminal: what is

@@ -46,8 +46,7 @@ pub fn install(p: &Printer, a: &super::InstallArgs) -> anyhow::Result<u8> {
         Err(InstallError::Check { message, .. }) => return Err(super::compile::refused(message).into()),
     };
     let id = &o.id;
-    super::compile::remember_installed(p, &store, std::slice::from_ref(id));
-    let pack = store.load_pack(id).ok().flatten();
+    let pack = super::compile::remember_installed(p, &store, std::slice::from_ref(id)).pop();
     // Which credential family the pack asks for, and who else may use it.
     let family = pack
         .as_ref()

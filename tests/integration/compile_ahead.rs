@@ -100,6 +100,19 @@ fn install_remembers_what_it_wrote_so_the_first_call_hashes_nothing() {
     assert!(env.to_string().contains("changed since install"), "{env}");
 }
 
+/// A wrap pack installed from a registry has its files' digest remembered by the install too (it has no
+/// component, so nothing is compiled): its first call does not hash the tree again.
+#[test]
+fn a_wrap_installed_from_a_registry_is_remembered_at_install() {
+    use crate::distribution::{example, publish, reference, run_json};
+    let h = Home::new();
+    let r = reference("remember-wrap", "1.0.0");
+    publish(&h, &example(&h, "transit"), &r, None);
+    run_json(&h, &["install", &r, "--allow-unsigned"], 0);
+    let remembered = memo_entries(&h);
+    assert_eq!(remembered.len(), 1, "install remembered the pack tree's digest: {remembered:?}");
+}
+
 /// A component that cannot compile is refused at install, naming the pack and the fix: no pack, no record, no
 /// cache entry, and a pack it would have replaced keeps running.
 #[test]

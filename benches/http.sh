@@ -8,6 +8,9 @@
 # Usage: BENCH_N=20000 BENCH_C=16 [BENCH_ROUNDS=3] [BENCH_BASELINE=/path/to/old/hcpx] [BENCH_HCPX=/path/to/hcpx]
 #        [BENCH_WRAP=0] [BENCH_INPROCESS=/path/to/a/built/http_inprocess] [BENCH_THIN=/path/to/a/built/http_thin]
 #        benches/http.sh
+#        Each HTTP row also gives `cpu_us`: the server's CPU time per request over that row (user + system, its
+#        threads' and its reaped children's, /proc/PID/stat), which the load generator and the machine's other load
+#        move far less than req/s.
 #        BENCH_THIN adds a server `thin`: the thinnest hyper server around the same exec_async (benches/http_thin.rs,
 #        no auth, log or metrics), the floor any server on this machine could reach.
 #        (needs oha: `cargo install oha`; prints Markdown tables)
@@ -55,9 +58,11 @@ TOKEN="$("$HCPX" principal add bench --tenant bench --grant 'verb.exec.read:*' 2
 
 # Each server with its access log to a file (as a deployment keeps it), calls limited well above the load.
 SERVERS=()
+declare -A SPID
 start() { # label binary: a server on a free port, added to SERVERS as label=addr
   "$2" serve --listen 127.0.0.1:0 --max-calls 1024 2> "$TMP/$1.log" &
   PIDS+=($!)
+  SPID[$1]=$!
   for _ in $(seq 200); do grep -q "listening on" "$TMP/$1.log" 2>/dev/null && break; sleep 0.05; done
   SERVERS+=("$1=$(sed -n 's/.*listening on http:\/\///p' "$TMP/$1.log" | head -1)")
 }
@@ -67,22 +72,30 @@ if [ -n "${BENCH_THIN:-}" ]; then
   install -m 755 "$BENCH_THIN" "$TMP/http_thin"
   HTTP_BENCH_HOME="$HCP_HOME" "$TMP/http_thin" 2> "$TMP/thin.log" &
   PIDS+=($!)
+  SPID[thin]=$!
   for _ in $(seq 200); do grep -q "listening on" "$TMP/thin.log" 2>/dev/null && break; sleep 0.05; done
   SERVERS+=("thin=$(sed -n 's/.*listening on http:\/\///p' "$TMP/thin.log" | head -1)")
 fi
 
+ticks() { # pid: its CPU time so far (user + system, its threads' and its reaped children's), in clock ticks
+  awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"
+}
 row() { # server addr label path body n c round
+  local before after
+  before="$(ticks "${SPID[$1]}")"
   oha --no-tui --output-format json -n "$6" -c "$7" -m POST -T application/json \
     -H "Authorization: Bearer $TOKEN" -d "$5" "http://$2$4" > "$TMP/oha.json"
-  python3 - "$1" "$3" "$7" "$8" "$TMP/oha.json" <<'PY'
+  after="$(ticks "${SPID[$1]}")"
+  python3 - "$1" "$3" "$7" "$8" "$TMP/oha.json" "$((after - before))" "$(getconf CLK_TCK)" "$6" <<'PY'
 import json, sys
 server, label, c, rnd, path = sys.argv[1:6]
+cpu_us = int(sys.argv[6]) / int(sys.argv[7]) * 1e6 / int(sys.argv[8])
 d = json.load(open(path))
 s, p = d["summary"], d["latencyPercentiles"]
 codes = d.get("statusCodeDistribution", {})
 print(json.dumps({"round": int(rnd), "call": label, "face": f"HTTP c={c}", "server": server,
                   "rps": round(s["requestsPerSec"]), "p50_us": round(p["p50"] * 1e6, 1),
-                  "p99_us": round(p["p99"] * 1e6, 1), "codes": codes}))
+                  "p99_us": round(p["p99"] * 1e6, 1), "cpu_us": round(cpu_us, 1), "codes": codes}))
 PY
 }
 
@@ -112,12 +125,12 @@ python3 - "$TMP/rows.jsonl" "$C" <<'PY'
 import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]
 c = sys.argv[2]
-print("| round | call | server | face | req/s | p50 µs | p99 µs |")
-print("|------:|------|--------|------|------:|-------:|-------:|")
+print("| round | call | server | face | req/s | p50 µs | p99 µs | server CPU µs/request |")
+print("|------:|------|--------|------|------:|-------:|-------:|------:|")
 for r in rows:
     rps = r.get("rps", r.get(f"rps_c{c}", ""))
     face = r["face"] if r["face"] != "in-process exec" else f"exec (p50/p99 sequential, req/s exec_async c={c})"
-    print(f"| {r['round']} | {r['call']} | {r['server']} | {face} | {rps} | {r['p50_us']} | {r['p99_us']} |")
+    print(f"| {r['round']} | {r['call']} | {r['server']} | {face} | {rps} | {r['p50_us']} | {r['p99_us']} | {r.get('cpu_us', '')} |")
     if r.get("codes") and set(r["codes"]) != {"200"}:
         print(f"|   |   |   | statuses | {r['codes']} | | |")
 # Per round: each server's HTTP c=C req/s over the in-process exec_async c=C of the same round.

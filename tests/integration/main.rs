@@ -15,6 +15,7 @@ mod compile_cache;
 mod composite;
 mod composite_http;
 mod composite_lang;
+mod composite_residue;
 mod composite_secrets;
 mod config;
 mod conformance;

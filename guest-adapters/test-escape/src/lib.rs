@@ -2,7 +2,10 @@
 //! project's `.git` (config, a hook, a renamed `.git`) and writes one ordinary file; `plant` writes the text
 //! `text` at `path` (its directories made first), for the `.git` paths an attacker would use. `net` tries the
 //! network without the host's HTTP: a TCP connect and a UDP datagram to `addr`, and a DNS lookup of `name`
-//! (WASI sockets, as Rust's std makes them); each must fail.
+//! (WASI sockets, as Rust's std makes them); each must fail. `residue` looks through its whole linear memory
+//! for what an earlier call left there, then, given `secret`, leaves its own: in a static, in a small and a large
+//! heap block and on its stack, past the bytes a pooled engine keeps resident (`check` scans again after, so a
+//! test can see the scan finds what is there).
 
 wit_bindgen::generate!({ world: "composite", path: "../../wit/0.1.0" });
 
@@ -24,6 +27,15 @@ impl Guest for Escape {
             }
             let wrote = std::fs::write(p, text).is_ok();
             return Ok(format!("{{\"wrote\":{wrote}}}"));
+        }
+        if verb_key == "residue" {
+            let found = residue::scan();
+            let Some(secret) = field(&args, "secret") else {
+                return Ok(format!("{{\"found\":{found:?}}}"));
+            };
+            residue::leave(&secret);
+            let again = if field(&args, "check").is_some() { residue::scan() } else { Vec::new() };
+            return Ok(format!("{{\"found\":{found:?},\"after\":{again:?}}}"));
         }
         if verb_key == "net" {
             let (Some(addr), Some(name)) = (field(&args, "addr"), field(&args, "name")) else {
@@ -74,7 +86,68 @@ impl Guest for Escape {
     }
 
     fn describe() -> Vec<String> {
-        vec!["run".into(), "git".into(), "plant".into(), "net".into()]
+        vec!["run".into(), "git".into(), "plant".into(), "net".into(), "residue".into()]
+    }
+}
+
+/// What one call leaves in the instance's linear memory, and the look for it. The marker is kept XORed with
+/// [`residue::KEY`], so the plain marker in this module's own data, or in a call's arguments, never matches.
+mod residue {
+    const KEY: u8 = 0x5a;
+    const MARK: &[u8] = b"HCPX-RESIDUE:";
+    static mut LEFT: [u8; 128] = [0; 128];
+
+    /// The marker and `secret`, XORed, ending with an XORed `;`.
+    fn encoded(secret: &str) -> Vec<u8> {
+        MARK.iter().chain(secret.as_bytes()).chain(b";").map(|b| b ^ KEY).collect()
+    }
+
+    /// Leaves `secret` in a static, a small and a 3 MiB heap block (kept: never freed), and a 64 KiB stack array.
+    pub fn leave(secret: &str) {
+        let e = encoded(secret);
+        let n = e.len().min(128);
+        // SAFETY: one call at a time runs in an instance; the static is written through a raw pointer only.
+        unsafe {
+            let left = core::ptr::addr_of_mut!(LEFT) as *mut u8;
+            for (i, b) in e.iter().take(n).enumerate() {
+                core::ptr::write_volatile(left.add(i), *b);
+            }
+        }
+        std::mem::forget(e.clone());
+        let big: Vec<u8> = e.iter().copied().cycle().take(3 << 20).collect();
+        std::mem::forget(std::hint::black_box(big));
+        let mut stack = [0u8; 64 << 10];
+        for (i, b) in stack.iter_mut().enumerate() {
+            *b = e[i % e.len()];
+        }
+        std::hint::black_box(&stack);
+    }
+
+    /// Every distinct secret whose marker is anywhere in linear memory (at most 8).
+    pub fn scan() -> Vec<String> {
+        let size = core::arch::wasm32::memory_size(0) * 65536;
+        let mut found: Vec<String> = Vec::new();
+        let at = |i: usize| -> u8 {
+            // SAFETY: `i` is within linear memory (below its current size); wasm has no unmapped pages there.
+            unsafe { core::ptr::read_volatile(i as *const u8) }
+        };
+        let mut i = 8;
+        while i + MARK.len() + 64 < size && found.len() < 8 {
+            if at(i) ^ KEY == MARK[0] && (1..MARK.len()).all(|j| at(i + j) ^ KEY == MARK[j]) {
+                let secret: Vec<u8> = (i + MARK.len()..i + MARK.len() + 64)
+                    .map(|k| at(k) ^ KEY)
+                    .take_while(|b| *b != b';')
+                    .collect();
+                let secret = String::from_utf8_lossy(&secret).into_owned();
+                if !found.contains(&secret) {
+                    found.push(secret);
+                }
+                i += MARK.len();
+            } else {
+                i += 1;
+            }
+        }
+        found
     }
 }
 

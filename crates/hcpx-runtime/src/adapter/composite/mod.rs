@@ -360,16 +360,23 @@ fn make_engine(pooling: bool) -> Result<(Engine, bool), String> {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true).epoch_interruption(true);
     let mut pool = PoolingAllocationConfig::default();
+    // Only a pooled engine resets memories in place; asking opens `/proc/self/pagemap` once.
+    let scan = pooling && PoolingAllocationConfig::is_pagemap_scan_available();
     pool.total_component_instances(64)
         .total_core_instances(256)
         .total_memories(64)
         .total_tables(256)
         .max_memory_size(POOL_MAX_MEMORY)
         .total_stacks(64)
-        // Resetting a reused memory: the first 64 KiB are zeroed in place, the rest returned with madvise. For the
-        // transit component, 64 KiB beat both 0 and 1 MiB (zeroing a whole MiB costs more than the page faults
-        // it saves; docs/perf-log.md).
-        .linear_memory_keep_resident(64 << 10)
+        // Resetting a reused memory. Where the kernel has `PAGEMAP_SCAN` (Linux 6.7+), the pages the last call
+        // dirtied are found and copied back or zeroed in place, up to 1 MiB of them, and only the rest is returned
+        // with madvise: the next call of the component faults no page in and no other core's TLB is flushed (a
+        // served transit `plan` 1.4x as fast; docs/perf-log.md, #39). Without it, the first 64 KiB are zeroed in
+        // place and the rest returned (for the transit component 64 KiB beat both 0 and 1 MiB then: zeroing a
+        // whole MiB blindly cost more than the page faults it saved). Either way nothing of one call is left for
+        // the next (tests/integration/composite_residue.rs).
+        .linear_memory_keep_resident(if scan { 1 << 20 } else { 64 << 10 })
+        .pagemap_scan(if scan { wasmtime::Enabled::Yes } else { wasmtime::Enabled::No })
         .table_keep_resident(1 << 16)
         .decommit_batch_size(16);
     let mut pooled_cfg = cfg.clone();

@@ -6,24 +6,16 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{Fixture, Home};
+use crate::helpers::Home;
 use crate::serve::{principal, Server};
 
-/// `test-escape` as composite pack `residue`, its read `residue` taking an optional `secret` and `check`.
+/// `test-escape` as a composite pack, its read `residue` taking an optional `secret` and `check`.
 fn install(h: &Home) {
-    let mut f = Fixture::wrap();
-    let text = json!({ "type": "string", "description": "Text" });
-    f.surface = json!({ "id": "residue", "kind": "composite", "component": { "path": "./adapter.wasm" },
-        "verbs": { "residue": { "description": "Look for and leave a secret.", "args": { "type": "object",
-            "properties": { "secret": text, "check": text } } } } });
-    f.policy = json!({ "surface_id": "residue", "verbs": { "residue": { "operation": "read" } } });
-    f.harness = "# Residue\n\nA test guest.\n".into();
-    f.files.clear();
-    let dir = f.write(&h.t.join("src-residue"));
-    std::fs::copy(crate::composite::guest("test-escape"), dir.join("adapter.wasm")).unwrap();
-    let out = h.run(&["install", dir.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(h.run(&["activate", "residue"]).status.code(), Some(0));
+    crate::composite::install_guest_with(h, "test-escape", &["residue"], None, |f| {
+        let text = json!({ "type": "string", "description": "Text" });
+        f.surface["verbs"]["residue"]["args"] =
+            json!({ "type": "object", "properties": { "secret": text, "check": text } });
+    });
 }
 
 fn found(v: &Value, key: &str) -> Vec<String> {
@@ -41,12 +33,12 @@ fn a_served_composite_call_finds_nothing_an_earlier_call_left_in_its_memory() {
         let secret = format!("acme-secret-{round}");
         // The scan works: within one call it finds what that call left.
         let (st, v) =
-            s.post("/v1/exec/residue/residue", &alice, &json!({ "secret": secret, "check": "yes" }));
+            s.post("/v1/exec/test-escape/residue", &alice, &json!({ "secret": secret, "check": "yes" }));
         assert_eq!(st, 200, "{v}");
         assert_eq!(found(&v, "after"), vec![secret.clone()], "the guest's scan finds its own marker: {v}");
         assert!(found(&v, "found").is_empty(), "round {round}: a call found an earlier call's secret: {v}");
         // The next call, another tenant's, on the same slot: nothing of it.
-        let (st, v) = s.post("/v1/exec/residue/residue", &bob, &json!({}));
+        let (st, v) = s.post("/v1/exec/test-escape/residue", &bob, &json!({}));
         assert_eq!(st, 200, "{v}");
         assert!(found(&v, "found").is_empty(), "round {round}: beta's call read acme's secret: {v}");
     }

@@ -105,11 +105,10 @@ mod residue {
     /// Leaves `secret` in a static, a small and a 3 MiB heap block (kept: never freed), and a 64 KiB stack array.
     pub fn leave(secret: &str) {
         let e = encoded(secret);
-        let n = e.len().min(128);
         // SAFETY: one call at a time runs in an instance; the static is written through a raw pointer only.
         unsafe {
             let left = core::ptr::addr_of_mut!(LEFT) as *mut u8;
-            for (i, b) in e.iter().take(n).enumerate() {
+            for (i, b) in e.iter().take(128).enumerate() {
                 core::ptr::write_volatile(left.add(i), *b);
             }
         }
@@ -117,8 +116,8 @@ mod residue {
         let big: Vec<u8> = e.iter().copied().cycle().take(3 << 20).collect();
         std::mem::forget(std::hint::black_box(big));
         let mut stack = [0u8; 64 << 10];
-        for (i, b) in stack.iter_mut().enumerate() {
-            *b = e[i % e.len()];
+        for (s, b) in stack.iter_mut().zip(e.iter().cycle()) {
+            *s = *b;
         }
         std::hint::black_box(&stack);
     }
